@@ -1,0 +1,74 @@
+// Package ports declares the contracts between the application and its
+// driven adapters that are not owned by a single domain module: storage
+// health, job workers, rate limiting. Each core module declares its own
+// repository port next to the use cases that consume it (core/<module>);
+// the shared domain ports (unit of work, clock, events, job scheduling) live
+// in core/platform so the cores can use them without leaving core/.
+//
+// An adapter set (memory, postgres) implements all of them; bootstrap picks
+// one set from config.
+package ports
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/qms-dev/qms/core/platform"
+)
+
+// Pinger reports whether storage is reachable (GET /readyz).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// JobHandler runs one job. Returning an error makes the job retry with
+// backoff until its attempts are exhausted; a handler must be idempotent.
+type JobHandler func(ctx context.Context, job JobContext) error
+
+// JobContext is what a handler learns about the job it runs.
+type JobContext struct {
+	ID      string
+	Kind    string
+	Args    json.RawMessage
+	Attempt int // 1-based
+	// MaxAttempts is the attempt after which the job is discarded.
+	MaxAttempts int
+}
+
+// JobKind describes a kind of job and how it is retried.
+type JobKind struct {
+	Name        string
+	Handler     JobHandler
+	MaxAttempts int
+	// Timeout bounds one attempt; 0 means the runner's default.
+	Timeout time.Duration
+	// Backoff returns the delay before attempt+1 after a failed attempt;
+	// nil uses the runner's default exponential backoff with jitter.
+	Backoff func(attempt int) time.Duration
+}
+
+// JobRunner runs scheduled jobs. It implements the core's JobScheduler, so
+// jobs are scheduled inside the use case's transaction, and runs them
+// through the handlers registered before Start.
+type JobRunner interface {
+	platform.JobScheduler
+	Register(kind JobKind)
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+// RateDecision is the outcome of one rate-limit check.
+type RateDecision struct {
+	Allowed   bool
+	Limit     int
+	Remaining int
+	Reset     time.Time // when the current window ends
+}
+
+// RateLimiter counts requests per key in fixed one-minute windows. The
+// postgres implementation counts in the database, so several processes
+// share one budget per key.
+type RateLimiter interface {
+	Allow(ctx context.Context, key string, limit int, now time.Time) (RateDecision, error)
+}
