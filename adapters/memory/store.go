@@ -9,17 +9,34 @@ package memory
 
 import (
 	"context"
-	"fmt"
+	"sort"
 	"sync"
 )
 
 // Store is the in-memory database shared by the memory repositories.
 type Store struct {
-	mu sync.RWMutex
+	mu       sync.RWMutex
+	cascades map[string][]func(ctx context.Context, parentID string)
 }
 
 // NewStore returns an empty store.
-func NewStore() *Store { return &Store{} }
+func NewStore() *Store {
+	return &Store{cascades: map[string][]func(context.Context, string){}}
+}
+
+// OnDelete registers what deleting a parent ("entity", "queue", ...) must
+// delete with it: the memory counterpart of ON DELETE CASCADE. Register
+// while wiring, before use.
+func (s *Store) OnDelete(parent string, fn func(ctx context.Context, parentID string)) {
+	s.cascades[parent] = append(s.cascades[parent], fn)
+}
+
+// cascade runs the registered deletes of a parent; called inside a write.
+func (s *Store) cascade(ctx context.Context, parent, id string) {
+	for _, fn := range s.cascades[parent] {
+		fn(ctx, id)
+	}
+}
 
 type txKey struct{}
 
@@ -150,4 +167,22 @@ func (tb *table[T]) del(id string) func() {
 	return func() { tb.rows[id] = old }
 }
 
-var errNotInTx = fmt.Errorf("memory: call outside a unit of work")
+// sorted returns the rows that keep passes, ordered by id, after the given
+// id, at most limit (limit <= 0: all).
+func sorted[T any](rows map[string]T, after string, limit int, keep func(T) bool) []T {
+	ids := make([]string, 0, len(rows))
+	for id, r := range rows {
+		if id > after && (keep == nil || keep(r)) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	if limit > 0 && len(ids) > limit {
+		ids = ids[:limit]
+	}
+	out := make([]T, len(ids))
+	for i, id := range ids {
+		out[i] = rows[id]
+	}
+	return out
+}

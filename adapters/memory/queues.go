@@ -1,0 +1,150 @@
+package memory
+
+import (
+	"context"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+)
+
+// Queues is the memory queues.Repository.
+type Queues struct {
+	s        *Store
+	queues   *table[queues.Queue]
+	stations *table[queues.Station]
+	runs     *table[queues.Run]
+}
+
+// NewQueues builds the repository on s; deleting an entity deletes its
+// queues, and deleting a queue its stations and runs.
+func NewQueues(s *Store) *Queues {
+	r := &Queues{s: s, queues: newTable[queues.Queue](s), stations: newTable[queues.Station](s), runs: newTable[queues.Run](s)}
+	s.OnDelete("entity", func(ctx context.Context, entityID string) {
+		for _, q := range sorted(r.queues.rows, "", 0, func(q queues.Queue) bool { return q.EntityID == entityID }) {
+			r.deleteQueue(ctx, q.ID)
+		}
+	})
+	return r
+}
+
+// deleteQueue runs inside the unit of work of the entity's deletion.
+func (r *Queues) deleteQueue(ctx context.Context, id string) {
+	r.s.write(ctx, func() func() { return r.queues.del(id) })
+	for _, st := range sorted(r.stations.rows, "", 0, func(st queues.Station) bool { return st.QueueID == id }) {
+		r.s.write(ctx, func() func() { return r.stations.del(st.ID) })
+	}
+	for _, run := range sorted(r.runs.rows, "", 0, func(run queues.Run) bool { return run.QueueID == id }) {
+		r.s.write(ctx, func() func() { return r.runs.del(run.ID) })
+		r.s.cascade(ctx, "run", run.ID)
+	}
+	r.s.cascade(ctx, "queue", id)
+}
+
+// CreateQueue stores a new queue.
+func (r *Queues) CreateQueue(ctx context.Context, q queues.Queue) error {
+	r.s.write(ctx, func() func() { return r.queues.put(q.ID, q) })
+	return nil
+}
+
+// GetQueue returns a queue.
+func (r *Queues) GetQueue(ctx context.Context, id string) (q queues.Queue, err error) {
+	r.s.read(ctx, func() {
+		var ok bool
+		if q, ok = r.queues.rows[id]; !ok {
+			err = platform.NotFound("queue", id)
+		}
+	})
+	return q, err
+}
+
+// GetQueueForUpdate is GetQueue: memory units of work are serialised.
+func (r *Queues) GetQueueForUpdate(ctx context.Context, id string) (queues.Queue, error) {
+	return r.GetQueue(ctx, id)
+}
+
+// UpdateQueue replaces a queue.
+func (r *Queues) UpdateQueue(ctx context.Context, q queues.Queue) error {
+	r.s.write(ctx, func() func() { return r.queues.put(q.ID, q) })
+	return nil
+}
+
+// ListQueues pages the account's queues by id.
+func (r *Queues) ListQueues(ctx context.Context, accountID, entityID string, page platform.PageRequest) (out []queues.Queue, err error) {
+	r.s.read(ctx, func() {
+		out = sorted(r.queues.rows, page.After, page.Limit+1, func(q queues.Queue) bool {
+			return q.AccountID == accountID && (entityID == "" || q.EntityID == entityID)
+		})
+	})
+	return out, nil
+}
+
+// CreateStation stores a new station.
+func (r *Queues) CreateStation(ctx context.Context, st queues.Station) error {
+	r.s.write(ctx, func() func() { return r.stations.put(st.ID, st) })
+	return nil
+}
+
+// GetStation returns a station.
+func (r *Queues) GetStation(ctx context.Context, id string) (st queues.Station, err error) {
+	r.s.read(ctx, func() {
+		var ok bool
+		if st, ok = r.stations.rows[id]; !ok {
+			err = platform.NotFound("station", id)
+		}
+	})
+	return st, err
+}
+
+// DeleteStation removes a station.
+func (r *Queues) DeleteStation(ctx context.Context, id string) error {
+	r.s.write(ctx, func() func() { return r.stations.del(id) })
+	r.s.cascade(ctx, "station", id)
+	return nil
+}
+
+// ListStations lists a queue's stations, oldest first.
+func (r *Queues) ListStations(ctx context.Context, queueID string) (out []queues.Station, err error) {
+	r.s.read(ctx, func() {
+		out = sorted(r.stations.rows, "", 0, func(st queues.Station) bool { return st.QueueID == queueID })
+	})
+	return out, nil
+}
+
+// CreateRun stores a new run.
+func (r *Queues) CreateRun(ctx context.Context, run queues.Run) error {
+	r.s.write(ctx, func() func() { return r.runs.put(run.ID, run) })
+	return nil
+}
+
+// GetRun returns a run.
+func (r *Queues) GetRun(ctx context.Context, id string) (run queues.Run, err error) {
+	r.s.read(ctx, func() {
+		var ok bool
+		if run, ok = r.runs.rows[id]; !ok {
+			err = platform.NotFound("queue run", id)
+		}
+	})
+	return run, err
+}
+
+// GetRunForUpdate is GetRun: memory units of work are serialised.
+func (r *Queues) GetRunForUpdate(ctx context.Context, id string) (queues.Run, error) {
+	return r.GetRun(ctx, id)
+}
+
+// UpdateRun replaces a run.
+func (r *Queues) UpdateRun(ctx context.Context, run queues.Run) error {
+	r.s.write(ctx, func() func() { return r.runs.put(run.ID, run) })
+	return nil
+}
+
+// ListRuns returns a queue's newest runs first.
+func (r *Queues) ListRuns(ctx context.Context, queueID string, limit int) (out []queues.Run, err error) {
+	r.s.read(ctx, func() {
+		all := sorted(r.runs.rows, "", 0, func(run queues.Run) bool { return run.QueueID == queueID })
+		for i := len(all) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
+			out = append(out, all[i])
+		}
+	})
+	return out, nil
+}

@@ -1,0 +1,266 @@
+package accounts
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/qms-dev/qms/core/platform"
+)
+
+// Codes raised by this module.
+const (
+	CodeInvalidKey = "INVALID_API_KEY"
+	CodeRevokedKey = "REVOKED_API_KEY"
+)
+
+// KeyPrefix starts every API key value, so leaked keys are recognisable by
+// secret scanners and people alike.
+const KeyPrefix = "qms_"
+
+// Repository stores accounts and keys.
+type Repository interface {
+	CreateAccount(ctx context.Context, a Account) error
+	GetAccount(ctx context.Context, id string) (Account, error)
+	UpdateAccount(ctx context.Context, a Account) error
+	CreateKey(ctx context.Context, k APIKey) error
+	GetKey(ctx context.Context, id string) (APIKey, error)
+	GetKeyByHash(ctx context.Context, hash string) (APIKey, error)
+	ListKeys(ctx context.Context, accountID string) ([]APIKey, error)
+	UpdateKey(ctx context.Context, k APIKey) error
+}
+
+// AuthCacheTTL bounds how long an authentication result is reused: a revoked
+// key or a downgraded plan takes effect within this time on every process.
+const AuthCacheTTL = 2 * time.Second
+
+// Service is the accounts use cases: the control panel's side (accounts,
+// plans, keys) and the authentication of API calls.
+type Service struct {
+	repo  Repository
+	uow   platform.UnitOfWork
+	clock platform.Clock
+
+	mu    sync.Mutex
+	cache map[string]cachedAuth
+}
+
+type cachedAuth struct {
+	principal Principal
+	err       error
+	expires   time.Time
+}
+
+// NewService builds the service.
+func NewService(repo Repository, uow platform.UnitOfWork, clock platform.Clock) *Service {
+	return &Service{repo: repo, uow: uow, clock: clock, cache: map[string]cachedAuth{}}
+}
+
+// CreateAccountInput is the admin API's account body.
+type CreateAccountInput struct {
+	Name string `json:"name"`
+	Plan Plan   `json:"plan"`
+}
+
+// CreateAccount creates an account on a plan.
+func (s *Service) CreateAccount(ctx context.Context, in CreateAccountInput) (Account, error) {
+	var v platform.Validator
+	v.Len("name", in.Name, 1, 120)
+	if v.Required("plan", in.Plan != "") {
+		v.OneOf("plan", string(in.Plan), string(PlanPremium), string(PlanFree))
+	}
+	if err := v.Err(); err != nil {
+		return Account{}, err
+	}
+	now := s.clock.Now()
+	a := Account{ID: platform.NewID(platform.PrefixAccount), Name: in.Name, Plan: in.Plan, CreatedAt: now, UpdatedAt: now}
+	if err := s.repo.CreateAccount(ctx, a); err != nil {
+		return Account{}, err
+	}
+	return a, nil
+}
+
+// GetAccount returns an account.
+func (s *Service) GetAccount(ctx context.Context, id string) (Account, error) {
+	return s.repo.GetAccount(ctx, id)
+}
+
+// SetPlan changes an account's plan; a downgrade turns every key of the
+// account to 402 within AuthCacheTTL.
+func (s *Service) SetPlan(ctx context.Context, accountID string, plan Plan) (Account, error) {
+	var v platform.Validator
+	if v.Required("plan", plan != "") {
+		v.OneOf("plan", string(plan), string(PlanPremium), string(PlanFree))
+	}
+	if err := v.Err(); err != nil {
+		return Account{}, err
+	}
+	var out Account
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		a, err := s.repo.GetAccount(ctx, accountID)
+		if err != nil {
+			return err
+		}
+		a.Plan = plan
+		a.UpdatedAt = s.clock.Now()
+		out = a
+		return s.repo.UpdateAccount(ctx, a)
+	})
+	return out, err
+}
+
+// CreateKeyInput is the admin API's key body.
+type CreateKeyInput struct {
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+}
+
+// CreateKey makes a key for the account and returns it with its value: the
+// only time the value exists outside the caller's hands.
+func (s *Service) CreateKey(ctx context.Context, accountID string, in CreateKeyInput) (APIKey, string, error) {
+	var v platform.Validator
+	v.Len("name", in.Name, 0, 120)
+	if v.Required("scopes", in.Scopes != nil) {
+		v.MinItems("scopes", len(in.Scopes), 1)
+	}
+	scopes := make([]Scope, 0, len(in.Scopes))
+	seen := map[Scope]bool{}
+	for i, raw := range in.Scopes {
+		sc := Scope(raw)
+		if !sc.Valid() {
+			v.Fail(platform.Index("scopes", i), "scope", "unknown scope %q", raw)
+			continue
+		}
+		if !seen[sc] {
+			seen[sc] = true
+			scopes = append(scopes, sc)
+		}
+	}
+	if err := v.Err(); err != nil {
+		return APIKey{}, "", err
+	}
+	if _, err := s.repo.GetAccount(ctx, accountID); err != nil {
+		return APIKey{}, "", err
+	}
+	value := newKeyValue()
+	k := APIKey{
+		ID:        platform.NewID(platform.PrefixAPIKey),
+		AccountID: accountID,
+		Name:      in.Name,
+		Prefix:    value[:len(KeyPrefix)+6],
+		Hash:      HashKey(value),
+		Scopes:    scopes,
+		CreatedAt: s.clock.Now(),
+	}
+	if err := s.repo.CreateKey(ctx, k); err != nil {
+		return APIKey{}, "", err
+	}
+	return k, value, nil
+}
+
+// ListKeys lists an account's keys, without their values.
+func (s *Service) ListKeys(ctx context.Context, accountID string) ([]APIKey, error) {
+	if _, err := s.repo.GetAccount(ctx, accountID); err != nil {
+		return nil, err
+	}
+	return s.repo.ListKeys(ctx, accountID)
+}
+
+// RevokeKey revokes a key; revoking twice is a no-op that returns the key.
+func (s *Service) RevokeKey(ctx context.Context, keyID string) (APIKey, error) {
+	var out APIKey
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		k, err := s.repo.GetKey(ctx, keyID)
+		if err != nil {
+			return err
+		}
+		if k.RevokedAt == nil {
+			now := s.clock.Now()
+			k.RevokedAt = &now
+			if err := s.repo.UpdateKey(ctx, k); err != nil {
+				return err
+			}
+		}
+		out = k
+		return nil
+	})
+	if err == nil {
+		s.mu.Lock()
+		for h, c := range s.cache {
+			if c.principal.KeyID == keyID {
+				delete(s.cache, h)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return out, err
+}
+
+// Authenticate resolves a presented key value to a principal: 401 for an
+// unknown or revoked key, 402 when the account is not premium. Results are
+// cached for AuthCacheTTL.
+func (s *Service) Authenticate(ctx context.Context, value string) (Principal, error) {
+	hash := HashKey(value)
+	now := s.clock.Now()
+	s.mu.Lock()
+	c, ok := s.cache[hash]
+	s.mu.Unlock()
+	if ok && now.Before(c.expires) {
+		return c.principal, c.err
+	}
+	p, err := s.authenticate(ctx, hash)
+	if err != nil {
+		if _, domain := platform.AsError(err); !domain {
+			return Principal{}, err // infrastructure failure: never cached
+		}
+	}
+	s.mu.Lock()
+	if len(s.cache) > 10000 { // bound memory against floods of random keys
+		clear(s.cache)
+	}
+	s.cache[hash] = cachedAuth{principal: p, err: err, expires: now.Add(AuthCacheTTL)}
+	s.mu.Unlock()
+	return p, err
+}
+
+func (s *Service) authenticate(ctx context.Context, hash string) (Principal, error) {
+	k, err := s.repo.GetKeyByHash(ctx, hash)
+	if platform.IsCode(err, platform.CodeNotFound) {
+		return Principal{}, platform.NewError(platform.KindUnauthorized, CodeInvalidKey, "the API key is not valid", map[string]any{})
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	if k.Revoked() {
+		return Principal{}, platform.NewError(platform.KindUnauthorized, CodeRevokedKey, "the API key was revoked", map[string]any{})
+	}
+	a, err := s.repo.GetAccount(ctx, k.AccountID)
+	if err != nil {
+		return Principal{}, err
+	}
+	if a.Plan != PlanPremium {
+		return Principal{}, platform.NewError(platform.KindPaymentRequired, platform.CodePremiumRequired,
+			"the API needs the account to be on the premium plan", map[string]any{"plan": string(a.Plan)})
+	}
+	return Principal{AccountID: a.ID, KeyID: k.ID, Scopes: NewScopeSet(k.Scopes)}, nil
+}
+
+// HashKey is how a key value is stored: SHA-256, hex. Keys carry 160 random
+// bits, so a fast unsalted hash is safe, and lookups stay one index probe.
+func HashKey(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	return hex.EncodeToString(sum[:])
+}
+
+func newKeyValue() string {
+	var b [20]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("accounts: no randomness: " + err.Error())
+	}
+	return KeyPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
