@@ -1,0 +1,81 @@
+package httpx
+
+import (
+	"log/slog"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/gofiber/fiber/v2"
+)
+
+// DefaultBodyLimit is the request body limit when AppConfig.BodyLimit is
+// zero. The spec names none; 1 MiB is far above the largest legitimate body
+// (a bulk of 1000 access codes) and small enough to refuse abuse early.
+const DefaultBodyLimit = 1 << 20
+
+// AppConfig configures [NewApp].
+type AppConfig struct {
+	// Logger receives access lines, panics and internal errors. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// BodyLimit is the largest accepted request body in bytes; larger
+	// bodies get 413 PAYLOAD_TOO_LARGE. Zero means DefaultBodyLimit.
+	BodyLimit int
+}
+
+// NewApp builds the fiber application with the platform behaviour every
+// endpoint relies on: the error envelope as error handler, the body limit,
+// json/v2 as response encoder, no startup banner, and the middleware every
+// request passes through, in this order: [RequestID], [AccessLog],
+// [Recover]. The order matters: the access log must see the request id and
+// the final status, and panics must become errors inside the access log.
+//
+// Fiber answers 405 METHOD_NOT_ALLOWED (with an Allow header) by itself when
+// the path exists under another method; no configuration is needed for it.
+// Register routes on the returned app, then optionally [NotFound] last.
+func NewApp(cfg AppConfig) *fiber.App {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	limit := cfg.BodyLimit
+	if limit <= 0 {
+		limit = DefaultBodyLimit
+	}
+	app := fiber.New(fiber.Config{
+		ErrorHandler:          ErrorHandler(log),
+		BodyLimit:             limit,
+		JSONEncoder:           encodeJSON,
+		JSONDecoder:           decodeJSONStrict,
+		DisableStartupMessage: true,
+		// Routes are matched exactly as the spec writes them.
+		CaseSensitive: true,
+	})
+	app.Use(AssignRequestID(), AccessLog(log), Recover(log))
+	return app
+}
+
+// NotFound is the catch-all to mount last (app.Use(httpx.NotFound())). It
+// hands the request back to fiber's router past the end of the stack, so the
+// router decides between 404 (no such path) and 405 (the path exists under
+// another method, with the Allow header); the error handler turns both into
+// the envelope. Mounting it is optional, since unmatched requests end the
+// same way without it; it documents in the route table that nothing follows.
+func NotFound() fiber.Handler {
+	return func(c *fiber.Ctx) error { return c.Next() }
+}
+
+// encodeJSON encodes responses with json/v2: nil slices and maps encode as
+// [] and {} (so "data" is never null), `omitzero` works with Optional and
+// Nullable, and map keys are sorted so responses are stable for tests and
+// caches. Invalid UTF-8 is replaced rather than failing the whole response.
+func encodeJSON(v any) ([]byte, error) {
+	return json.Marshal(v, json.Deterministic(true), jsontext.AllowInvalidUTF8(true))
+}
+
+// decodeJSONStrict keeps fiber's BodyParser as strict as [Decode] for
+// anyone who calls it; Decode remains the way to read bodies, since it also
+// maps failures to VALIDATION_ERROR fields.
+func decodeJSONStrict(data []byte, v any) error {
+	return json.Unmarshal(data, v, decodeOptions)
+}

@@ -1,0 +1,164 @@
+package httpx
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/qms-dev/qms/core/platform"
+)
+
+// cursorVersion leads every cursor, so the format can change without
+// misreading cursors clients still hold.
+const (
+	cursorVersion = 1
+	cursorMACLen  = 16 // 128 bits of HMAC-SHA256 are plenty against forgery
+)
+
+// Cursors makes and checks pagination cursors. A cursor is opaque to
+// clients: base64url of (version, list name, account id, after key) with an
+// HMAC-SHA256 tag, so a client can neither forge one, nor alter one, nor use
+// another account's or another list's cursor. Every process of a deployment
+// must share the secret.
+type Cursors struct{ key []byte }
+
+// NewCursors returns cursors keyed by secret (from config; at least 16
+// random bytes, 32 advised). A shorter secret is a configuration error and
+// panics at start-up rather than making forgeable cursors.
+func NewCursors(secret []byte) Cursors {
+	if len(secret) < 16 {
+		panic("httpx: cursor secret must be at least 16 bytes")
+	}
+	return Cursors{key: append([]byte(nil), secret...)}
+}
+
+// Encode returns the cursor that continues list for account after the item
+// with sort key after.
+func (cs Cursors) Encode(list, account, after string) string {
+	b := make([]byte, 0, 1+3*binary.MaxVarintLen16+len(list)+len(account)+len(after)+cursorMACLen)
+	b = append(b, cursorVersion)
+	b = binary.AppendUvarint(b, uint64(len(list)))
+	b = append(b, list...)
+	b = binary.AppendUvarint(b, uint64(len(account)))
+	b = append(b, account...)
+	b = append(b, after...)
+	b = append(b, cs.mac(b)...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Decode returns the after key of a cursor made by Encode for the same list
+// and account, or an INVALID_CURSOR error.
+func (cs Cursors) Decode(cursor, list, account string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(b) < 1+cursorMACLen || b[0] != cursorVersion {
+		return "", invalidCursor("the cursor is malformed")
+	}
+	payload, tag := b[:len(b)-cursorMACLen], b[len(b)-cursorMACLen:]
+	if !hmac.Equal(tag, cs.mac(payload)) {
+		return "", invalidCursor("the cursor is malformed")
+	}
+	rest := payload[1:]
+	gotList, rest, ok := readField(rest)
+	if !ok {
+		return "", invalidCursor("the cursor is malformed")
+	}
+	gotAccount, rest, ok := readField(rest)
+	if !ok {
+		return "", invalidCursor("the cursor is malformed")
+	}
+	// Authentic but for another list or caller: a client mixed cursors up.
+	if string(gotList) != list || string(gotAccount) != account {
+		return "", invalidCursor("the cursor does not belong to this list")
+	}
+	return string(rest), nil
+}
+
+func (cs Cursors) mac(payload []byte) []byte {
+	if len(cs.key) == 0 {
+		// The zero Cursors must not sign with an empty key.
+		panic("httpx: Cursors used without NewCursors")
+	}
+	m := hmac.New(sha256.New, cs.key)
+	m.Write(payload)
+	return m.Sum(nil)[:cursorMACLen]
+}
+
+func readField(b []byte) (field, rest []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return nil, nil, false
+	}
+	return b[k : k+int(n)], b[k+int(n):], true
+}
+
+func invalidCursor(msg string) error {
+	return platform.NewError(platform.KindInvalid, platform.CodeInvalidCursor, msg,
+		map[string]any{"parameter": "cursor"})
+}
+
+// ParsePage reads the limit and cursor query parameters of a list request.
+// limit is 1-200, 50 when absent; anything else (out of range, not an
+// integer, empty) is VALIDATION_ERROR on path "limit". cursor must have been
+// issued by WritePage for the same list and the same account; a tampered,
+// forged, other account's or other list's cursor is 400 INVALID_CURSOR.
+func ParsePage(c *fiber.Ctx, cur Cursors, list string) (platform.PageRequest, error) {
+	req := platform.PageRequest{Limit: platform.DefaultPageLimit}
+	args := c.Context().QueryArgs()
+	if args.Has("limit") {
+		n, err := strconv.Atoi(string(args.Peek("limit")))
+		if err != nil {
+			return req, platform.InvalidField("limit", "type",
+				"must be an integer from 1 to "+strconv.Itoa(platform.MaxPageLimit))
+		}
+		var v platform.Validator
+		v.Range("limit", n, 1, platform.MaxPageLimit)
+		if err := v.Err(); err != nil {
+			return req, err
+		}
+		req.Limit = n
+	}
+	if args.Has("cursor") {
+		after, err := cur.Decode(string(args.Peek("cursor")), list, PrincipalOf(c).AccountID)
+		if err != nil {
+			return req, err
+		}
+		req.After = after
+	}
+	return req, nil
+}
+
+// pageBody is the list envelope of spec section 2.10.
+type pageBody[T any] struct {
+	Data       []T        `json:"data"`
+	Pagination pagination `json:"pagination"`
+}
+
+type pagination struct {
+	NextCursor *string `json:"nextCursor"`
+	Limit      int     `json:"limit"`
+}
+
+// WritePage answers 200 with {"data":[...],"pagination":{"nextCursor",
+// "limit"}}: data is always an array, nextCursor null on the last page and
+// otherwise a cursor for the same list and account.
+func WritePage[T any](c *fiber.Ctx, cur Cursors, list string, page platform.Page[T], limit int) error {
+	body := pageBody[T]{Data: page.Items, Pagination: pagination{Limit: limit}}
+	if body.Data == nil {
+		body.Data = []T{}
+	}
+	if page.Next != "" {
+		next := cur.Encode(list, PrincipalOf(c).AccountID, page.Next)
+		body.Pagination.NextCursor = &next
+	}
+	return c.Status(fiber.StatusOK).JSON(body)
+}
+
+// OK answers 200 with v as JSON.
+func OK(c *fiber.Ctx, v any) error { return c.Status(fiber.StatusOK).JSON(v) }
+
+// Created answers 201 with v as JSON.
+func Created(c *fiber.Ctx, v any) error { return c.Status(fiber.StatusCreated).JSON(v) }

@@ -1,0 +1,71 @@
+package httpx
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/ports"
+)
+
+// Rate-limit response headers (spec section 8).
+const (
+	HeaderRateLimit     = "X-RateLimit-Limit"
+	HeaderRateRemaining = "X-RateLimit-Remaining"
+	HeaderRateReset     = "X-RateLimit-Reset"
+	HeaderRetryAfter    = "Retry-After"
+)
+
+// RateLimit is the middleware that spends one request of the caller's
+// per-minute budget. It keys the budget by the principal's KeyID (mount it
+// after Auth; without a principal it falls back to the client IP, so it
+// still bounds unauthenticated routes). now nil means time.Now.
+//
+// It sets X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset
+// (epoch seconds) before calling the rest of the chain, so they stay on
+// every response of the route, errors included: the error handler writes
+// the same response. Over budget it answers 429 RATE_LIMITED with
+// Retry-After in seconds.
+//
+// If the limiter itself fails (the database is unreachable), the request
+// is let through without rate headers and the failure is logged: failing
+// closed would turn a limiter outage into a full API outage, and the
+// request would most likely fail on the same database anyway.
+func RateLimit(l ports.RateLimiter, perMinute int, now func() time.Time) fiber.Handler {
+	if now == nil {
+		now = time.Now
+	}
+	return func(c *fiber.Ctx) error {
+		var key string
+		if p, ok := principal(c); ok {
+			key = p.KeyID
+		} else {
+			key = "ip:" + c.IP()
+		}
+		t := now()
+		d, err := l.Allow(c.UserContext(), key, perMinute, t)
+		if err != nil {
+			Logger(c).LogAttrs(c.UserContext(), slog.LevelWarn, "rate limiter failed; request allowed",
+				slog.String("requestId", RequestID(c)), slog.String("error", err.Error()))
+			return c.Next()
+		}
+		remaining := max(d.Remaining, 0)
+		h := &c.Response().Header
+		h.Set(HeaderRateLimit, strconv.Itoa(d.Limit))
+		h.Set(HeaderRateRemaining, strconv.Itoa(remaining))
+		h.Set(HeaderRateReset, strconv.FormatInt(d.Reset.Unix(), 10))
+		if !d.Allowed {
+			// Round up: retrying at the floor would land in the same window.
+			wait := int64(max((d.Reset.Sub(t)+time.Second-1)/time.Second, 1))
+			h.Set(HeaderRetryAfter, strconv.FormatInt(wait, 10))
+			return platform.NewError(platform.KindRateLimited, platform.CodeRateLimited,
+				fmt.Sprintf("rate limit of %d requests per minute exceeded; retry in %d seconds", d.Limit, wait),
+				map[string]any{"limit": d.Limit, "retryAfter": wait, "reset": d.Reset.Unix()})
+		}
+		return c.Next()
+	}
+}
