@@ -76,7 +76,7 @@ func decodeBytes(body []byte, dst any) error {
 	}
 	// json/v2's Decoder reads a stream of values; one body is one value.
 	if _, err := dec.ReadToken(); err != io.EOF {
-		return bodyError(RuleTrailingData, "the body must hold a single JSON value, but data follows it")
+		return bodyError(RuleTrailingData, "must hold a single JSON value, but data follows it")
 	}
 	return nil
 }
@@ -144,11 +144,7 @@ func decodeError(err error) error {
 			// A domain type's own parser knows the rule better than we do.
 			return fieldError(path, RuleType, sem.Err.Error())
 		}
-		msg := "must be " + expected(sem.GoType)
-		if got := kindName(sem.JSONKind); got != "" {
-			msg += ", not " + got
-		}
-		return fieldError(path, RuleType, msg)
+		return fieldError(path, RuleType, "must be "+expected(sem.GoType)+found(sem))
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return bodyError(RuleMalformedJSON, "the JSON ends unexpectedly")
 	}
@@ -226,6 +222,44 @@ func expected(t reflect.Type) string {
 		return "an array"
 	}
 	return "a different type"
+}
+
+// found says what the client sent instead: its JSON kind, or when the kind
+// was right (1.5 for an integer, a malformed timestamp) the value itself.
+func found(sem *json.SemanticError) string {
+	if got := kindName(sem.JSONKind); got != "" && (sem.GoType == nil || got != kindName(expectedKind(sem.GoType))) {
+		return ", not " + got
+	}
+	if v := sem.JSONValue; len(v) > 0 && len(v) <= 40 {
+		return ", not " + string(v)
+	}
+	return ""
+}
+
+func expectedKind(t reflect.Type) jsontext.Kind {
+	if t == timeType {
+		return '"'
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return expectedKind(t.Elem())
+	case reflect.String:
+		return '"'
+	case reflect.Bool:
+		return 't'
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return '0'
+	case reflect.Struct, reflect.Map:
+		return '{'
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return '"'
+		}
+		return '['
+	}
+	return 0
 }
 
 func kindName(k jsontext.Kind) string {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp/fasthttputil"
 
@@ -184,3 +185,5 @@ func serve(t *testing.T, app *fiber.App, method, target, body string, headers ..
 	b, _ := io.ReadAll(res.Body)
 	return response{status: res.StatusCode, header: res.Header, body: b}
 }
+
+func jsonPointer(s string) jsontext.Pointer { return jsontext.Pointer(s) }
