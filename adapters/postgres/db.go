@@ -1,0 +1,77 @@
+// Package postgres implements the storage ports on PostgreSQL: bun (with
+// pgdialect) over pgx's database/sql adapter, sharing one pgx pool with
+// River. It owns the unit of work every repository joins, the bridge that
+// lets River insert jobs in that same transaction, the migrations and the
+// rate limiter.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+)
+
+// defaultMaxConns sizes the pool when the URL does not (pool_max_conns).
+// bun, River's producers, its listener and its leader elector all draw on
+// the one pool, so pgx's default (the number of CPUs, at least 4) is too
+// tight on small machines.
+const defaultMaxConns = 20
+
+// DB is a PostgreSQL database: one pgx pool, and bun on top of it.
+type DB struct {
+	// Bun runs SQL through database/sql on Pool. Repositories reach it
+	// through IDB so they join the unit of work in their context.
+	Bun *bun.DB
+	// Pool is the pgx pool under Bun, for pgx-native users such as River.
+	Pool *pgxpool.Pool
+	// Logger, when set, hears what Migrate applies. Nil keeps it silent.
+	Logger *slog.Logger
+}
+
+// Open connects to the database at url (a postgres:// URL or a key=value
+// DSN) and checks that it answers.
+func Open(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse database url: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: create pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect to %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
+	}
+	sqldb := stdlib.OpenDBFromPool(pool)
+	return &DB{Bun: bun.NewDB(sqldb, pgdialect.New()), Pool: pool}, nil
+}
+
+// Close releases every connection. Closing bun first lets database/sql hand
+// its connections back before the pool shuts.
+func (db *DB) Close() {
+	_ = db.Bun.Close()
+	db.Pool.Close()
+}
+
+// Ping reports whether the database answers (GET /readyz).
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.Pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: ping: %w", err)
+	}
+	return nil
+}
+
+// errOwnedTx is returned by the pgx.Tx bridge for the calls that would take
+// the transaction away from the unit of work that owns it.
+var errOwnedTx = errors.New("postgres: the transaction belongs to the unit of work; it commits or rolls back when Do returns")

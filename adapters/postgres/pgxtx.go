@@ -1,0 +1,112 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// errRawPanic stands in for a panic inside sql.Conn.Raw; the panic itself is
+// raised again once Raw has returned.
+var errRawPanic = errors.New("postgres: panic inside the pgx bridge")
+
+// WithPgxTx runs f with a pgx.Tx. Inside a unit of work the pgx.Tx is a
+// view of the unit's own transaction (same connection, same transaction),
+// so whatever f writes — River's InsertTx in particular — commits or rolls
+// back with the use case; its Commit, Rollback and Begin are refused, since
+// the unit of work owns the transaction. Outside one, f runs in a pgx
+// transaction of its own, committed when f returns nil.
+//
+// f must not use bun or the unit of work's context for queries while it
+// runs: the connection is held for f, and such a call would wait forever.
+func (db *DB) WithPgxTx(ctx context.Context, f func(tx pgx.Tx) error) error {
+	st := db.txFrom(ctx)
+	if st == nil {
+		return pgx.BeginFunc(ctx, db.Pool, f)
+	}
+
+	var (
+		fErr     error
+		panicked bool
+		panicVal any
+	)
+	// database/sql waits forever for a transaction whose Raw callback
+	// panicked or returned driver.ErrBadConn (it tries to close the
+	// connection the transaction still holds). So the callback recovers
+	// every panic and hands f's error out through fErr, never through its
+	// own return value.
+	rawErr := st.conn.Raw(func(driverConn any) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				panicked, panicVal = true, r
+				err = errRawPanic
+			}
+		}()
+		sc, ok := driverConn.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("postgres: pgx bridge: driver connection is %T, want *stdlib.Conn", driverConn)
+		}
+		fErr = f(bridgeTx{conn: sc.Conn()})
+		return nil
+	})
+	if panicked {
+		panic(panicVal)
+	}
+	if rawErr != nil {
+		return fmt.Errorf("postgres: pgx bridge: %w", rawErr)
+	}
+	return fErr
+}
+
+// bridgeTx is a pgx.Tx over a connection already inside a transaction that
+// bun owns. Statements run on the connection, hence in that transaction.
+type bridgeTx struct {
+	conn *pgx.Conn
+}
+
+var _ pgx.Tx = bridgeTx{}
+
+// Begin is refused: savepoints would have to be released in step with a
+// transaction this type does not control.
+func (bridgeTx) Begin(context.Context) (pgx.Tx, error) { return nil, errOwnedTx }
+
+// Commit is refused: the unit of work commits when its function returns nil.
+func (bridgeTx) Commit(context.Context) error { return errOwnedTx }
+
+// Rollback is refused: the unit of work rolls back when its function
+// returns an error.
+func (bridgeTx) Rollback(context.Context) error { return errOwnedTx }
+
+func (t bridgeTx) CopyFrom(ctx context.Context, tableName pgx.Identifier, columnNames []string, rowSrc pgx.CopyFromSource) (int64, error) {
+	return t.conn.CopyFrom(ctx, tableName, columnNames, rowSrc)
+}
+
+func (t bridgeTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return t.conn.SendBatch(ctx, b)
+}
+
+// LargeObjects is not supported: pgx.LargeObjects can only be built by pgx's
+// own transactions, and its zero value panics when used.
+func (bridgeTx) LargeObjects() pgx.LargeObjects { return pgx.LargeObjects{} }
+
+func (t bridgeTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	return t.conn.Prepare(ctx, name, sql)
+}
+
+func (t bridgeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return t.conn.Exec(ctx, sql, args...)
+}
+
+func (t bridgeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return t.conn.Query(ctx, sql, args...)
+}
+
+func (t bridgeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return t.conn.QueryRow(ctx, sql, args...)
+}
+
+func (t bridgeTx) Conn() *pgx.Conn { return t.conn }

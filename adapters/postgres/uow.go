@@ -1,0 +1,113 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/uptrace/bun"
+
+	"github.com/qms-dev/qms/core/platform"
+)
+
+var _ platform.UnitOfWork = (*DB)(nil)
+
+type txKey struct{}
+
+// txState is one unit of work: a bun transaction on a pinned connection.
+// The connection is pinned so WithPgxTx can reach the same backend (and so
+// the same transaction) through sql.Conn.Raw.
+type txState struct {
+	db   *DB
+	conn bun.Conn
+	tx   bun.Tx
+
+	mu          sync.Mutex
+	afterCommit []func()
+}
+
+func (db *DB) txFrom(ctx context.Context) *txState {
+	if st, ok := ctx.Value(txKey{}).(*txState); ok && st.db == db {
+		return st
+	}
+	return nil
+}
+
+// InTx reports whether ctx carries a unit of work of this database.
+func (db *DB) InTx(ctx context.Context) bool { return db.txFrom(ctx) != nil }
+
+// IDB returns the transaction of the unit of work in ctx, or the database
+// itself outside one (each statement then commits on its own). Every
+// repository runs its queries on it, which is how they join the use case's
+// transaction without knowing about it.
+func (db *DB) IDB(ctx context.Context) bun.IDB {
+	if st := db.txFrom(ctx); st != nil {
+		return st.tx
+	}
+	return db.Bun
+}
+
+// Do runs fn in one transaction: committed when fn returns nil, rolled back
+// when it returns an error (returned as is, so domain errors keep their
+// identity) or panics (the panic goes on after the rollback). A nested Do
+// joins the outer transaction. Hooks registered with AfterCommit run once
+// the commit succeeded.
+func (db *DB) Do(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	if db.txFrom(ctx) != nil {
+		return fn(ctx)
+	}
+	conn, err := db.Bun.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: unit of work: get connection: %w", err)
+	}
+	// Closing the sql.Conn hands it back to the pool; it runs after the
+	// commit or rollback below, deferred functions being last in, first out.
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("postgres: unit of work: begin: %w", err)
+	}
+	st := &txState{db: db, conn: conn, tx: tx}
+
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		// fn failed or panicked: a rollback error adds nothing useful to
+		// fn's own error (and the server drops the transaction with the
+		// connection anyway).
+		_ = tx.Rollback()
+	}()
+	if err := fn(context.WithValue(ctx, txKey{}, st)); err != nil {
+		return err
+	}
+	done = true
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("postgres: unit of work: commit: %w", err)
+	}
+	st.mu.Lock()
+	hooks := st.afterCommit
+	st.afterCommit = nil
+	st.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
+	return nil
+}
+
+// AfterCommit registers f to run once the unit of work in ctx has
+// committed, in registration order; never if it rolls back. Outside a unit
+// of work f runs at once. Same contract as memory.Store.AfterCommit, for
+// in-process side effects (cache invalidation, fan-out) that must not
+// happen for a rolled-back change.
+func (db *DB) AfterCommit(ctx context.Context, f func()) {
+	st := db.txFrom(ctx)
+	if st == nil {
+		f()
+		return
+	}
+	st.mu.Lock()
+	st.afterCommit = append(st.afterCommit, f)
+	st.mu.Unlock()
+}
