@@ -187,3 +187,5 @@ func serve(t *testing.T, app *fiber.App, method, target, body string, headers ..
 }
 
 func jsonPointer(s string) jsontext.Pointer { return jsontext.Pointer(s) }
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
