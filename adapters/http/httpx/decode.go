@@ -59,8 +59,19 @@ var decodeOptions = json.JoinOptions(
 // is 415 UNSUPPORTED_MEDIA_TYPE rather than 400, because the body may be
 // perfectly valid in a format we do not speak, and 415 tells the client to
 // fix the header, not the content.
+//
+// A Content-Encoding other than identity is 415 too. fiber's c.Body() would
+// inflate gzip, deflate or brotli with no limit after BodyLimit was checked
+// on the compressed bytes (a decompression bomb), and on failure it returns
+// the error text as the body; request bodies here are small, so Decode
+// reads the raw body and refuses compression.
 func Decode(c *fiber.Ctx, dst any) error {
-	body := c.Body()
+	body := c.Request().Body()
+	if ce := c.Get(fiber.HeaderContentEncoding); ce != "" && !strings.EqualFold(ce, "identity") {
+		return &statusError{status: fiber.StatusUnsupportedMediaType, code: CodeUnsupportedMediaType,
+			message: "compressed request bodies are not supported (Content-Encoding must be identity)",
+			details: map[string]any{"expected": "identity"}}
+	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	} else if err := checkJSONMediaType(c.Get(fiber.HeaderContentType)); err != nil {

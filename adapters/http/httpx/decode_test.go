@@ -162,11 +162,15 @@ func TestDecodeHTTP(t *testing.T) {
 		{`{"name":"a"}`, "text/plain", 415, "UNSUPPORTED_MEDIA_TYPE"},
 		{`{"name":"a"}`, "application/json; charset=latin1", 415, "UNSUPPORTED_MEDIA_TYPE"},
 		{`{"name":"a","x":1}`, "application/json", 400, "VALIDATION_ERROR"},
+		{"\x1f\x8b\x08\x00", "application/json", 415, "UNSUPPORTED_MEDIA_TYPE"}, // with Content-Encoding: gzip below
 	}
 	for _, tc := range cases {
 		var h []string
 		if tc.ct != "" {
 			h = []string{"Content-Type", tc.ct}
+		}
+		if strings.HasPrefix(tc.body, "\x1f") {
+			h = append(h, "Content-Encoding", "gzip")
 		}
 		r := do(t, app, "POST", "/q", tc.body, h...)
 		if tc.status >= 400 {

@@ -103,7 +103,16 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 			// requests) never reach AccessLog: log their line here.
 			logAccess(c, log, status, 0)
 		}
-		return c.Status(status).JSON(envelope{Error: body})
+		if err := c.Status(status).JSON(envelope{Error: body}); err != nil {
+			// Details the encoder cannot write (a domain bug) must still
+			// produce an envelope, not fiber's bare text 500.
+			log.LogAttrs(c.UserContext(), slog.LevelError, "error envelope not encodable",
+				slog.String("requestId", body.RequestID), slog.String("error", err.Error()))
+			c.Status(fiber.StatusInternalServerError).Type("json")
+			return c.SendString(`{"error":{"code":"` + platform.CodeInternal + `","message":"` + genericInternalMessage +
+				`","details":{},"requestId":"` + body.RequestID + `"}}`)
+		}
+		return nil
 	}
 }
 

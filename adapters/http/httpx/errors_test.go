@@ -207,3 +207,14 @@ func TestAccessLog(t *testing.T) {
 		t.Errorf("%d access lines, want 1", n)
 	}
 }
+
+func TestUnencodableDetailsStillGiveAnEnvelope(t *testing.T) {
+	app, logs := newTestApp(t, AppConfig{})
+	app.Get("/x", func(c *fiber.Ctx) error {
+		return platform.Conflict("X", "msg", map[string]any{"bad": make(chan int)})
+	})
+	e := expectError(t, do(t, app, "GET", "/x", ""), 500, "INTERNAL_ERROR")
+	if !strings.Contains(logs.String(), e.Error.RequestID) {
+		t.Errorf("not logged")
+	}
+}
