@@ -1,0 +1,38 @@
+# qms: the two commands a newcomer needs are `make run` and `make test`.
+GO ?= go
+STATICCHECK_VERSION ?= v0.8.2
+# Postgres for the integration tests: QMS_TEST_DATABASE_URL when set, else the
+# local server on 127.0.0.1:5432 when one answers, else a dockertest container.
+QMS_TEST_DATABASE_URL ?= $(shell pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && echo 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable')
+export QMS_TEST_DATABASE_URL
+
+.PHONY: run build test test-domain test-integration lint bench clean
+
+## run: start qms on its embedded in-memory storage (prints a key and a curl line)
+run:
+	$(GO) run ./cmd/qms serve
+
+## build: build bin/qms
+build:
+	$(GO) build -o bin/qms ./cmd/qms
+
+## test: the whole suite: domain, contract (memory and Postgres), HTTP end to end
+test:
+	$(GO) test -count=1 -timeout 9m ./...
+
+## test-domain: the fast domain tests of the cores (no I/O)
+test-domain:
+	$(GO) test -count=1 ./core/...
+
+## lint: gofmt, go vet, staticcheck
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+## bench: the Go benchmarks (Postgres ones use QMS_TEST_DATABASE_URL)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=5 -timeout 30m ./...
+
+clean:
+	rm -rf bin

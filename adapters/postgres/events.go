@@ -1,0 +1,74 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/qms-dev/qms/core/platform"
+)
+
+type eventRow struct {
+	bun.BaseModel `bun:"table:events"`
+	ID            string          `bun:"id,pk"`
+	AccountID     string          `bun:"account_id"`
+	Name          string          `bun:"name"`
+	QueueID       *string         `bun:"queue_id"`
+	RunID         *string         `bun:"run_id"`
+	Data          json.RawMessage `bun:"data,type:jsonb"`
+	OccurredAt    time.Time       `bun:"occurred_at"`
+}
+
+// Events is the Postgres event log.
+type Events struct{ db *DB }
+
+// NewEvents builds the event log.
+func NewEvents(db *DB) *Events { return &Events{db: db} }
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Append records an event in the caller's transaction.
+func (r *Events) Append(ctx context.Context, e platform.Event) error {
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return wrap(err, "encode event data")
+	}
+	row := &eventRow{ID: e.ID, AccountID: e.AccountID, Name: e.Name, QueueID: nullable(e.QueueID),
+		RunID: nullable(e.RunID), Data: data, OccurredAt: e.OccurredAt}
+	_, err = r.db.IDB(ctx).NewInsert().Model(row).Exec(ctx)
+	return wrap(err, "insert event")
+}
+
+// List returns the account's events after the given id, oldest first.
+func (r *Events) List(ctx context.Context, accountID, after string, limit int) ([]platform.Event, error) {
+	var rows []eventRow
+	q := r.db.IDB(ctx).NewSelect().Model(&rows).Where("account_id = ?", accountID).Where("id > ?", after).Order("id")
+	if limit > 0 {
+		q = q.Limit(int64(limit))
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, wrap(err, "list events")
+	}
+	out := make([]platform.Event, len(rows))
+	for i, row := range rows {
+		e := platform.Event{ID: row.ID, AccountID: row.AccountID, Name: row.Name, OccurredAt: row.OccurredAt}
+		if row.QueueID != nil {
+			e.QueueID = *row.QueueID
+		}
+		if row.RunID != nil {
+			e.RunID = *row.RunID
+		}
+		if err := json.Unmarshal(row.Data, &e.Data); err != nil {
+			return nil, wrap(err, "decode event "+row.ID)
+		}
+		out[i] = e
+	}
+	return out, nil
+}

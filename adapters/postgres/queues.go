@@ -1,0 +1,235 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+)
+
+type queueRow struct {
+	bun.BaseModel `bun:"table:queues"`
+	ID            string          `bun:"id,pk"`
+	AccountID     string          `bun:"account_id"`
+	EntityID      string          `bun:"entity_id"`
+	Name          string          `bun:"name"`
+	Type          string          `bun:"type"`
+	Doc           json.RawMessage `bun:"doc,type:jsonb"`
+	CreatedAt     time.Time       `bun:"created_at"`
+}
+
+type stationRow struct {
+	bun.BaseModel `bun:"table:stations"`
+	ID            string    `bun:"id,pk"`
+	AccountID     string    `bun:"account_id"`
+	QueueID       string    `bun:"queue_id"`
+	Label         string    `bun:"label"`
+	Description   *string   `bun:"description"`
+	CreatedAt     time.Time `bun:"created_at"`
+}
+
+type runRow struct {
+	bun.BaseModel `bun:"table:queue_runs"`
+	ID            string     `bun:"id,pk"`
+	AccountID     string     `bun:"account_id"`
+	QueueID       string     `bun:"queue_id"`
+	Status        string     `bun:"status"`
+	IntakeOpen    bool       `bun:"intake_open"`
+	OpenedAt      *time.Time `bun:"opened_at"`
+	ClosedAt      *time.Time `bun:"closed_at"`
+	CreatedAt     time.Time  `bun:"created_at"`
+	UpdatedAt     time.Time  `bun:"updated_at"`
+}
+
+// Queues is the Postgres queues.Repository.
+type Queues struct{ db *DB }
+
+// NewQueues builds the repository.
+func NewQueues(db *DB) *Queues { return &Queues{db: db} }
+
+func queueToRow(q queues.Queue) (*queueRow, error) {
+	doc, err := json.Marshal(q)
+	if err != nil {
+		return nil, wrap(err, "encode queue")
+	}
+	return &queueRow{ID: q.ID, AccountID: q.AccountID, EntityID: q.EntityID, Name: q.Name, Type: q.Type, Doc: doc, CreatedAt: q.CreatedAt}, nil
+}
+
+func (row queueRow) domain() (queues.Queue, error) {
+	var q queues.Queue
+	if err := json.Unmarshal(row.Doc, &q); err != nil {
+		return q, wrap(err, "decode queue "+row.ID)
+	}
+	q.AccountID = row.AccountID
+	return q, nil
+}
+
+// CreateQueue stores a new queue.
+func (r *Queues) CreateQueue(ctx context.Context, q queues.Queue) error {
+	row, err := queueToRow(q)
+	if err != nil {
+		return err
+	}
+	_, err = r.db.IDB(ctx).NewInsert().Model(row).Exec(ctx)
+	return wrap(err, "insert queue")
+}
+
+func (r *Queues) getQueue(ctx context.Context, id string, lock bool) (queues.Queue, error) {
+	var row queueRow
+	q := r.db.IDB(ctx).NewSelect().Model(&row).Where("id = ?", id)
+	if lock {
+		q = q.For("UPDATE")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return queues.Queue{}, notFound(err, "queue", id)
+	}
+	return row.domain()
+}
+
+// GetQueue returns a queue.
+func (r *Queues) GetQueue(ctx context.Context, id string) (queues.Queue, error) {
+	return r.getQueue(ctx, id, false)
+}
+
+// GetQueueForUpdate returns a queue and locks its row until the unit of
+// work ends.
+func (r *Queues) GetQueueForUpdate(ctx context.Context, id string) (queues.Queue, error) {
+	return r.getQueue(ctx, id, true)
+}
+
+// UpdateQueue replaces a queue's settings.
+func (r *Queues) UpdateQueue(ctx context.Context, q queues.Queue) error {
+	row, err := queueToRow(q)
+	if err != nil {
+		return err
+	}
+	_, err = r.db.IDB(ctx).NewUpdate().Model(row).Column("name", "doc").WherePK().Exec(ctx)
+	return wrap(err, "update queue")
+}
+
+// ListQueues pages the account's queues by id.
+func (r *Queues) ListQueues(ctx context.Context, accountID, entityID string, page platform.PageRequest) ([]queues.Queue, error) {
+	var rows []queueRow
+	q := r.db.IDB(ctx).NewSelect().Model(&rows).Where("account_id = ?", accountID).Order("id").Limit(int64(page.Limit + 1))
+	if entityID != "" {
+		q = q.Where("entity_id = ?", entityID)
+	}
+	if page.After != "" {
+		q = q.Where("id > ?", page.After)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, wrap(err, "list queues")
+	}
+	out := make([]queues.Queue, 0, len(rows))
+	for _, row := range rows {
+		qu, err := row.domain()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, qu)
+	}
+	return out, nil
+}
+
+// CreateStation stores a new station.
+func (r *Queues) CreateStation(ctx context.Context, s queues.Station) error {
+	row := &stationRow{ID: s.ID, AccountID: s.AccountID, QueueID: s.QueueID, Label: s.Label, Description: s.Description, CreatedAt: s.CreatedAt}
+	_, err := r.db.IDB(ctx).NewInsert().Model(row).Exec(ctx)
+	return wrap(err, "insert station")
+}
+
+func (row stationRow) domain() queues.Station {
+	return queues.Station{ID: row.ID, AccountID: row.AccountID, QueueID: row.QueueID, Label: row.Label, Description: row.Description, CreatedAt: row.CreatedAt}
+}
+
+// GetStation returns a station.
+func (r *Queues) GetStation(ctx context.Context, id string) (queues.Station, error) {
+	var row stationRow
+	if err := r.db.IDB(ctx).NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+		return queues.Station{}, notFound(err, "station", id)
+	}
+	return row.domain(), nil
+}
+
+// DeleteStation removes a station.
+func (r *Queues) DeleteStation(ctx context.Context, id string) error {
+	_, err := r.db.IDB(ctx).NewDelete().TableExpr("stations").Where("id = ?", id).Exec(ctx)
+	return wrap(err, "delete station")
+}
+
+// ListStations lists a queue's stations, oldest first.
+func (r *Queues) ListStations(ctx context.Context, queueID string) ([]queues.Station, error) {
+	var rows []stationRow
+	if err := r.db.IDB(ctx).NewSelect().Model(&rows).Where("queue_id = ?", queueID).Order("id").Scan(ctx); err != nil {
+		return nil, wrap(err, "list stations")
+	}
+	out := make([]queues.Station, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}
+
+func runToRow(run queues.Run) *runRow {
+	return &runRow{ID: run.ID, AccountID: run.AccountID, QueueID: run.QueueID, Status: run.Status, IntakeOpen: run.IntakeOpen,
+		OpenedAt: run.OpenedAt, ClosedAt: run.ClosedAt, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt}
+}
+
+func (row runRow) domain() queues.Run {
+	return queues.Run{ID: row.ID, AccountID: row.AccountID, QueueID: row.QueueID, Status: row.Status, IntakeOpen: row.IntakeOpen,
+		OpenedAt: row.OpenedAt, ClosedAt: row.ClosedAt, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}
+}
+
+// CreateRun stores a new run.
+func (r *Queues) CreateRun(ctx context.Context, run queues.Run) error {
+	_, err := r.db.IDB(ctx).NewInsert().Model(runToRow(run)).Exec(ctx)
+	return wrap(err, "insert run")
+}
+
+func (r *Queues) getRun(ctx context.Context, id string, lock bool) (queues.Run, error) {
+	var row runRow
+	q := r.db.IDB(ctx).NewSelect().Model(&row).Where("id = ?", id)
+	if lock {
+		q = q.For("UPDATE")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return queues.Run{}, notFound(err, "queue run", id)
+	}
+	return row.domain(), nil
+}
+
+// GetRun returns a run.
+func (r *Queues) GetRun(ctx context.Context, id string) (queues.Run, error) { return r.getRun(ctx, id, false) }
+
+// GetRunForUpdate returns a run and locks its row until the unit of work
+// ends.
+func (r *Queues) GetRunForUpdate(ctx context.Context, id string) (queues.Run, error) {
+	return r.getRun(ctx, id, true)
+}
+
+// UpdateRun replaces a run.
+func (r *Queues) UpdateRun(ctx context.Context, run queues.Run) error {
+	_, err := r.db.IDB(ctx).NewUpdate().Model(runToRow(run)).WherePK().Exec(ctx)
+	return wrap(err, "update run")
+}
+
+// ListRuns returns a queue's newest runs first.
+func (r *Queues) ListRuns(ctx context.Context, queueID string, limit int) ([]queues.Run, error) {
+	var rows []runRow
+	q := r.db.IDB(ctx).NewSelect().Model(&rows).Where("queue_id = ?", queueID).Order("id DESC")
+	if limit > 0 {
+		q = q.Limit(int64(limit))
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, wrap(err, "list runs")
+	}
+	out := make([]queues.Run, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}

@@ -1,0 +1,99 @@
+// Package web owns the HTTP server of a qms process: the fiber app with the
+// platform middleware, the authenticated /api/v1 router that modules mount
+// their routes on, health endpoints, and the listener's life cycle.
+package web
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"go.uber.org/fx"
+
+	"github.com/qms-dev/qms/adapters/http/httpx"
+	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/ports"
+)
+
+// Server is what modules need to mount routes.
+type Server struct {
+	App        *fiber.App
+	API        fiber.Router // /api/v1, authenticated and rate limited
+	Cursors    httpx.Cursors
+	AdminToken string
+	// Addr is the address the listener is bound to, known after start.
+	Addr string
+}
+
+// Params are the server's dependencies.
+type Params struct {
+	fx.In
+	Config  *config.Config
+	Log     *slog.Logger
+	Auth    httpx.Authenticator
+	Limiter ports.RateLimiter
+	Pinger  ports.Pinger
+	Clock   platform.Clock
+	Token   AdminToken
+}
+
+// AdminToken is the effective admin token (configured or generated).
+type AdminToken string
+
+// New builds the server; routes are added by the modules' invokes, and the
+// listener starts with the application.
+func New(p Params, lc fx.Lifecycle) *Server {
+	app := httpx.NewApp(httpx.AppConfig{Logger: p.Log, BodyLimit: p.Config.HTTP.BodyLimitBytes})
+	app.Get("/healthz", func(c *fiber.Ctx) error { return httpx.OK(c, fiber.Map{"status": "ok"}) })
+	app.Get("/readyz", func(c *fiber.Ctx) error {
+		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+		defer cancel()
+		if err := p.Pinger.Ping(ctx); err != nil {
+			p.Log.Warn("readyz: storage unreachable", "err", err)
+			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "storage": "unreachable"})
+		}
+		return httpx.OK(c, fiber.Map{"status": "ready"})
+	})
+	srv := &Server{App: app, AdminToken: string(p.Token), Cursors: httpx.NewCursors(cursorSecret(p.Config, string(p.Token)))}
+	srv.API = app.Group("/api/v1", httpx.Auth(p.Auth), httpx.RateLimit(p.Limiter, p.Config.RateLimit.PerMinute, p.Clock.Now))
+
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			app.Use(httpx.NotFound())
+			ln, err := net.Listen("tcp", p.Config.HTTP.Addr)
+			if err != nil {
+				return fmt.Errorf("listen on %s (QMS_HTTP_ADDR): %w", p.Config.HTTP.Addr, err)
+			}
+			srv.Addr = ln.Addr().String()
+			go func() {
+				if err := app.Listener(ln); err != nil {
+					p.Log.Error("http server stopped", "err", err)
+				}
+			}()
+			p.Log.Info("listening", "addr", srv.Addr)
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			// Stops accepting, then waits for in-flight requests.
+			return app.ShutdownWithContext(ctx)
+		},
+	})
+	return srv
+}
+
+// cursorSecret is the configured cursor key, or one derived from the admin
+// token so that every process of a deployment signs cursors alike.
+func cursorSecret(c *config.Config, adminToken string) []byte {
+	if c.Cursor.Secret != "" {
+		return []byte(c.Cursor.Secret)
+	}
+	m := hmac.New(sha256.New, []byte(adminToken))
+	m.Write([]byte("qms pagination cursors"))
+	return m.Sum(nil)
+}

@@ -1,0 +1,101 @@
+package accounts_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/qms-dev/qms/adapters/memory"
+	"github.com/qms-dev/qms/core/accounts"
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/platform/platformtest"
+)
+
+func newService() (*accounts.Service, *platformtest.Clock) {
+	store := memory.NewStore()
+	clock := platformtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	return accounts.NewService(memory.NewAccounts(store), store, clock), clock
+}
+
+func TestScopesWriteIncludesReadOfTheSameModuleOnly(t *testing.T) {
+	set := accounts.NewScopeSet([]accounts.Scope{accounts.ScopeQueuesWrite, accounts.ScopeDispatchWrite})
+	cases := map[accounts.Scope]bool{
+		accounts.ScopeQueuesRead:   true,
+		accounts.ScopeQueuesWrite:  true,
+		accounts.ScopeTurnsRead:    false, // dispatch:write does not give turns:read
+		accounts.ScopeTurnsWrite:   false,
+		accounts.ScopeEntitiesRead: false,
+	}
+	for scope, want := range cases {
+		if got := set.Allows(scope); got != want {
+			t.Errorf("Allows(%s) = %v, want %v", scope, got, want)
+		}
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	ctx := context.Background()
+	svc, clock := newService()
+	acc, err := svc.CreateAccount(ctx, accounts.CreateAccountInput{Name: "Acme", Plan: accounts.PlanPremium})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, value, err := svc.CreateKey(ctx, acc.ID, accounts.CreateKeyInput{Scopes: []string{"queues:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(value, accounts.KeyPrefix) || len(value) < 30 || key.Hash == value || strings.Contains(key.Hash, value) {
+		t.Fatalf("key value %q must be long, prefixed, and stored only as a hash", value)
+	}
+
+	p, err := svc.Authenticate(ctx, value)
+	if err != nil || p.AccountID != acc.ID || !p.Scopes.Allows(accounts.ScopeQueuesRead) {
+		t.Fatalf("authenticate: %+v %v", p, err)
+	}
+	if _, err := svc.Authenticate(ctx, "qms_unknown"); !platform.IsCode(err, accounts.CodeInvalidKey) {
+		t.Fatalf("unknown key: %v", err)
+	}
+
+	// A downgrade reaches cached keys once the cache entry expires.
+	if _, err := svc.SetPlan(ctx, acc.ID, accounts.PlanFree); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(accounts.AuthCacheTTL + time.Millisecond)
+	if _, err := svc.Authenticate(ctx, value); !platform.IsCode(err, platform.CodePremiumRequired) {
+		t.Fatalf("free plan: want PREMIUM_REQUIRED, got %v", err)
+	}
+	if _, err := svc.SetPlan(ctx, acc.ID, accounts.PlanPremium); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(accounts.AuthCacheTTL + time.Millisecond)
+
+	// Revocation takes effect at once in this process.
+	if _, err := svc.Authenticate(ctx, value); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.RevokeKey(ctx, key.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Authenticate(ctx, value); !platform.IsCode(err, accounts.CodeRevokedKey) {
+		t.Fatalf("revoked key: want REVOKED_API_KEY, got %v", err)
+	}
+}
+
+func TestCreateKeyRefusesUnknownScopes(t *testing.T) {
+	ctx := context.Background()
+	svc, _ := newService()
+	acc, _ := svc.CreateAccount(ctx, accounts.CreateAccountInput{Name: "Acme", Plan: accounts.PlanPremium})
+	_, _, err := svc.CreateKey(ctx, acc.ID, accounts.CreateKeyInput{Scopes: []string{"queues:read", "queues:admin"}})
+	e, ok := platform.AsError(err)
+	if !ok || e.Code != platform.CodeValidation {
+		t.Fatalf("want VALIDATION_ERROR, got %v", err)
+	}
+	fields := e.Details["fields"].([]platform.FieldError)
+	if len(fields) != 1 || fields[0].Path != "scopes[1]" {
+		t.Fatalf("want scopes[1] named, got %+v", fields)
+	}
+	if _, err := svc.CreateAccount(ctx, accounts.CreateAccountInput{Name: "X", Plan: "gold"}); !platform.IsCode(err, platform.CodeValidation) {
+		t.Fatalf("unknown plan: %v", err)
+	}
+}

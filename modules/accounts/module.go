@@ -1,0 +1,24 @@
+// Package accounts wires the accounts module: its use cases, the admin API
+// of the control panel's side, and API-key authentication for /api/v1.
+package accounts
+
+import (
+	"go.uber.org/fx"
+
+	"github.com/qms-dev/qms/adapters/http/adminhttp"
+	"github.com/qms-dev/qms/adapters/http/httpx"
+	"github.com/qms-dev/qms/bootstrap/web"
+	core "github.com/qms-dev/qms/core/accounts"
+)
+
+// Module provides the accounts service as the API's authenticator and
+// mounts /admin/v1.
+var Module = fx.Module("accounts",
+	fx.Provide(
+		core.NewService,
+		func(s *core.Service) httpx.Authenticator { return s },
+	),
+	fx.Invoke(func(srv *web.Server, s *core.Service) {
+		adminhttp.Register(srv.App, s, srv.AdminToken)
+	}),
+)
