@@ -1,0 +1,324 @@
+// Package riverjobs implements ports.JobRunner on River (riverpgxv5) over
+// the postgres adapter's pool. A job scheduled inside a unit of work is
+// inserted in that unit's transaction through postgres.DB.WithPgxTx, so it
+// exists if and only if the change that scheduled it committed.
+//
+// River's kinds are static Go types; qms's are names registered at run
+// time. One args type (jobArgs) whose Kind is a field value serves every
+// kind, registered once per kind with river.AddWorkerArgs.
+package riverjobs
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/qms-dev/qms/adapters/postgres"
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/ports"
+)
+
+var _ ports.JobRunner = (*Runner)(nil)
+
+// Defaults of Options.
+const (
+	DefaultWorkers     = 10
+	DefaultJobTimeout  = 30 * time.Second
+	DefaultMaxAttempts = 25
+	DefaultStopTimeout = 10 * time.Second
+	// DefaultRescueStuckJobsAfter is how long a job may stay running before
+	// River's rescuer (on the elected leader, every 30 s) makes it retryable:
+	// a job whose process died is retried within about two minutes instead
+	// of River's default hour. Kinds with a longer Timeout are rescued only
+	// once their timeout has passed too.
+	DefaultRescueStuckJobsAfter = time.Minute
+)
+
+// Options tune a Runner. Zero values take the defaults above.
+type Options struct {
+	// Workers is how many jobs this process runs at once.
+	Workers int
+	// JobTimeout bounds one attempt of a kind without its own Timeout.
+	JobTimeout time.Duration
+	// RescueStuckJobsAfter must be at least JobTimeout.
+	RescueStuckJobsAfter time.Duration
+	// MaxAttempts applies to kinds and jobs that set none.
+	MaxAttempts int
+	// StopTimeout is how long Stop lets running jobs finish before it
+	// cancels their contexts.
+	StopTimeout time.Duration
+	// Logger receives River's logs; nil uses slog.Default().
+	Logger *slog.Logger
+}
+
+// Runner schedules and runs jobs with River. Register every kind, then
+// Schedule and Start in any order: the River client is built on first use
+// and kinds registered after that are refused.
+type Runner struct {
+	db   *postgres.DB
+	opts Options
+
+	mu     sync.Mutex
+	kinds  map[string]ports.JobKind
+	client *river.Client[pgx.Tx]
+	cancel context.CancelFunc // ends the context River runs on
+}
+
+// New returns a Runner on db's pool.
+func New(db *postgres.DB, opts Options) *Runner {
+	opts.Workers = cmp.Or(opts.Workers, DefaultWorkers)
+	opts.JobTimeout = cmp.Or(opts.JobTimeout, DefaultJobTimeout)
+	opts.RescueStuckJobsAfter = cmp.Or(opts.RescueStuckJobsAfter, DefaultRescueStuckJobsAfter)
+	opts.MaxAttempts = cmp.Or(opts.MaxAttempts, DefaultMaxAttempts)
+	opts.StopTimeout = cmp.Or(opts.StopTimeout, DefaultStopTimeout)
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Runner{db: db, opts: opts, kinds: map[string]ports.JobKind{}}
+}
+
+// Register adds a kind of job. It panics on a programming error: an empty
+// name, a nil handler, a kind registered twice, or a registration after the
+// runner has begun scheduling or running.
+func (r *Runner) Register(kind ports.JobKind) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case kind.Name == "" || kind.Handler == nil:
+		panic("riverjobs: a job kind needs a name and a handler")
+	case r.client != nil:
+		panic(fmt.Sprintf("riverjobs: kind %q registered after the runner started scheduling or running", kind.Name))
+	case r.kinds[kind.Name].Name != "":
+		panic(fmt.Sprintf("riverjobs: kind %q registered twice", kind.Name))
+	}
+	r.kinds[kind.Name] = kind
+}
+
+// Client returns the River client, building it if needed, for what the
+// port does not cover (cancelling or listing jobs, say).
+func (r *Runner) Client() (*river.Client[pgx.Tx], error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client != nil {
+		return r.client, nil
+	}
+	workers := river.NewWorkers()
+	backoffs := make(map[string]func(int) time.Duration, len(r.kinds))
+	for name, kind := range r.kinds {
+		river.AddWorkerArgs(workers, jobArgs{kind: name}, &worker{kind: kind})
+		backoffs[name] = kind.Backoff
+	}
+	client, err := river.NewClient(riverpgxv5.New(r.db.Pool), &river.Config{
+		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: r.opts.Workers}},
+		Workers:              workers,
+		JobTimeout:           r.opts.JobTimeout,
+		RescueStuckJobsAfter: r.opts.RescueStuckJobsAfter,
+		MaxAttempts:          r.opts.MaxAttempts,
+		RetryPolicy:          retryPolicy{backoffs: backoffs},
+		Middleware:           []rivertype.Middleware{&nearFutureAvailable{}},
+		Logger:               r.opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("riverjobs: create client: %w", err)
+	}
+	r.client = client
+	return client, nil
+}
+
+// Schedule inserts job. Inside a unit of work of the runner's database the
+// insert joins its transaction; outside one it commits on its own.
+func (r *Runner) Schedule(ctx context.Context, job platform.Job) error {
+	r.mu.Lock()
+	kind, ok := r.kinds[job.Kind]
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("riverjobs: schedule %q: kind not registered", job.Kind)
+	}
+	payload, err := json.Marshal(job.Args)
+	if err != nil {
+		return fmt.Errorf("riverjobs: schedule %q: marshal args: %w", job.Kind, err)
+	}
+	client, err := r.Client()
+	if err != nil {
+		return err
+	}
+	args := jobArgs{kind: job.Kind, UniqueKey: job.UniqueKey, Payload: payload}
+	opts := &river.InsertOpts{
+		MaxAttempts: cmp.Or(job.MaxAttempts, kind.MaxAttempts),
+		ScheduledAt: job.RunAt,
+	}
+	if job.UniqueKey != "" {
+		// Only UniqueKey carries the unique struct tag, so the key is
+		// (kind, UniqueKey). Finished jobs are left out of ByState: the
+		// port keeps one *pending* job per key, and a new one may follow.
+		opts.UniqueOpts = river.UniqueOpts{ByArgs: true, ByState: pendingStates}
+	}
+	if r.db.InTx(ctx) {
+		err = r.db.WithPgxTx(ctx, func(tx pgx.Tx) error {
+			_, err := client.InsertTx(ctx, tx, args, opts)
+			return err
+		})
+	} else {
+		_, err = client.Insert(ctx, args, opts)
+	}
+	if err != nil {
+		return fmt.Errorf("riverjobs: schedule %q: %w", job.Kind, err)
+	}
+	return nil
+}
+
+// pendingStates are the states in which a job blocks another with its
+// unique key: every state before it finishes.
+var pendingStates = []rivertype.JobState{
+	rivertype.JobStateAvailable,
+	rivertype.JobStatePending,
+	rivertype.JobStateRetryable,
+	rivertype.JobStateRunning,
+	rivertype.JobStateScheduled,
+}
+
+// Start begins working jobs. River runs on a context of its own: fx
+// cancels the start context as soon as start-up is over, which would stop
+// River at once. With no kind registered there is nothing to run (Schedule
+// refuses unknown kinds), so Start does nothing: River refuses to start
+// without workers.
+func (r *Runner) Start(context.Context) error {
+	r.mu.Lock()
+	idle := len(r.kinds) == 0
+	r.mu.Unlock()
+	if idle {
+		return nil
+	}
+	client, err := r.Client()
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	if err := client.Start(runCtx); err != nil {
+		cancel()
+		return fmt.Errorf("riverjobs: start: %w", err)
+	}
+	r.mu.Lock()
+	r.cancel = cancel
+	r.mu.Unlock()
+	return nil
+}
+
+// Stop lets running jobs finish for StopTimeout (or half of what is left
+// of ctx, when that is shorter), then cancels their contexts and waits for
+// them until ctx ends. Jobs cut short are retried later, by this process
+// or another.
+func (r *Runner) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	client, cancel := r.client, r.cancel
+	r.cancel = nil
+	r.mu.Unlock()
+	if client == nil || cancel == nil {
+		return nil // never started
+	}
+	defer cancel()
+
+	soft := r.opts.StopTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		soft = min(soft, time.Until(deadline)/2)
+	}
+	softCtx, softCancel := context.WithTimeout(ctx, soft)
+	defer softCancel()
+	err := client.Stop(softCtx)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("riverjobs: stop: %w", err)
+	}
+	if err := client.StopAndCancel(ctx); err != nil {
+		return fmt.Errorf("riverjobs: stop: cancel running jobs: %w", err)
+	}
+	return nil
+}
+
+// jobArgs carries every kind's payload. Only UniqueKey is tagged unique,
+// so River's by-args uniqueness is exactly (kind, UniqueKey).
+type jobArgs struct {
+	kind      string
+	UniqueKey string          `json:"unique_key,omitempty" river:"unique"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// Kind is the registered kind name. River calls it on the instance given to
+// AddWorkerArgs and on inserted args; args decoded for work come with the
+// job row, whose Kind the worker reads instead.
+func (a jobArgs) Kind() string { return a.kind }
+
+// worker runs one kind's handler.
+type worker struct {
+	river.WorkerDefaults[jobArgs]
+	kind ports.JobKind
+}
+
+func (w *worker) Work(ctx context.Context, job *river.Job[jobArgs]) error {
+	return w.kind.Handler(ctx, ports.JobContext{
+		ID:          strconv.FormatInt(job.ID, 10),
+		Kind:        job.Kind,
+		Args:        job.Args.Payload,
+		Attempt:     job.Attempt,
+		MaxAttempts: job.MaxAttempts,
+	})
+}
+
+// Timeout is the kind's own; zero falls back to Options.JobTimeout.
+func (w *worker) Timeout(*river.Job[jobArgs]) time.Duration { return w.kind.Timeout }
+
+// retryPolicy applies each kind's Backoff, and DefaultBackoff to kinds
+// without one. River asks it for failed jobs and for rescued ones.
+type retryPolicy struct {
+	backoffs map[string]func(attempt int) time.Duration
+}
+
+func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	backoff := p.backoffs[job.Kind]
+	if backoff == nil {
+		backoff = DefaultBackoff
+	}
+	return time.Now().Add(max(backoff(job.Attempt), 0))
+}
+
+// DefaultBackoff waits about 2^(attempt-1) seconds (1 s, 2 s, 4 s, ...,
+// capped at an hour), spread ±25% so failures that happened together do
+// not retry together.
+func DefaultBackoff(attempt int) time.Duration {
+	d := min(time.Second<<min(max(attempt-1, 0), 12), time.Hour)
+	return d*3/4 + rand.N(d/2)
+}
+
+// nearFutureAvailable inserts jobs due within River's scheduler interval
+// (5 s) as available with their future scheduled_at, rather than as
+// scheduled: producers only fetch jobs whose time has come, so such a job
+// starts within a fetch poll (1 s) of its RunAt instead of at the
+// scheduler's next pass. River's executor does the same for short retries.
+type nearFutureAvailable struct {
+	river.MiddlewareDefaults
+}
+
+const schedulerInterval = 5 * time.Second
+
+func (*nearFutureAvailable) InsertMany(ctx context.Context, params []*rivertype.JobInsertParams, doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
+	for _, p := range params {
+		if p.State == rivertype.JobStateScheduled && p.ScheduledAt != nil && time.Until(*p.ScheduledAt) <= schedulerInterval {
+			p.State = rivertype.JobStateAvailable
+		}
+	}
+	return doInner(ctx)
+}
