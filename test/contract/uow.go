@@ -1,0 +1,217 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/qms-dev/qms/core/platform"
+)
+
+// UnitOfWorkHarness is one adapter's unit of work, with probes to watch it.
+type UnitOfWorkHarness struct {
+	UoW platform.UnitOfWork
+	// AfterCommit is the adapter's hook registration (Store.AfterCommit,
+	// DB.AfterCommit).
+	AfterCommit func(ctx context.Context, f func())
+	// Record writes v to the adapter's storage in ctx's transaction, and
+	// Recorded reads what is committed. Both nil when the adapter has no
+	// storage a test can write to; the storage checks are then skipped.
+	Record   func(ctx context.Context, v string) error
+	Recorded func(ctx context.Context) ([]string, error)
+}
+
+// RunUnitOfWork checks the platform.UnitOfWork contract.
+func RunUnitOfWork(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarness) {
+	ctx := context.Background()
+	errFail := platform.Conflict("CONTRACT_FAIL", "the use case failed", nil)
+
+	recorded := func(t *testing.T, h UnitOfWorkHarness) []string {
+		t.Helper()
+		vs, err := h.Recorded(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(vs)
+		return vs
+	}
+	needStorage := func(t *testing.T, h UnitOfWorkHarness) {
+		t.Helper()
+		if h.Record == nil {
+			t.Skip("the adapter has no storage probe")
+		}
+	}
+
+	t.Run("commit keeps the writes", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		needStorage(t, h)
+		err := h.UoW.Do(ctx, func(ctx context.Context) error {
+			if err := h.Record(ctx, "a"); err != nil {
+				return err
+			}
+			return h.Record(ctx, "b")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := recorded(t, h); !slices.Equal(got, []string{"a", "b"}) {
+			t.Fatalf("recorded %v, want [a b]", got)
+		}
+	})
+
+	t.Run("an error rolls back and is returned as is", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		err := h.UoW.Do(ctx, func(ctx context.Context) error {
+			if h.Record != nil {
+				if err := h.Record(ctx, "dropped"); err != nil {
+					return err
+				}
+			}
+			return errFail
+		})
+		if e, ok := platform.AsError(err); !ok || e != errFail {
+			t.Fatalf("Do = %v, want the use case's own domain error", err)
+		}
+		if h.Record != nil {
+			if got := recorded(t, h); len(got) != 0 {
+				t.Fatalf("recorded %v after rollback", got)
+			}
+		}
+	})
+
+	t.Run("a panic rolls back and goes on", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		func() {
+			defer func() {
+				if r := recover(); r != "boom" {
+					t.Fatalf("recovered %v, want the use case's panic", r)
+				}
+			}()
+			_ = h.UoW.Do(ctx, func(ctx context.Context) error {
+				if h.Record != nil {
+					if err := h.Record(ctx, "dropped"); err != nil {
+						return err
+					}
+				}
+				panic("boom")
+			})
+		}()
+		if h.Record != nil {
+			if got := recorded(t, h); len(got) != 0 {
+				t.Fatalf("recorded %v after a panic", got)
+			}
+		}
+		// The adapter is still usable.
+		if err := h.UoW.Do(ctx, func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("a nested Do joins the outer one", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		needStorage(t, h)
+		err := h.UoW.Do(ctx, func(ctx context.Context) error {
+			if err := h.UoW.Do(ctx, func(ctx context.Context) error { return h.Record(ctx, "inner") }); err != nil {
+				return err
+			}
+			return errFail
+		})
+		if !errors.Is(err, errFail) {
+			t.Fatalf("Do = %v", err)
+		}
+		if got := recorded(t, h); len(got) != 0 {
+			t.Fatalf("inner write %v survived the outer rollback", got)
+		}
+		err = h.UoW.Do(ctx, func(ctx context.Context) error {
+			return h.UoW.Do(ctx, func(ctx context.Context) error {
+				if err := h.Record(ctx, "inner"); err != nil {
+					return err
+				}
+				return errFail
+			})
+		})
+		if !errors.Is(err, errFail) {
+			t.Fatalf("Do = %v, want the inner error", err)
+		}
+		if got := recorded(t, h); len(got) != 0 {
+			t.Fatalf("recorded %v after the inner error", got)
+		}
+	})
+
+	t.Run("after-commit hooks run after the commit, in order", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		var ran []string
+		var seen []string
+		err := h.UoW.Do(ctx, func(ctx context.Context) error {
+			if h.Record != nil {
+				if err := h.Record(ctx, "committed"); err != nil {
+					return err
+				}
+			}
+			h.AfterCommit(ctx, func() {
+				ran = append(ran, "first")
+				if h.Recorded != nil {
+					// Another session must already see the change.
+					seen, _ = h.Recorded(context.Background())
+				}
+			})
+			// A nested unit's hooks wait for the outer commit too.
+			err := h.UoW.Do(ctx, func(ctx context.Context) error {
+				h.AfterCommit(ctx, func() { ran = append(ran, "nested") })
+				return nil
+			})
+			if len(ran) != 0 {
+				t.Errorf("hooks ran before the commit: %v", ran)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ran, []string{"first", "nested"}) {
+			t.Fatalf("hooks ran %v, want [first nested]", ran)
+		}
+		if h.Recorded != nil && !slices.Equal(seen, []string{"committed"}) {
+			t.Fatalf("a hook saw %v, want the committed change", seen)
+		}
+	})
+
+	t.Run("after-commit hooks never run on rollback", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		ran := false
+		err := h.UoW.Do(ctx, func(ctx context.Context) error {
+			h.AfterCommit(ctx, func() { ran = true })
+			return errFail
+		})
+		if !errors.Is(err, errFail) {
+			t.Fatalf("Do = %v", err)
+		}
+		func() {
+			defer func() { _ = recover() }()
+			_ = h.UoW.Do(ctx, func(ctx context.Context) error {
+				h.AfterCommit(ctx, func() { ran = true })
+				panic("boom")
+			})
+		}()
+		if ran {
+			t.Fatal("a hook ran for a rolled-back unit of work")
+		}
+	})
+
+	t.Run("after-commit outside a unit of work runs at once", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		ran := false
+		h.AfterCommit(ctx, func() { ran = true })
+		if !ran {
+			t.Fatal("hook did not run")
+		}
+	})
+}
