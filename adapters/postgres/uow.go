@@ -60,9 +60,10 @@ func (db *DB) Do(ctx context.Context, fn func(ctx context.Context) error) (err e
 	if err != nil {
 		return fmt.Errorf("postgres: unit of work: get connection: %w", err)
 	}
-	// Closing the sql.Conn hands it back to the pool; it runs after the
-	// commit or rollback below, deferred functions being last in, first out.
-	defer conn.Close()
+	// Closing the sql.Conn hands it back to the pool; deferred, it runs after
+	// the rollback below (last in, first out). After a commit it is closed
+	// before the hooks run, and this second Close is a no-op.
+	defer func() { _ = conn.Close() }()
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("postgres: unit of work: begin: %w", err)
@@ -86,6 +87,9 @@ func (db *DB) Do(ctx context.Context, fn func(ctx context.Context) error) (err e
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("postgres: unit of work: commit: %w", err)
 	}
+	// Hooks may start units of work of their own: give the connection back
+	// first.
+	_ = conn.Close()
 	st.mu.Lock()
 	hooks := st.afterCommit
 	st.afterCommit = nil
