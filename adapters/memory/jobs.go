@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -38,6 +39,10 @@ type JobRunnerOptions struct {
 	// slog.Default().
 	Logger *slog.Logger
 }
+
+// kindName is the River runner's rule for kind names, enforced here too so
+// a name that would fail in production fails in memory mode first.
+var kindName = regexp.MustCompile(`\A[\w][\w\-\[\]<>\/.·:+]+\z`)
 
 // JobRunner runs jobs in process, for memory mode, with the River runner's
 // semantics: a job scheduled in a unit of work starts only once it commits
@@ -109,8 +114,8 @@ func (r *JobRunner) Register(kind ports.JobKind) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
-	case kind.Name == "" || kind.Handler == nil:
-		panic("memory: a job kind needs a name and a handler")
+	case !kindName.MatchString(kind.Name) || kind.Handler == nil:
+		panic(fmt.Sprintf("memory: job kind %q needs a name matching %s and a handler", kind.Name, kindName))
 	case r.state != runnerIdle:
 		panic(fmt.Sprintf("memory: kind %q registered after Start", kind.Name))
 	case r.kinds[kind.Name].Name != "":

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -52,7 +53,8 @@ type Options struct {
 	Workers int
 	// JobTimeout bounds one attempt of a kind without its own Timeout.
 	JobTimeout time.Duration
-	// RescueStuckJobsAfter must be at least JobTimeout.
+	// RescueStuckJobsAfter must be at least JobTimeout; zero takes the
+	// default or JobTimeout, whichever is longer.
 	RescueStuckJobsAfter time.Duration
 	// MaxAttempts applies to kinds and jobs that set none.
 	MaxAttempts int
@@ -62,6 +64,11 @@ type Options struct {
 	// Logger receives River's logs; nil uses slog.Default().
 	Logger *slog.Logger
 }
+
+// kindName is what River accepts as a kind (rivercommon.UserSpecifiedIDOrKindRE):
+// checked at Register, where a bad name is a programming error, rather than
+// when the client is built.
+var kindName = regexp.MustCompile(`\A[\w][\w\-\[\]<>\/.·:+]+\z`)
 
 // Runner schedules and runs jobs with River. Register every kind, then
 // Schedule and Start in any order: the River client is built on first use
@@ -80,7 +87,8 @@ type Runner struct {
 func New(db *postgres.DB, opts Options) *Runner {
 	opts.Workers = cmp.Or(opts.Workers, DefaultWorkers)
 	opts.JobTimeout = cmp.Or(opts.JobTimeout, DefaultJobTimeout)
-	opts.RescueStuckJobsAfter = cmp.Or(opts.RescueStuckJobsAfter, DefaultRescueStuckJobsAfter)
+	// River requires the rescue delay to be at least the default timeout.
+	opts.RescueStuckJobsAfter = cmp.Or(opts.RescueStuckJobsAfter, max(DefaultRescueStuckJobsAfter, opts.JobTimeout))
 	opts.MaxAttempts = cmp.Or(opts.MaxAttempts, DefaultMaxAttempts)
 	opts.StopTimeout = cmp.Or(opts.StopTimeout, DefaultStopTimeout)
 	if opts.Logger == nil {
@@ -96,8 +104,8 @@ func (r *Runner) Register(kind ports.JobKind) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
-	case kind.Name == "" || kind.Handler == nil:
-		panic("riverjobs: a job kind needs a name and a handler")
+	case !kindName.MatchString(kind.Name) || kind.Handler == nil:
+		panic(fmt.Sprintf("riverjobs: job kind %q needs a name matching %s and a handler", kind.Name, kindName))
 	case r.client != nil:
 		panic(fmt.Sprintf("riverjobs: kind %q registered after the runner started scheduling or running", kind.Name))
 	case r.kinds[kind.Name].Name != "":
