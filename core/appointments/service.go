@@ -1,0 +1,513 @@
+package appointments
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+)
+
+// ErrIdempotencyKeyTaken is what Repository.CreateAppointment returns when
+// the account already has an appointment with the same idempotency key
+// (a concurrent request with that key committed first).
+var ErrIdempotencyKeyTaken = errors.New("appointments: the idempotency key is already used in the account")
+
+// Repository stores slots and appointments. The seat operations are the
+// concurrency contract: each is atomic with every concurrent caller, so a
+// slot's remaining capacity never drops below zero nor rises above its
+// capacity, whatever the interleaving.
+type Repository interface {
+	// InsertSlots stores new slots.
+	InsertSlots(ctx context.Context, slots []Slot) error
+	// GetSlot returns a slot (NotFound when missing).
+	GetSlot(ctx context.Context, id string) (Slot, error)
+	// FirstOverlap returns the earliest slot of the run whose span meets
+	// [start, end), if any.
+	FirstOverlap(ctx context.Context, runID string, start, end time.Time) (Slot, bool, error)
+	// ListSlots returns up to page.Limit+1 slots of the run that pass f,
+	// ordered by start then id, after the slot whose SortKey is page.After.
+	ListSlots(ctx context.Context, runID string, f SlotFilter, page platform.PageRequest) ([]Slot, error)
+	// TakeSeat takes one seat of the slot if it has one left and returns
+	// the slot after the change and true; false (and no change) when full.
+	TakeSeat(ctx context.Context, slotID string) (Slot, bool, error)
+	// TakeNextSeat takes one seat of the earliest slot of the run (by start,
+	// then id) that starts after now and has one left; false when there is
+	// none. Concurrent callers fill slots in that order and never overbook.
+	TakeNextSeat(ctx context.Context, runID string, now time.Time) (Slot, bool, error)
+	// ReturnSeat gives one seat back to the slot, never beyond its capacity.
+	ReturnSeat(ctx context.Context, slotID string) error
+
+	// CreateAppointment stores a new appointment; ErrIdempotencyKeyTaken
+	// when its key is already used in the account.
+	CreateAppointment(ctx context.Context, a Appointment) error
+	GetAppointment(ctx context.Context, id string) (Appointment, error)
+	// GetAppointmentForUpdate also locks the appointment until the unit of
+	// work ends, so concurrent operations on it serialise.
+	GetAppointmentForUpdate(ctx context.Context, id string) (Appointment, error)
+	// FindByIdempotencyKey returns the account's appointment made with key.
+	FindByIdempotencyKey(ctx context.Context, accountID, key string) (Appointment, bool, error)
+	UpdateAppointment(ctx context.Context, a Appointment) error
+	// ListAppointments returns up to page.Limit+1 appointments of the run
+	// that pass f, ordered by slot start then id, after the appointment
+	// whose SortKey is page.After.
+	ListAppointments(ctx context.Context, runID string, f ListFilter, page platform.PageRequest) ([]Appointment, error)
+}
+
+// Queues is what this module needs of the queues module: queues.Repository
+// satisfies it.
+type Queues interface {
+	GetQueue(ctx context.Context, id string) (queues.Queue, error)
+	GetRun(ctx context.Context, id string) (queues.Run, error)
+	GetRunForUpdate(ctx context.Context, id string) (queues.Run, error)
+}
+
+// Service is the appointments use cases.
+type Service struct {
+	repo   Repository
+	queues Queues
+	uow    platform.UnitOfWork
+	events platform.EventSink
+	clock  platform.Clock
+}
+
+// NewService builds the service.
+func NewService(repo Repository, qs Queues, uow platform.UnitOfWork, events platform.EventSink, clock platform.Clock) *Service {
+	return &Service{repo: repo, queues: qs, uow: uow, events: events, clock: clock}
+}
+
+// now is the clock's time at the precision Postgres keeps, so what a use
+// case returns equals what a later read returns.
+func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Microsecond) }
+
+// run loads a run of the account and its queue; lock takes the run's row
+// lock until the unit of work ends.
+func (s *Service) run(ctx context.Context, accountID, runID string, lock bool) (queues.Queue, queues.Run, error) {
+	get := s.queues.GetRun
+	if lock {
+		get = s.queues.GetRunForUpdate
+	}
+	r, err := get(ctx, runID)
+	if err != nil {
+		return queues.Queue{}, queues.Run{}, err
+	}
+	if r.AccountID != accountID {
+		return queues.Queue{}, queues.Run{}, platform.ForeignResource("queue run")
+	}
+	q, err := s.queues.GetQueue(ctx, r.QueueID)
+	return q, r, err
+}
+
+// takesAppointments refuses a TURN queue: slots and appointments belong
+// to APPOINTMENT and HYBRID queues.
+func takesAppointments(q queues.Queue) error {
+	if q.Type == queues.TypeAppointment || q.Type == queues.TypeHybrid {
+		return nil
+	}
+	return platform.Conflict(CodeQueueTypeMismatch,
+		"a "+q.Type+" queue takes no appointments; slots and appointments need an APPOINTMENT or HYBRID queue",
+		map[string]any{"queueId": q.ID, "queueType": q.Type, "accepts": []string{queues.TypeAppointment, queues.TypeHybrid}})
+}
+
+// GenerateSlots makes the slots of one day of a run (spec 2.4) in the
+// queue's time zone. Slots that would overlap slots the run already has are
+// refused as a whole (SLOT_OVERLAP): generating twice is an error, not a
+// merge, so capacity is never doubled by a retried request. The run's row
+// is locked while checking, so two concurrent generations cannot both pass.
+func (s *Service) GenerateSlots(ctx context.Context, accountID, runID string, in GenerateInput) (SlotBatch, error) {
+	if err := in.Validate(); err != nil {
+		return SlotBatch{}, err
+	}
+	var out SlotBatch
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		q, r, err := s.run(ctx, accountID, runID, true)
+		if err != nil {
+			return err
+		}
+		if err := takesAppointments(q); err != nil {
+			return err
+		}
+		zone, now := q.Zone(), s.now()
+		if err := checkDate(*in.Date, zone, now); err != nil {
+			return err
+		}
+		windows := PlanDay(in, zone)
+		if len(windows) == 0 {
+			return platform.InvalidField("endTime", "window",
+				fmt.Sprintf("leaves no room for a %d-minute slot on %s in %s (the clocks change that day)", *in.SlotMinutes, *in.Date, zone))
+		}
+		first, last := windows[0].Start, windows[len(windows)-1].End
+		if other, found, err := s.repo.FirstOverlap(ctx, r.ID, first, last); err != nil {
+			return err
+		} else if found {
+			return platform.Conflict(CodeSlotOverlap, "the slots would overlap slots the run already has",
+				map[string]any{"slotId": other.ID, "start": other.Start, "end": other.End})
+		}
+		out = SlotBatch{RunID: r.ID, Date: *in.Date, Timezone: zone.String(), Slots: make([]Slot, len(windows))}
+		for i, w := range windows {
+			out.Slots[i] = Slot{ID: platform.NewID(platform.PrefixSlot), AccountID: accountID, QueueID: q.ID, RunID: r.ID,
+				Date: *in.Date, Timezone: zone.String(), Start: w.Start, End: w.End,
+				Capacity: *in.Capacity, Remaining: *in.Capacity, CreatedAt: now}
+		}
+		return s.repo.InsertSlots(ctx, out.Slots)
+	})
+	return out, err
+}
+
+// ListSlots pages through a run's slots by start time.
+func (s *Service) ListSlots(ctx context.Context, accountID, runID string, f SlotFilter, page platform.PageRequest) (platform.Page[Slot], error) {
+	if f.Date != "" {
+		var v platform.Validator
+		v.Date("date", f.Date)
+		if err := v.Err(); err != nil {
+			return platform.Page[Slot]{}, err
+		}
+	}
+	if _, _, err := s.run(ctx, accountID, runID, false); err != nil {
+		return platform.Page[Slot]{}, err
+	}
+	f.Now = s.now()
+	items, err := s.repo.ListSlots(ctx, runID, f, page)
+	if err != nil {
+		return platform.Page[Slot]{}, err
+	}
+	return platform.PageOf(items, page.Limit, func(sl Slot) string { return SortKey(sl.Start, sl.ID) }), nil
+}
+
+// Schedule books an appointment (spec 2.5): into in.SlotID, or into the
+// earliest slot with room that has not started. With an idempotency key, a
+// repeat of the same request returns the appointment the first one made
+// (and raises nothing); the key with a different request is
+// IDEMPOTENCY_KEY_REUSED. The seat, the appointment and
+// appointment.scheduled commit together.
+func (s *Service) Schedule(ctx context.Context, accountID, runID string, in ScheduleInput) (Appointment, error) {
+	var v platform.Validator
+	in.validate(&v)
+	if err := v.Err(); err != nil {
+		return Appointment{}, err
+	}
+	hash := requestHash(runID, in)
+	var out Appointment
+	var err error
+	// Two attempts: when a concurrent request with the same key commits
+	// between our look-up and our insert, the insert fails, everything
+	// rolls back (the seat too), and the second attempt finds its
+	// appointment.
+	for attempt := 0; attempt < 2; attempt++ {
+		err = s.uow.Do(ctx, func(ctx context.Context) error {
+			var err error
+			out, err = s.schedule(ctx, accountID, runID, in, hash)
+			return err
+		})
+		if !errors.Is(err, ErrIdempotencyKeyTaken) {
+			break
+		}
+	}
+	if errors.Is(err, ErrIdempotencyKeyTaken) {
+		// Still taken yet not found: only a key of another, deleted run.
+		return Appointment{}, keyReused(*in.IdempotencyKey)
+	}
+	return out, err
+}
+
+func (s *Service) schedule(ctx context.Context, accountID, runID string, in ScheduleInput, hash string) (Appointment, error) {
+	q, r, err := s.run(ctx, accountID, runID, false)
+	if err != nil {
+		return Appointment{}, err
+	}
+	if err := takesAppointments(q); err != nil {
+		return Appointment{}, err
+	}
+	if in.IdempotencyKey != nil {
+		prev, found, err := s.repo.FindByIdempotencyKey(ctx, accountID, *in.IdempotencyKey)
+		if err != nil {
+			return Appointment{}, err
+		}
+		if found {
+			if prev.RequestHash != hash {
+				return Appointment{}, keyReused(*in.IdempotencyKey)
+			}
+			return prev, nil
+		}
+	}
+	var v platform.Validator
+	q.PreAttention.CheckAnswers(&v, "formResponse", in.FormResponse)
+	if err := v.Err(); err != nil {
+		return Appointment{}, err
+	}
+	if !r.Open() {
+		return Appointment{}, platform.Conflict(queues.CodeRunClosed, "the run is closed; it takes no appointments",
+			map[string]any{"runId": r.ID, "status": r.Status})
+	}
+	now := s.now()
+	slot, err := s.takeSeat(ctx, r.ID, in.SlotID, now)
+	if err != nil {
+		return Appointment{}, err
+	}
+	a := Appointment{
+		ID: platform.NewID(platform.PrefixAppointment), AccountID: accountID, QueueID: q.ID, RunID: r.ID,
+		SlotID: slot.ID, SlotStart: slot.Start, SlotEnd: slot.End, Date: slot.Date, Status: StatusScheduled,
+		CustomerName: in.CustomerName, Phone: in.Phone, Notes: in.Notes, FormResponse: in.FormResponse,
+		CreatedAt: now, UpdatedAt: now, IdempotencyKey: in.IdempotencyKey, RequestHash: hash,
+	}
+	if a.FormResponse == nil {
+		a.FormResponse = map[string]string{}
+	}
+	if err := s.repo.CreateAppointment(ctx, a); err != nil {
+		return Appointment{}, err
+	}
+	return a, s.emit(ctx, platform.EventAppointmentScheduled, a)
+}
+
+// takeSeat takes a seat of the named slot, or of the next available one.
+func (s *Service) takeSeat(ctx context.Context, runID string, slotID *string, now time.Time) (Slot, error) {
+	if slotID == nil {
+		slot, ok, err := s.repo.TakeNextSeat(ctx, runID, now)
+		if err != nil {
+			return Slot{}, err
+		}
+		if !ok {
+			return Slot{}, platform.Conflict(CodeNoSlotAvailable, "no slot of the run that has not started has room left",
+				map[string]any{"runId": runID})
+		}
+		return slot, nil
+	}
+	slot, err := s.repo.GetSlot(ctx, *slotID)
+	if platform.IsCode(err, platform.CodeNotFound) || (err == nil && slot.RunID != runID) {
+		// A slot of another run (or account) is as unusable as none.
+		return Slot{}, platform.Unprocessable(CodeSlotNotFound, "slotId names no slot of this run",
+			map[string]any{"field": "slotId", "slotId": *slotID})
+	}
+	if err != nil {
+		return Slot{}, err
+	}
+	if !slot.Start.After(now) {
+		return Slot{}, platform.Unprocessable(CodeSlotStarted, "the slot has already started; it takes no bookings",
+			map[string]any{"slotId": slot.ID, "start": slot.Start})
+	}
+	slot, ok, err := s.repo.TakeSeat(ctx, slot.ID)
+	if err != nil {
+		return Slot{}, err
+	}
+	if !ok {
+		return Slot{}, platform.Conflict(CodeSlotFull, "the slot has no capacity left",
+			map[string]any{"slotId": slot.ID, "capacity": slot.Capacity})
+	}
+	return slot, nil
+}
+
+func keyReused(key string) error {
+	return platform.Conflict(CodeIdempotencyKeyReused,
+		"the idempotency key was already used for a different booking request",
+		map[string]any{"idempotencyKey": key})
+}
+
+// requestHash fingerprints a booking request: the run and every body field
+// but the key. An absent formResponse and an empty one are the same request.
+func requestHash(runID string, in ScheduleInput) string {
+	form := in.FormResponse
+	if form == nil {
+		form = map[string]string{}
+	}
+	// encoding/json writes map keys sorted, so equal requests encode alike.
+	b, _ := json.Marshal(struct {
+		RunID        string            `json:"r"`
+		SlotID       *string           `json:"s"`
+		CustomerName *string           `json:"c"`
+		Phone        *string           `json:"p"`
+		Notes        *string           `json:"n"`
+		FormResponse map[string]string `json:"f"`
+	}{runID, in.SlotID, in.CustomerName, in.Phone, in.Notes, form})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Get returns an appointment of the account.
+func (s *Service) Get(ctx context.Context, accountID, id string) (Appointment, error) {
+	a, err := s.repo.GetAppointment(ctx, id)
+	if err != nil {
+		return Appointment{}, err
+	}
+	if a.AccountID != accountID {
+		return Appointment{}, platform.ForeignResource("appointment")
+	}
+	return a, nil
+}
+
+// List pages through a run's appointments by slot start.
+func (s *Service) List(ctx context.Context, accountID, runID string, f ListFilter, page platform.PageRequest) (platform.Page[Appointment], error) {
+	var v platform.Validator
+	if f.Status != "" && !f.Status.Valid() {
+		v.OneOf("status", string(f.Status), Statuses...)
+	}
+	if f.Date != "" {
+		v.Date("date", f.Date)
+	}
+	if err := v.Err(); err != nil {
+		return platform.Page[Appointment]{}, err
+	}
+	if _, _, err := s.run(ctx, accountID, runID, false); err != nil {
+		return platform.Page[Appointment]{}, err
+	}
+	items, err := s.repo.ListAppointments(ctx, runID, f, page)
+	if err != nil {
+		return platform.Page[Appointment]{}, err
+	}
+	return platform.PageOf(items, page.Limit, func(a Appointment) string { return SortKey(a.SlotStart, a.ID) }), nil
+}
+
+// Cancel cancels a SCHEDULED or CHECKED_IN appointment and gives its seat
+// back. Under a cancellation policy, a cancel later than minNoticeMinutes
+// before the slot starts is CANCELLATION_TOO_LATE.
+func (s *Service) Cancel(ctx context.Context, accountID, id string) (Appointment, error) {
+	return s.transition(ctx, accountID, id, ActionCancel, func(ctx context.Context, a Appointment, now time.Time) error {
+		q, err := s.queues.GetQueue(ctx, a.QueueID)
+		if err != nil {
+			return err
+		}
+		if c := q.Cancellation; c != nil && c.MinNoticeMinutes != nil {
+			deadline := a.SlotStart.Add(-time.Duration(*c.MinNoticeMinutes) * time.Minute)
+			if now.After(deadline) {
+				return platform.Unprocessable(CodeCancellationTooLate,
+					"the queue takes cancellations up to "+strconv.Itoa(*c.MinNoticeMinutes)+" minutes before the slot starts",
+					map[string]any{"minNoticeMinutes": *c.MinNoticeMinutes, "slotStart": a.SlotStart, "deadline": deadline})
+			}
+		}
+		return s.repo.ReturnSeat(ctx, a.SlotID)
+	})
+}
+
+// CheckIn records the customer's arrival.
+func (s *Service) CheckIn(ctx context.Context, accountID, id string) (Appointment, error) {
+	return s.transition(ctx, accountID, id, ActionCheckIn, nil)
+}
+
+// Start starts the service; from SCHEDULED it records the arrival too.
+func (s *Service) Start(ctx context.Context, accountID, id string) (Appointment, error) {
+	return s.transition(ctx, accountID, id, ActionStart, nil)
+}
+
+// Complete finishes the service and raises appointment.completed.
+func (s *Service) Complete(ctx context.Context, accountID, id string) (Appointment, error) {
+	return s.transition(ctx, accountID, id, ActionComplete, nil)
+}
+
+// NoShow records that the customer did not come; refused before the slot
+// has started (SLOT_NOT_STARTED). The seat stays taken: the time is spent.
+func (s *Service) NoShow(ctx context.Context, accountID, id string) (Appointment, error) {
+	return s.transition(ctx, accountID, id, ActionNoShow, func(_ context.Context, a Appointment, now time.Time) error {
+		if now.Before(a.SlotStart) {
+			return platform.Conflict(CodeSlotNotStarted, "the slot has not started; a no-show is recorded from its start",
+				map[string]any{"slotStart": a.SlotStart})
+		}
+		return nil
+	})
+}
+
+// Do applies action by name; the HTTP adapter routes /appointments/{id}/
+// <action> through it.
+func (s *Service) Do(ctx context.Context, accountID, id string, action Action) (Appointment, error) {
+	switch action {
+	case ActionCancel:
+		return s.Cancel(ctx, accountID, id)
+	case ActionCheckIn:
+		return s.CheckIn(ctx, accountID, id)
+	case ActionStart:
+		return s.Start(ctx, accountID, id)
+	case ActionComplete:
+		return s.Complete(ctx, accountID, id)
+	case ActionNoShow:
+		return s.NoShow(ctx, accountID, id)
+	}
+	return Appointment{}, platform.NotFound("appointment action", string(action))
+}
+
+// transition runs one lifecycle step on the locked appointment: the state
+// machine first, then the action's own rule (check), then the write and,
+// for complete, the event.
+func (s *Service) transition(ctx context.Context, accountID, id string, action Action,
+	check func(ctx context.Context, a Appointment, now time.Time) error) (Appointment, error) {
+	var out Appointment
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		a, err := s.repo.GetAppointmentForUpdate(ctx, id)
+		if err != nil {
+			return err
+		}
+		if a.AccountID != accountID {
+			return platform.ForeignResource("appointment")
+		}
+		to, err := a.Status.Next(action)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		if check != nil {
+			if err := check(ctx, a, now); err != nil {
+				return err
+			}
+		}
+		a.apply(to, now)
+		if err := s.repo.UpdateAppointment(ctx, a); err != nil {
+			return err
+		}
+		out = a
+		if to == StatusCompleted {
+			return s.emit(ctx, platform.EventAppointmentCompleted, a)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (s *Service) emit(ctx context.Context, name string, a Appointment) error {
+	return s.events.Emit(ctx, platform.Event{
+		ID: platform.NewID(platform.PrefixEvent), AccountID: a.AccountID, Name: name,
+		QueueID: a.QueueID, RunID: a.RunID, OccurredAt: a.UpdatedAt,
+		Data: map[string]any{
+			"appointmentId": a.ID, "queueId": a.QueueID, "queueRunId": a.RunID, "slotId": a.SlotID,
+			"slotStart": a.SlotStart.Format(time.RFC3339), "slotEnd": a.SlotEnd.Format(time.RFC3339),
+			"date": a.Date, "status": string(a.Status),
+		},
+	})
+}
+
+// SortKey is the paging key of slots and appointments: the start instant
+// (fixed width, so keys compare as strings in time order), then the id.
+func SortKey(start time.Time, id string) string {
+	return fmt.Sprintf("%020d|%s", start.UnixMicro(), id)
+}
+
+// ParseSortKey reads a SortKey back; ok is false for anything else.
+func ParseSortKey(key string) (start time.Time, id string, ok bool) {
+	micros, id, found := strings.Cut(key, "|")
+	if !found || len(micros) != 20 || id == "" {
+		return time.Time{}, "", false
+	}
+	n, err := strconv.ParseInt(micros, 10, 64)
+	if err != nil {
+		return time.Time{}, "", false
+	}
+	return time.UnixMicro(n).UTC(), id, true
+}
+
+// PageAfter reads page.After for a repository: the zero time and "" when
+// the page starts at the beginning, INVALID_CURSOR when it is not a
+// SortKey (a cursor of another list that got past the HTTP layer's check).
+func PageAfter(page platform.PageRequest) (start time.Time, id string, err error) {
+	if page.After == "" {
+		return time.Time{}, "", nil
+	}
+	start, id, ok := ParseSortKey(page.After)
+	if !ok {
+		return time.Time{}, "", platform.NewError(platform.KindInvalid, platform.CodeInvalidCursor,
+			"the cursor is malformed", map[string]any{"parameter": "cursor"})
+	}
+	return start, id, nil
+}
