@@ -26,10 +26,10 @@ type fixture struct {
 	svc      *appointments.Service
 	queues   *queues.Service
 	entities *entities.Service
-	events *memory.Events
-	clock  *platformtest.Clock
-	sink   *failingSink
-	entity string
+	events   *memory.Events
+	clock    *platformtest.Clock
+	sink     *failingSink
+	entity   string
 }
 
 // failingSink is the event bus, made to fail on demand to prove that a
