@@ -86,12 +86,13 @@ func (r *Webhooks) DeleteEndpoint(ctx context.Context, id string) error {
 	return nil
 }
 
-// ListEndpoints pages the account's endpoints by id.
+// ListEndpoints pages the account's endpoints by id, without their secrets.
 func (r *Webhooks) ListEndpoints(ctx context.Context, accountID string, page platform.PageRequest) (out []webhooks.Endpoint, err error) {
 	r.s.read(ctx, func() {
 		out = sorted(r.endpoints.rows, page.After, page.Limit+1, func(e webhooks.Endpoint) bool { return e.AccountID == accountID })
 		for i := range out {
 			out[i] = copyEndpoint(out[i])
+			out[i].Secret = ""
 		}
 	})
 	return out, nil

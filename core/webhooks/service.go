@@ -20,7 +20,7 @@ type Repository interface {
 	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
 	DeleteEndpoint(ctx context.Context, id string) error
 	// ListEndpoints returns up to page.Limit+1 endpoints of the account
-	// after page.After, ordered by id.
+	// after page.After, ordered by id, without their secrets.
 	ListEndpoints(ctx context.Context, accountID string, page platform.PageRequest) ([]Endpoint, error)
 	// CountEndpoints counts the account's endpoints.
 	CountEndpoints(ctx context.Context, accountID string) (int, error)

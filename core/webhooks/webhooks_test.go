@@ -308,8 +308,14 @@ func TestCreateShowsTheSecretOnce(t *testing.T) {
 			t.Errorf("the secret shows in %s", form)
 		}
 	}
-	if listed.Secret.Reveal() != ep.SigningSecret {
-		t.Error("the stored secret differs from the one shown")
+	stored, err := f.svc.Get(context.Background(), account, ep.ID)
+	if err != nil || stored.Secret.Reveal() != ep.SigningSecret {
+		t.Errorf("the stored secret differs from the one shown (%v)", err)
+	}
+	for _, form := range []string{fmt.Sprintf("%v", stored), logLine(stored), string(must(json.Marshal(stored)))} {
+		if strings.Contains(form, ep.SigningSecret[6:]) {
+			t.Errorf("the secret shows in %s", form)
+		}
 	}
 	other := f.create(t, "https://hooks.example.com/y", "queue.opened")
 	if other.SigningSecret == ep.SigningSecret {

@@ -1,0 +1,274 @@
+package postgres
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/webhooks"
+)
+
+type webhookEndpointRow struct {
+	bun.BaseModel `bun:"table:webhook_endpoints"`
+	ID            string    `bun:"id,pk"`
+	AccountID     string    `bun:"account_id"`
+	URL           string    `bun:"url"`
+	Events        []string  `bun:"events,array"`
+	Secret        string    `bun:"secret"`
+	CreatedAt     time.Time `bun:"created_at"`
+}
+
+type webhookDeliveryRow struct {
+	bun.BaseModel      `bun:"table:webhook_deliveries"`
+	ID                 string     `bun:"id,pk"`
+	AccountID          string     `bun:"account_id"`
+	EndpointID         string     `bun:"endpoint_id"`
+	EventID            string     `bun:"event_id"`
+	Event              string     `bun:"event"`
+	Body               []byte     `bun:"body,type:bytea"`
+	Status             string     `bun:"status"`
+	Attempts           int        `bun:"attempts"`
+	LastResponseStatus *int       `bun:"last_response_status"`
+	LastError          *string    `bun:"last_error"`
+	LastAttemptAt      *time.Time `bun:"last_attempt_at"`
+	NextAttemptAt      *time.Time `bun:"next_attempt_at"`
+	RetryToken         string     `bun:"retry_token"`
+	CreatedAt          time.Time  `bun:"created_at"`
+}
+
+// Webhooks is the Postgres webhooks.Repository. With a key, signing
+// secrets are sealed with AES-256-GCM before they reach the database, so a
+// dump of it alone does not hand them out.
+type Webhooks struct {
+	db   *DB
+	aead cipher.AEAD // nil: secrets stored in clear
+}
+
+var _ webhooks.Repository = (*Webhooks)(nil)
+
+// Prefixes of the stored secret, naming how it is stored.
+const (
+	secretSealedV1 = "v1:"
+	secretPlain    = "plain:"
+)
+
+// NewWebhooks builds the repository. key is webhooks.secret_key
+// (QMS_WEBHOOKS_SECRET_KEY): when not empty, secrets written are sealed
+// with an AES-256 key derived from it; when empty they are written in
+// clear. Secrets written in clear stay readable after a key is set.
+func NewWebhooks(db *DB, key string) (*Webhooks, error) {
+	r := &Webhooks{db: db}
+	if key == "" {
+		return r, nil
+	}
+	// Derive rather than use the configured string, so the AES key is
+	// always 32 uniform bytes and is tied to this one use.
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte("qms webhook signing secrets v1"))
+	block, err := aes.NewCipher(m.Sum(nil))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: webhooks secret key: %w", err)
+	}
+	if r.aead, err = cipher.NewGCM(block); err != nil {
+		return nil, fmt.Errorf("postgres: webhooks secret key: %w", err)
+	}
+	return r, nil
+}
+
+// seal stores secret for endpoint id. The id is the additional data of the
+// seal, so a sealed secret copied onto another endpoint's row fails to
+// open.
+func (r *Webhooks) seal(id string, secret webhooks.Secret) string {
+	if r.aead == nil {
+		return secretPlain + secret.Reveal()
+	}
+	nonce := make([]byte, r.aead.NonceSize(), r.aead.NonceSize()+len(secret)+r.aead.Overhead())
+	_, _ = rand.Read(nonce)
+	sealed := r.aead.Seal(nonce, nonce, []byte(secret.Reveal()), []byte(id))
+	return secretSealedV1 + base64.RawStdEncoding.EncodeToString(sealed)
+}
+
+// open reads a stored secret back.
+func (r *Webhooks) open(id, stored string) (webhooks.Secret, error) {
+	if s, ok := strings.CutPrefix(stored, secretPlain); ok {
+		return webhooks.Secret(s), nil
+	}
+	s, ok := strings.CutPrefix(stored, secretSealedV1)
+	if !ok {
+		return "", fmt.Errorf("postgres: webhook endpoint %s: unknown secret format: %w", id, webhooks.ErrSecretUnavailable)
+	}
+	if r.aead == nil {
+		return "", fmt.Errorf("postgres: webhook endpoint %s: the secret is sealed and QMS_WEBHOOKS_SECRET_KEY is not set: %w", id, webhooks.ErrSecretUnavailable)
+	}
+	sealed, err := base64.RawStdEncoding.DecodeString(s)
+	if err != nil || len(sealed) < r.aead.NonceSize() {
+		return "", fmt.Errorf("postgres: webhook endpoint %s: malformed sealed secret: %w", id, webhooks.ErrSecretUnavailable)
+	}
+	n := r.aead.NonceSize()
+	plain, err := r.aead.Open(nil, sealed[:n], sealed[n:], []byte(id))
+	if err != nil {
+		return "", fmt.Errorf("postgres: webhook endpoint %s: %w", id, webhooks.ErrSecretUnavailable)
+	}
+	return webhooks.Secret(plain), nil
+}
+
+func (row webhookEndpointRow) domain() webhooks.Endpoint {
+	return webhooks.Endpoint{ID: row.ID, AccountID: row.AccountID, URL: row.URL, Events: row.Events, CreatedAt: row.CreatedAt}
+}
+
+// CreateEndpoint stores a new endpoint, its secret sealed.
+func (r *Webhooks) CreateEndpoint(ctx context.Context, e webhooks.Endpoint) error {
+	row := &webhookEndpointRow{ID: e.ID, AccountID: e.AccountID, URL: e.URL, Events: e.Events,
+		Secret: r.seal(e.ID, e.Secret), CreatedAt: e.CreatedAt}
+	_, err := r.db.IDB(ctx).NewInsert().Model(row).Exec(ctx)
+	return wrap(err, "insert webhook endpoint")
+}
+
+// GetEndpoint returns an endpoint with its secret. When the secret cannot
+// be opened the endpoint comes back without it, with an error wrapping
+// webhooks.ErrSecretUnavailable.
+func (r *Webhooks) GetEndpoint(ctx context.Context, id string) (webhooks.Endpoint, error) {
+	var row webhookEndpointRow
+	if err := r.db.IDB(ctx).NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+		return webhooks.Endpoint{}, notFound(err, "webhook endpoint", id)
+	}
+	e := row.domain()
+	secret, err := r.open(row.ID, row.Secret)
+	e.Secret = secret
+	return e, err
+}
+
+// DeleteEndpoint removes an endpoint; its deliveries go with it (ON DELETE
+// CASCADE).
+func (r *Webhooks) DeleteEndpoint(ctx context.Context, id string) error {
+	_, err := r.db.IDB(ctx).NewDelete().Model((*webhookEndpointRow)(nil)).Where("id = ?", id).Exec(ctx)
+	return wrap(err, "delete webhook endpoint")
+}
+
+// endpointColumns are the columns read when the secret is not needed.
+var endpointColumns = []string{"id", "account_id", "url", "events", "created_at"}
+
+// ListEndpoints pages the account's endpoints by id, without secrets.
+func (r *Webhooks) ListEndpoints(ctx context.Context, accountID string, page platform.PageRequest) ([]webhooks.Endpoint, error) {
+	var rows []webhookEndpointRow
+	q := r.db.IDB(ctx).NewSelect().Model(&rows).Column(endpointColumns...).
+		Where("account_id = ?", accountID).Order("id").Limit(int64(page.Limit + 1))
+	if page.After != "" {
+		q = q.Where("id > ?", page.After)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, wrap(err, "list webhook endpoints")
+	}
+	return endpointsOf(rows), nil
+}
+
+func endpointsOf(rows []webhookEndpointRow) []webhooks.Endpoint {
+	out := make([]webhooks.Endpoint, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out
+}
+
+// CountEndpoints counts the account's endpoints.
+func (r *Webhooks) CountEndpoints(ctx context.Context, accountID string) (int, error) {
+	n, err := r.db.IDB(ctx).NewSelect().Model((*webhookEndpointRow)(nil)).Where("account_id = ?", accountID).Count(ctx)
+	return int(n), wrap(err, "count webhook endpoints")
+}
+
+// SubscribedEndpoints returns the account's endpoints subscribed to event,
+// without secrets.
+func (r *Webhooks) SubscribedEndpoints(ctx context.Context, accountID, event string) ([]webhooks.Endpoint, error) {
+	var rows []webhookEndpointRow
+	err := r.db.IDB(ctx).NewSelect().Model(&rows).Column(endpointColumns...).
+		Where("account_id = ?", accountID).Where("? = ANY (events)", event).Order("id").Scan(ctx)
+	if err != nil {
+		return nil, wrap(err, "find subscribed webhook endpoints")
+	}
+	return endpointsOf(rows), nil
+}
+
+func deliveryRow(d webhooks.Delivery) *webhookDeliveryRow {
+	return &webhookDeliveryRow{ID: d.ID, AccountID: d.AccountID, EndpointID: d.EndpointID, EventID: d.EventID,
+		Event: d.Event, Body: d.Body, Status: d.Status, Attempts: d.Attempts, LastResponseStatus: d.LastResponseStatus,
+		LastError: d.LastError, LastAttemptAt: d.LastAttemptAt, NextAttemptAt: d.NextAttemptAt,
+		RetryToken: d.RetryToken, CreatedAt: d.CreatedAt}
+}
+
+func (row webhookDeliveryRow) domain() webhooks.Delivery {
+	return webhooks.Delivery{ID: row.ID, AccountID: row.AccountID, EndpointID: row.EndpointID, EventID: row.EventID,
+		Event: row.Event, Body: row.Body, Status: row.Status, Attempts: row.Attempts,
+		LastResponseStatus: row.LastResponseStatus, LastError: row.LastError, LastAttemptAt: webhookUTC(row.LastAttemptAt),
+		NextAttemptAt: webhookUTC(row.NextAttemptAt), RetryToken: row.RetryToken, CreatedAt: row.CreatedAt.UTC()}
+}
+
+func webhookUTC(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// CreateDelivery stores a new delivery.
+func (r *Webhooks) CreateDelivery(ctx context.Context, d webhooks.Delivery) error {
+	_, err := r.db.IDB(ctx).NewInsert().Model(deliveryRow(d)).Exec(ctx)
+	return wrap(err, "insert webhook delivery")
+}
+
+func (r *Webhooks) getDelivery(ctx context.Context, id string, lock bool) (webhooks.Delivery, error) {
+	var row webhookDeliveryRow
+	q := r.db.IDB(ctx).NewSelect().Model(&row).Where("id = ?", id)
+	if lock {
+		q = q.For("UPDATE")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return webhooks.Delivery{}, notFound(err, "webhook delivery", id)
+	}
+	return row.domain(), nil
+}
+
+// GetDelivery returns a delivery.
+func (r *Webhooks) GetDelivery(ctx context.Context, id string) (webhooks.Delivery, error) {
+	return r.getDelivery(ctx, id, false)
+}
+
+// GetDeliveryForUpdate returns a delivery and locks its row until the unit
+// of work ends, so two attempts ending together record one after the other.
+func (r *Webhooks) GetDeliveryForUpdate(ctx context.Context, id string) (webhooks.Delivery, error) {
+	return r.getDelivery(ctx, id, true)
+}
+
+// UpdateDelivery stores the outcome of an attempt; the event, endpoint and
+// body never change.
+func (r *Webhooks) UpdateDelivery(ctx context.Context, d webhooks.Delivery) error {
+	_, err := r.db.IDB(ctx).NewUpdate().Model(deliveryRow(d)).
+		Column("status", "attempts", "last_response_status", "last_error", "last_attempt_at", "next_attempt_at", "retry_token").
+		WherePK().Exec(ctx)
+	return wrap(err, "update webhook delivery")
+}
+
+// RecentDeliveries returns the account's newest deliveries first. Ids sort
+// by creation time, so the (account_id, id DESC) index answers it.
+func (r *Webhooks) RecentDeliveries(ctx context.Context, accountID string, limit int) ([]webhooks.Delivery, error) {
+	var rows []webhookDeliveryRow
+	err := r.db.IDB(ctx).NewSelect().Model(&rows).Where("account_id = ?", accountID).OrderExpr("id DESC").Limit(int64(limit)).Scan(ctx)
+	if err != nil {
+		return nil, wrap(err, "list webhook deliveries")
+	}
+	out := make([]webhooks.Delivery, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}
