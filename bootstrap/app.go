@@ -1,0 +1,115 @@
+// Package bootstrap assembles a qms process with fx: it picks the adapter
+// set named by the configuration (memory or postgres), provides the shared
+// platform (clock, event bus, job runner, HTTP server) and adds one fx module
+// per business module.
+package bootstrap
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+
+	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/core/events"
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/modules/accounts"
+	"github.com/qms-dev/qms/modules/entities"
+	"github.com/qms-dev/qms/modules/queues"
+)
+
+// Options configure New beyond the config file.
+type Options struct {
+	// Clock overrides the wall clock (tests).
+	Clock platform.Clock
+	// Stdout receives the start-up banner of memory mode.
+	Stdout io.Writer
+	// Logger overrides the JSON logger on stderr.
+	Logger *slog.Logger
+}
+
+// Modules lists the business modules: adding a module is adding a line.
+var Modules = []fx.Option{
+	accounts.Module,
+	entities.Module,
+	queues.Module,
+}
+
+// New builds the application for cfg. Start it with app.Start and stop it
+// with app.Stop; Server is filled once it has started.
+func New(cfg *config.Config, opts Options) (*fx.App, *web.Server) {
+	log := opts.Logger
+	if log == nil {
+		log = NewLogger(cfg, os.Stderr)
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = platform.SystemClock{}
+	}
+	stdout := opts.Stdout
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	token := cfg.Admin.Token
+	generated := false
+	if token == "" {
+		token = "qms_admin_" + randomHex(24)
+		generated = true
+	}
+	var srv *web.Server
+	app := fx.New(
+		fx.WithLogger(func() fxevent.Logger {
+			// fx's own start-up chatter is debug detail; its errors stay errors.
+			l := &fxevent.SlogLogger{Logger: log.With("component", "fx")}
+			l.UseLogLevel(slog.LevelDebug)
+			return l
+		}),
+		fx.Supply(cfg, log, web.AdminToken(token)),
+		fx.Provide(
+			func() platform.Clock { return clock },
+			fx.Annotate(events.NewBus, fx.As(fx.Self()), fx.As(new(platform.EventSink))),
+			web.New,
+		),
+		storage(cfg),
+		fx.Options(Modules...),
+		fx.Invoke(func(s *web.Server) { srv = s }),
+		fx.Invoke(func(lc fx.Lifecycle, d demoDeps) {
+			if cfg.Storage != config.StorageMemory || !cfg.BootstrapDemo {
+				return
+			}
+			lc.Append(fx.Hook{OnStart: func(ctx context.Context) error {
+				return printDemo(ctx, stdout, d, token, generated)
+			}})
+		}),
+		fx.StartTimeout(60*time.Second),
+		fx.StopTimeout(cfg.HTTP.ShutdownTimeout+5*time.Second),
+	)
+	return app, srv
+}
+
+// NewLogger builds the process logger from the log settings.
+func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Log.Level))
+	o := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "text" {
+		return slog.New(slog.NewTextHandler(w, o))
+	}
+	return slog.New(slog.NewJSONHandler(w, o))
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("bootstrap: no randomness: %v", err))
+	}
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,130 @@
+// Command qms is the queue management service: `qms serve` runs it, `qms
+// migrate` prepares its database, `qms admin ...` manages accounts and API
+// keys, `qms version` tells which build this is.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	_ "time/tzdata" // queue time zones must resolve on machines without tzdata
+
+	"github.com/qms-dev/qms/adapters/postgres"
+	"github.com/qms-dev/qms/bootstrap"
+	"github.com/qms-dev/qms/bootstrap/config"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(args[1:], stdout, stderr)
+	case "migrate":
+		err = migrate(args[1:], stderr)
+	case "admin":
+		err = admin(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "qms", version)
+	case "help", "-h", "--help":
+		usage(stdout)
+	default:
+		fmt.Fprintf(stderr, "qms: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "qms:", err)
+		}
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: qms <command> [flags]
+
+commands:
+  serve    [--config FILE] [--no-migrate]   run the service
+  migrate  [--config FILE]                  apply the app's and River's migrations (postgres mode)
+  admin    <subcommand>                     manage accounts and API keys (qms admin help)
+  version                                   print the version
+
+Configuration: configs/default.yaml, then --config FILE, then QMS_* variables
+(QMS_HTTP_ADDR, QMS_STORAGE, QMS_DATABASE_URL, QMS_ADMIN_TOKEN,
+QMS_RATELIMIT_PER_MINUTE, QMS_WEBHOOKS_ALLOW_PRIVATE, ...).
+`)
+}
+
+func loadConfig(fs *flag.FlagSet, args []string) (*config.Config, error) {
+	file := fs.String("config", "", "configuration file (YAML)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return config.Load(*file, os.Environ())
+}
+
+func serve(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	noMigrate := fs.Bool("no-migrate", false, "do not apply migrations at start-up")
+	cfg, err := loadConfig(fs, args)
+	if err != nil {
+		return err
+	}
+	if *noMigrate {
+		cfg.Database.Migrate = false
+	}
+	app, _ := bootstrap.New(cfg, bootstrap.Options{Stdout: stdout})
+	if err := app.Err(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := app.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.Background(), app.StopTimeout())
+	defer cancel()
+	return app.Stop(stopCtx)
+}
+
+func migrate(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg, err := loadConfig(fs, args)
+	if err != nil {
+		return err
+	}
+	if cfg.Storage != config.StoragePostgres {
+		return errors.New("migrate needs QMS_STORAGE=postgres: memory mode has nothing to migrate")
+	}
+	ctx := context.Background()
+	db, err := postgres.Open(ctx, cfg.Database.URL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(stderr, "qms: migrations applied")
+	return nil
+}
