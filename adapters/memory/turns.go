@@ -1,0 +1,257 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/turns"
+)
+
+// Turns is the memory turns.Repository. Units of work are serialised by
+// the store, so "locking" reads are plain reads and TakeNext never needs to
+// skip a row another transaction holds.
+type Turns struct {
+	s       *Store
+	turns   *table[turns.Turn]
+	numbers *table[int]   // by run id + "|" + day
+	lines   *table[int64] // line version by run id
+	seq     *table[int64] // one row, the arrival sequence
+}
+
+// NewTurns builds the repository on s: deleting a run deletes its turns,
+// and deleting a station unassigns it from its turns.
+func NewTurns(s *Store) *Turns {
+	r := &Turns{s: s, turns: newTable[turns.Turn](s), numbers: newTable[int](s), lines: newTable[int64](s), seq: newTable[int64](s)}
+	s.OnDelete("run", func(ctx context.Context, runID string) {
+		for _, t := range sorted(r.turns.rows, "", 0, func(t turns.Turn) bool { return t.RunID == runID }) {
+			r.s.write(ctx, func() func() { return r.turns.del(t.ID) })
+		}
+		r.s.write(ctx, func() func() { return r.lines.del(runID) })
+	})
+	s.OnDelete("station", func(ctx context.Context, stationID string) {
+		for _, t := range sorted(r.turns.rows, "", 0, func(t turns.Turn) bool { return t.StationID != nil && *t.StationID == stationID }) {
+			t.StationID = nil
+			r.s.write(ctx, func() func() { return r.turns.put(t.ID, t) })
+		}
+	})
+	return r
+}
+
+// cloneTurn copies the turn's map so callers never share it with the table.
+func cloneTurn(t turns.Turn) turns.Turn {
+	if t.FormResponse != nil {
+		m := make(map[string]string, len(t.FormResponse))
+		for k, v := range t.FormResponse {
+			m[k] = v
+		}
+		t.FormResponse = m
+	}
+	return t
+}
+
+// Create stores a new turn; ErrDuplicateKey when the account already has
+// a turn with its idempotency key.
+func (r *Turns) Create(ctx context.Context, t turns.Turn) (err error) {
+	r.s.write(ctx, func() func() {
+		if t.IdempotencyKey != nil {
+			for _, o := range r.turns.rows {
+				if o.AccountID == t.AccountID && o.IdempotencyKey != nil && *o.IdempotencyKey == *t.IdempotencyKey {
+					err = turns.ErrDuplicateKey
+					return nil
+				}
+			}
+		}
+		return r.turns.put(t.ID, cloneTurn(t))
+	})
+	return err
+}
+
+// Get returns a turn.
+func (r *Turns) Get(ctx context.Context, id string) (t turns.Turn, err error) {
+	r.s.read(ctx, func() {
+		var ok bool
+		if t, ok = r.turns.rows[id]; !ok {
+			err = platform.NotFound("turn", id)
+		}
+		t = cloneTurn(t)
+	})
+	return t, err
+}
+
+// GetForUpdate is Get: memory units of work are serialised.
+func (r *Turns) GetForUpdate(ctx context.Context, id string) (turns.Turn, error) {
+	return r.Get(ctx, id)
+}
+
+// Update replaces a turn, refusing a station another turn occupies.
+func (r *Turns) Update(ctx context.Context, t turns.Turn) (err error) {
+	r.s.write(ctx, func() func() {
+		if t.StationID != nil && t.Status.AtStation() {
+			for _, o := range r.turns.rows {
+				if o.ID != t.ID && o.StationID != nil && *o.StationID == *t.StationID && o.Status.AtStation() {
+					err = platform.Conflict(turns.CodeStationBusy, "the station is serving another turn",
+						map[string]any{"stationId": *t.StationID, "turnId": o.ID, "turnStatus": string(o.Status)})
+					return nil
+				}
+			}
+		}
+		return r.turns.put(t.ID, cloneTurn(t))
+	})
+	return err
+}
+
+// ByIdempotencyKey finds the account's turn created with key.
+func (r *Turns) ByIdempotencyKey(ctx context.Context, accountID, key string) (t turns.Turn, err error) {
+	err = platform.NotFound("turn", key)
+	r.s.read(ctx, func() {
+		for _, o := range r.turns.rows {
+			if o.AccountID == accountID && o.IdempotencyKey != nil && *o.IdempotencyKey == key {
+				t, err = cloneTurn(o), nil
+				return
+			}
+		}
+	})
+	return t, err
+}
+
+// NextNumber increments the run's counter for day.
+func (r *Turns) NextNumber(ctx context.Context, runID, day string) (n int, err error) {
+	k := runID + "|" + day
+	r.s.write(ctx, func() func() {
+		n = r.numbers.rows[k] + 1
+		return r.numbers.put(k, n)
+	})
+	return n, nil
+}
+
+// NextSeq returns the next arrival sequence number.
+func (r *Turns) NextSeq(ctx context.Context) (n int64, err error) {
+	r.s.write(ctx, func() func() {
+		n = r.seq.rows[""] + 1
+		return r.seq.put("", n)
+	})
+	return n, nil
+}
+
+// first returns the run's turn in status that comes first in line order.
+func (r *Turns) first(ctx context.Context, runID string, status turns.Status) (t turns.Turn, ok bool) {
+	r.s.read(ctx, func() {
+		for _, o := range r.turns.rows {
+			if o.RunID == runID && o.Status == status && (!ok || o.Key().Less(t.Key())) {
+				t, ok = o, true
+			}
+		}
+		t = cloneTurn(t)
+	})
+	return t, ok
+}
+
+// TakeNext returns the run's first WAITING turn in line order.
+func (r *Turns) TakeNext(ctx context.Context, runID string) (turns.Turn, bool, error) {
+	t, ok := r.first(ctx, runID, turns.Waiting)
+	return t, ok, nil
+}
+
+// TakeWaitlisted returns the run's first WAITLISTED turn in line order.
+func (r *Turns) TakeWaitlisted(ctx context.Context, runID string) (turns.Turn, bool, error) {
+	t, ok := r.first(ctx, runID, turns.Waitlisted)
+	return t, ok, nil
+}
+
+// CountActive counts the run's active turns.
+func (r *Turns) CountActive(ctx context.Context, runID string) (n int, err error) {
+	r.s.read(ctx, func() {
+		for _, o := range r.turns.rows {
+			if o.RunID == runID && o.Status.Active() {
+				n++
+			}
+		}
+	})
+	return n, nil
+}
+
+// AtStation returns the turn the station is serving.
+func (r *Turns) AtStation(ctx context.Context, stationID string) (t turns.Turn, ok bool, err error) {
+	r.s.read(ctx, func() {
+		for _, o := range r.turns.rows {
+			if o.StationID != nil && *o.StationID == stationID && o.Status.AtStation() {
+				t, ok = cloneTurn(o), true
+				return
+			}
+		}
+	})
+	return t, ok, nil
+}
+
+// List pages a run's turns by id.
+func (r *Turns) List(ctx context.Context, runID string, statuses []turns.Status, page platform.PageRequest) (out []turns.Turn, err error) {
+	r.s.read(ctx, func() {
+		out = sorted(r.turns.rows, page.After, page.Limit+1, func(t turns.Turn) bool {
+			return t.RunID == runID && (len(statuses) == 0 || slices.Contains(statuses, t.Status))
+		})
+		for i := range out {
+			out[i] = cloneTurn(out[i])
+		}
+	})
+	return out, nil
+}
+
+// ListArrivals pages the run's unfinished turns that have arrived.
+func (r *Turns) ListArrivals(ctx context.Context, runID string, page platform.PageRequest) (out []turns.Turn, err error) {
+	r.s.read(ctx, func() {
+		out = sorted(r.turns.rows, page.After, page.Limit+1, func(t turns.Turn) bool {
+			return t.RunID == runID && t.ArrivedAt != nil && !t.Status.Finished()
+		})
+		for i := range out {
+			out[i] = cloneTurn(out[i])
+		}
+	})
+	return out, nil
+}
+
+// BumpLine increments the run's line version.
+func (r *Turns) BumpLine(ctx context.Context, runID string) error {
+	r.s.write(ctx, func() func() { return r.lines.put(runID, r.lines.rows[runID]+1) })
+	return nil
+}
+
+// LineVersion returns the run's line version.
+func (r *Turns) LineVersion(ctx context.Context, runID string) (v int64, err error) {
+	r.s.read(ctx, func() { v = r.lines.rows[runID] })
+	return v, nil
+}
+
+// WaitingLine returns the version and the WAITING turns' keys in line
+// order, under one lock.
+func (r *Turns) WaitingLine(ctx context.Context, runID string) (v int64, keys []turns.LineKey, err error) {
+	r.s.read(ctx, func() {
+		v = r.lines.rows[runID]
+		for _, t := range r.turns.rows {
+			if t.RunID == runID && t.Status == turns.Waiting {
+				keys = append(keys, t.Key())
+			}
+		}
+	})
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
+	return v, keys, nil
+}
+
+// RecentServiceSeconds returns the queue's latest service times, newest
+// first.
+func (r *Turns) RecentServiceSeconds(ctx context.Context, queueID string, n int) (out []float64, err error) {
+	var done []turns.Turn
+	r.s.read(ctx, func() {
+		for _, t := range r.turns.rows {
+			if t.QueueID == queueID && t.ServiceSeconds != nil && t.FinishedAt != nil {
+				done = append(done, t)
+			}
+		}
+	})
+	sort.Slice(done, func(i, j int) bool { return done[i].FinishedAt.After(*done[j].FinishedAt) })
+	for i := 0; i < len(done) && i < n; i++ {
+		out = append(out, *done[i].ServiceSeconds)
+	}
+	return out, nil
+}

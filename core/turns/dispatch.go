@@ -1,0 +1,541 @@
+package turns
+
+import (
+	"context"
+	"time"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+)
+
+// change is one operation on one locked turn: the turn before and after,
+// its queue and run, and what the operation asks of the unit of work
+// besides storing the turn.
+type change struct {
+	op     Operation
+	before Turn
+	t      Turn
+	q      queues.Queue
+	run    queues.Run
+	now    time.Time
+	// event to raise (with extra data), "" for none.
+	event string
+	extra map[string]any
+	// call is set when the operation made a new call: its tolerance job
+	// is scheduled.
+	call bool
+}
+
+// mutate runs fn on the locked turn of the account in one unit of work,
+// then stores the turn and does what follows from the change (event,
+// tolerance job, promotion from the waitlist, line version).
+func (s *Service) mutate(ctx context.Context, accountID, id string, op Operation, fn func(ctx context.Context, c *change) error) (View, error) {
+	var out Turn
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		t, err := s.repo.GetForUpdate(ctx, id)
+		if err != nil {
+			return err
+		}
+		if t.AccountID != accountID {
+			return platform.ForeignResource("turn")
+		}
+		if err := check(t, op); err != nil {
+			return err
+		}
+		c, err := s.load(ctx, op, t)
+		if err != nil {
+			return err
+		}
+		if err := fn(ctx, c); err != nil {
+			return err
+		}
+		out = c.t
+		return s.commit(ctx, c)
+	})
+	if err != nil {
+		return View{}, err
+	}
+	return s.View(ctx, out)
+}
+
+func (s *Service) load(ctx context.Context, op Operation, t Turn) (*change, error) {
+	run, err := s.queues.GetRun(ctx, t.RunID)
+	if err != nil {
+		return nil, err
+	}
+	q, err := s.queues.GetQueue(ctx, t.QueueID)
+	if err != nil {
+		return nil, err
+	}
+	return &change{op: op, before: t, t: t, q: q, run: run, now: s.clock.Now()}, nil
+}
+
+// commit stores the change and its consequences. The line version is
+// bumped last, after every other write, so the row lock it takes is held
+// for as short a time as possible.
+func (s *Service) commit(ctx context.Context, c *change) error {
+	c.t.UpdatedAt = c.now
+	if err := s.repo.Update(ctx, c.t); err != nil {
+		return err
+	}
+	if c.event != "" {
+		if err := s.emit(ctx, c.event, c.t, c.extra); err != nil {
+			return err
+		}
+	}
+	if c.call {
+		if err := s.scheduleExpiry(ctx, c.q, c.t); err != nil {
+			return err
+		}
+	}
+	lineChanged := lineMoved(c.before, c.t)
+	if c.before.Status.Active() && !c.t.Status.Active() {
+		promoted, err := s.promote(ctx, c.q, c.t.RunID)
+		if err != nil {
+			return err
+		}
+		lineChanged = lineChanged || promoted
+	}
+	if lineChanged {
+		return s.repo.BumpLine(ctx, c.t.RunID)
+	}
+	return nil
+}
+
+// lineMoved reports whether a change touched the waiting line: a turn
+// joined or left it, or a waiting turn changed its place.
+func lineMoved(before, after Turn) bool {
+	if (before.Status == Waiting) != (after.Status == Waiting) {
+		return true
+	}
+	return after.Status == Waiting && before.Key() != after.Key()
+}
+
+// promote moves waitlisted turns into the line, in line order, while there
+// is room, when the queue promotes automatically. It takes the run's lock,
+// like intake, so promotions and new turns count active turns one at a
+// time.
+func (s *Service) promote(ctx context.Context, q queues.Queue, runID string) (bool, error) {
+	c := q.Capacity
+	if c.MaxTurns == nil || !platform.Deref(c.WaitlistEnabled, false) || !platform.Deref(c.AutoPromote, true) {
+		return false, nil
+	}
+	if _, err := s.queues.GetRunForUpdate(ctx, runID); err != nil {
+		return false, err
+	}
+	promoted := false
+	for {
+		n, err := s.repo.CountActive(ctx, runID)
+		if err != nil || n >= *c.MaxTurns {
+			return promoted, err
+		}
+		w, ok, err := s.repo.TakeWaitlisted(ctx, runID)
+		if err != nil || !ok {
+			return promoted, err
+		}
+		w.Status, w.UpdatedAt = Waiting, s.clock.Now()
+		if err := s.repo.Update(ctx, w); err != nil {
+			return promoted, err
+		}
+		promoted = true
+	}
+}
+
+// station resolves a station id for a turn of queue q: it must be one of
+// the queue's stations (422 STATION_NOT_IN_QUEUE, also for a station of
+// another account, so nothing about it leaks).
+func (s *Service) station(ctx context.Context, q queues.Queue, id string) (queues.Station, error) {
+	st, err := s.queues.GetStation(ctx, id)
+	if err != nil && !platform.IsCode(err, platform.CodeNotFound) {
+		return st, err
+	}
+	if err != nil || st.QueueID != q.ID {
+		return st, platform.Unprocessable(CodeStationNotInQueue, "the station is not a station of the turn's queue",
+			map[string]any{"stationId": id, "queueId": q.ID})
+	}
+	return st, nil
+}
+
+// free refuses a station that another called or in-service turn occupies.
+func (s *Service) free(ctx context.Context, stationID, self string) error {
+	other, busy, err := s.repo.AtStation(ctx, stationID)
+	if err != nil {
+		return err
+	}
+	if busy && other.ID != self {
+		return platform.Conflict(CodeStationBusy, "the station is serving another turn",
+			map[string]any{"stationId": stationID, "turnId": other.ID, "turnStatus": string(other.Status)})
+	}
+	return nil
+}
+
+// Next calls the first waiting turn of the run in line order
+// (POST /queue-runs/{runId}/dispatch/next), to the station in the body or
+// to none. Concurrent callers each take a different turn.
+func (s *Service) Next(ctx context.Context, accountID, runID string, in CallInput) (View, error) {
+	if err := in.Validate(); err != nil {
+		return View{}, err
+	}
+	var out Turn
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		run, err := s.run(ctx, accountID, runID)
+		if err != nil {
+			return err
+		}
+		if err := closedRun(run, OpNext); err != nil {
+			return err
+		}
+		q, err := s.queues.GetQueue(ctx, run.QueueID)
+		if err != nil {
+			return err
+		}
+		if in.StationID != nil {
+			if _, err := s.station(ctx, q, *in.StationID); err != nil {
+				return err
+			}
+			if err := s.free(ctx, *in.StationID, ""); err != nil {
+				return err
+			}
+		}
+		t, ok, err := s.repo.TakeNext(ctx, runID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return platform.Conflict(CodeNoWaitingTurns, "no turn is waiting to be called",
+				map[string]any{"queueRunId": runID})
+		}
+		c := &change{op: OpNext, before: t, t: t, q: q, run: run, now: s.clock.Now()}
+		// next calls to the station asked for, or to none: an assignment
+		// made while the turn waited gives way to who actually calls it.
+		c.t.StationID = in.StationID
+		callTurn(c, !platform.Deref(q.DispatchFlow.CallOnNext, true) && platform.Deref(q.DispatchFlow.TrackService, true))
+		out = c.t
+		return s.commit(ctx, c)
+	})
+	if err != nil {
+		return View{}, err
+	}
+	return s.View(ctx, out)
+}
+
+// callTurn makes c's turn called now; serve starts its service at once
+// (callOnNext off), without a call to wait for and so without tolerance.
+func callTurn(c *change, serve bool) {
+	now := c.now
+	c.t.Status, c.t.CalledAt, c.t.CallCount = Called, &now, c.t.CallCount+1
+	c.t.HeldFrom = ""
+	c.event = platform.EventTurnCalled
+	c.extra = map[string]any{"callCount": c.t.CallCount}
+	if serve {
+		c.t.Status, c.t.StartedAt = InService, &now
+		if c.t.ArrivedAt == nil {
+			c.t.ArrivedAt = &now
+		}
+		return
+	}
+	c.call = true
+}
+
+// Call calls a given turn, out of line order, or calls a called turn again
+// (POST /turns/{turnId}/call). The station is the one in the body, else
+// the one already assigned.
+func (s *Service) Call(ctx context.Context, accountID, id string, in CallInput) (View, error) {
+	if err := in.Validate(); err != nil {
+		return View{}, err
+	}
+	return s.mutate(ctx, accountID, id, OpCall, func(ctx context.Context, c *change) error {
+		if err := closedRun(c.run, OpCall); err != nil {
+			return err
+		}
+		stationID := c.t.StationID
+		if in.StationID != nil {
+			if _, err := s.station(ctx, c.q, *in.StationID); err != nil {
+				return err
+			}
+			stationID = in.StationID
+		}
+		if stationID != nil {
+			if err := s.free(ctx, *stationID, c.t.ID); err != nil {
+				return err
+			}
+		}
+		c.t.StationID = stationID
+		callTurn(c, false)
+		return nil
+	})
+}
+
+// AssignStation sets or clears (null) a turn's station. A turn at its
+// station (called or in service) can only move to a free one.
+func (s *Service) AssignStation(ctx context.Context, accountID, id string, in AssignStationInput) (View, error) {
+	if err := in.Validate(); err != nil {
+		return View{}, err
+	}
+	return s.mutate(ctx, accountID, id, OpAssignStation, func(ctx context.Context, c *change) error {
+		if in.StationID.Null {
+			c.t.StationID = nil
+			return nil
+		}
+		st, err := s.station(ctx, c.q, in.StationID.Value)
+		if err != nil {
+			return err
+		}
+		if c.t.Status.AtStation() {
+			if err := s.free(ctx, st.ID, c.t.ID); err != nil {
+				return err
+			}
+		}
+		c.t.StationID = &st.ID
+		return nil
+	})
+}
+
+// Arrive records that the customer is present. A NO_SHOW turn that arrives
+// re-enters the line (tolerance.allowReentry, maxReentries).
+func (s *Service) Arrive(ctx context.Context, accountID, id string) (View, error) {
+	return s.mutate(ctx, accountID, id, OpArrive, func(ctx context.Context, c *change) error {
+		if c.t.ArrivedAt == nil {
+			now := c.now
+			c.t.ArrivedAt = &now
+		}
+		if c.t.Status == NoShow {
+			return s.reenter(ctx, c)
+		}
+		return nil
+	})
+}
+
+// reenter puts a turn that missed its call back in the line, at the end of
+// its priority, if the queue's tolerance allows another re-entry.
+func (s *Service) reenter(ctx context.Context, c *change) error {
+	if err := closedRun(c.run, c.op); err != nil {
+		return err
+	}
+	tol := c.q.Tolerance
+	if !platform.Deref(tol.AllowReentry, true) {
+		return platform.Conflict(CodeReentryNotAllowed, "the queue does not let a turn that missed its call back in line",
+			map[string]any{"turnId": c.t.ID, "status": string(c.t.Status)})
+	}
+	if limit := platform.Deref(tol.MaxReentries, 1); c.t.Reentries >= limit {
+		return platform.Conflict(CodeReentryLimitReached, "the turn has used every re-entry the queue allows",
+			map[string]any{"turnId": c.t.ID, "status": string(c.t.Status), "reentries": c.t.Reentries, "maxReentries": limit})
+	}
+	if err := s.readmit(ctx, c, Waiting); err != nil {
+		return err
+	}
+	seq, err := s.repo.NextSeq(ctx)
+	if err != nil {
+		return err
+	}
+	c.t.Seq = seq
+	c.t.Reentries++
+	c.t.HeldFrom, c.t.ReopenTo, c.t.FinishedAt = "", Status(""), nil
+	return nil
+}
+
+// readmit gives c's turn the status target if the run has room for another
+// active turn; a turn bound for the line goes to the waitlist instead when
+// the run is full and waitlistEnabled.
+func (s *Service) readmit(ctx context.Context, c *change, target Status) error {
+	if !target.Active() || c.before.Status.Active() {
+		c.t.Status = target
+		return nil
+	}
+	if _, err := s.queues.GetRunForUpdate(ctx, c.t.RunID); err != nil {
+		return err
+	}
+	st, err := s.admission(ctx, c.q, c.t.RunID)
+	if err != nil {
+		return err
+	}
+	if st == Waitlisted && target != Waiting {
+		return platform.Conflict(CodeCapacityReached, "the queue run is at capacity",
+			map[string]any{"queueRunId": c.t.RunID, "maxTurns": *c.q.Capacity.MaxTurns})
+	}
+	if st == Waitlisted {
+		target = Waitlisted
+	}
+	c.t.Status = target
+	return nil
+}
+
+// Start begins the service of a called turn (dispatchFlow.trackService).
+func (s *Service) Start(ctx context.Context, accountID, id string) (View, error) {
+	return s.mutate(ctx, accountID, id, OpStart, func(ctx context.Context, c *change) error {
+		if !platform.Deref(c.q.DispatchFlow.TrackService, true) {
+			return platform.Conflict(CodeServiceNotTracked, "the queue does not track service (dispatchFlow.trackService is off): complete the turn instead",
+				map[string]any{"turnId": c.t.ID, "status": string(c.t.Status), "operation": string(OpStart)})
+		}
+		now := c.now
+		c.t.Status, c.t.StartedAt = InService, &now
+		if c.t.ArrivedAt == nil {
+			c.t.ArrivedAt = &now
+		}
+		return nil
+	})
+}
+
+// Complete finishes a turn's service. With trackService on it must have
+// started; off, a called turn completes directly.
+func (s *Service) Complete(ctx context.Context, accountID, id string) (View, error) {
+	return s.mutate(ctx, accountID, id, OpComplete, func(ctx context.Context, c *change) error {
+		if c.t.Status == Called && platform.Deref(c.q.DispatchFlow.TrackService, true) {
+			return invalidTransition(c.t, OpComplete, "the queue tracks service (dispatchFlow.trackService): start the turn first")
+		}
+		from := c.t.StartedAt
+		if from == nil {
+			from = c.t.CalledAt
+		}
+		if from != nil {
+			d := seconds(c.now.Sub(*from))
+			c.t.ServiceSeconds = &d
+		}
+		finish(c, Completed)
+		c.event = platform.EventTurnCompleted
+		return nil
+	})
+}
+
+// finish ends c's turn in status, remembering where reopen brings it back
+// (HeldFrom stays, for a turn cancelled while held).
+func finish(c *change, status Status) {
+	now := c.now
+	c.t.ReopenTo = c.t.Status
+	c.t.Status, c.t.FinishedAt = status, &now
+}
+
+// NoShow marks that a called turn did not come.
+func (s *Service) NoShow(ctx context.Context, accountID, id string) (View, error) {
+	return s.mutate(ctx, accountID, id, OpNoShow, func(ctx context.Context, c *change) error {
+		finish(c, NoShow)
+		return nil
+	})
+}
+
+// Hold sets a waiting or called turn aside; dispatch/next skips it.
+func (s *Service) Hold(ctx context.Context, accountID, id string) (View, error) {
+	return s.mutate(ctx, accountID, id, OpHold, func(ctx context.Context, c *change) error {
+		c.t.HeldFrom = HeldWhileWaiting
+		if c.t.Status == Called {
+			c.t.HeldFrom = HeldAfterCall
+		}
+		c.t.Status = Held
+		return nil
+	})
+}
+
+// Release returns a held turn to the line, or promotes a waitlisted one by
+// hand.
+func (s *Service) Release(ctx context.Context, accountID, id string) (View, error) {
+	return s.mutate(ctx, accountID, id, OpRelease, func(ctx context.Context, c *change) error {
+		if err := closedRun(c.run, OpRelease); err != nil {
+			return err
+		}
+		if c.t.Status == Waitlisted {
+			st, err := s.lockedAdmission(ctx, c)
+			if err != nil {
+				return err
+			}
+			if st != Waiting {
+				return platform.Conflict(CodeCapacityReached, "the queue run is at capacity",
+					map[string]any{"queueRunId": c.t.RunID, "maxTurns": *c.q.Capacity.MaxTurns})
+			}
+			c.t.Status = Waiting
+			return nil
+		}
+		if c.t.HeldFrom == HeldByExpiry {
+			return s.reenter(ctx, c)
+		}
+		c.t.Status, c.t.HeldFrom = Waiting, ""
+		return nil
+	})
+}
+
+// lockedAdmission is admission under the run's lock.
+func (s *Service) lockedAdmission(ctx context.Context, c *change) (Status, error) {
+	if _, err := s.queues.GetRunForUpdate(ctx, c.t.RunID); err != nil {
+		return "", err
+	}
+	return s.admission(ctx, c.q, c.t.RunID)
+}
+
+// Cancel cancels an unfinished turn as staff (POST /turns/{turnId}/cancel).
+func (s *Service) Cancel(ctx context.Context, accountID, id string) (View, error) {
+	return s.mutate(ctx, accountID, id, OpCancel, func(ctx context.Context, c *change) error {
+		cancelTurn(c, "staff")
+		return nil
+	})
+}
+
+func cancelTurn(c *change, reason string) {
+	from := c.t.Status
+	finish(c, Cancelled)
+	c.event = platform.EventTurnCancelled
+	c.extra = map[string]any{"reason": reason, "previousStatus": string(from)}
+}
+
+// Reopen brings a finished turn back to the status it finished from, with
+// dispatchFlow.allowReopen and within ReopenWindow of finishing.
+func (s *Service) Reopen(ctx context.Context, accountID, id string) (View, error) {
+	return s.mutate(ctx, accountID, id, OpReopen, func(ctx context.Context, c *change) error {
+		if !platform.Deref(c.q.DispatchFlow.AllowReopen, false) {
+			return platform.Conflict(CodeReopenNotAllowed, "the queue does not allow reopening turns (dispatchFlow.allowReopen is off)",
+				map[string]any{"turnId": c.t.ID, "status": string(c.t.Status)})
+		}
+		if c.t.FinishedAt == nil || c.now.Sub(*c.t.FinishedAt) > ReopenWindow {
+			return platform.Conflict(CodeReopenWindowExpired, "a turn can be reopened only within 5 minutes of finishing",
+				map[string]any{"turnId": c.t.ID, "status": string(c.t.Status), "finishedAt": c.t.FinishedAt, "windowMinutes": int(ReopenWindow / time.Minute)})
+		}
+		if err := closedRun(c.run, OpReopen); err != nil {
+			return err
+		}
+		from := c.t.Status
+		target := reopenTarget(c.t)
+		if target.AtStation() && c.t.StationID != nil {
+			if err := s.free(ctx, *c.t.StationID, c.t.ID); err != nil {
+				return err
+			}
+		}
+		if target != Held {
+			c.t.HeldFrom = ""
+		}
+		if err := s.readmit(ctx, c, target); err != nil {
+			return err
+		}
+		if from == Completed {
+			c.t.ServiceSeconds = nil
+		}
+		c.t.FinishedAt, c.t.ReopenTo = nil, ""
+		c.event = platform.EventTurnReopened
+		c.extra = map[string]any{"previousStatus": string(from)}
+		return nil
+	})
+}
+
+// reopenTarget is the status a finished turn reopens to.
+func reopenTarget(t Turn) Status {
+	if st := t.ReopenTo; st.Valid() && !st.Finished() {
+		return st
+	}
+	switch {
+	case t.Status == Completed && t.StartedAt != nil:
+		return InService
+	case t.Status == Completed || t.Status == NoShow:
+		return Called
+	}
+	return Waiting
+}
+
+// SetPriority changes the priority of a turn not yet called. A waiting
+// turn keeps its arrival, so it takes its place among the turns of its new
+// priority by arrival.
+func (s *Service) SetPriority(ctx context.Context, accountID, id string, in PriorityInput) (View, error) {
+	if err := in.Validate(); err != nil {
+		return View{}, err
+	}
+	return s.mutate(ctx, accountID, id, OpPriority, func(ctx context.Context, c *change) error {
+		c.t.Priority = *in.Priority
+		return nil
+	})
+}

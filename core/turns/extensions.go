@@ -1,0 +1,40 @@
+package turns
+
+import (
+	"context"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+)
+
+// Extensions holds the turn body fields that belong to other modules (an
+// access code, for instance). It is embedded in CreateInput without a JSON
+// name, so its fields are members of the body itself and strict decoding
+// knows them. A module adds its field here and checks it in an IntakeGuard;
+// the field is then part of the idempotency hash automatically.
+type Extensions struct{}
+
+// validate checks the bounds of the extension fields.
+func (Extensions) validate(*platform.Validator) {}
+
+// Intake is what an IntakeGuard sees of a turn being taken.
+type Intake struct {
+	AccountID string
+	Queue     queues.Queue
+	Run       queues.Run
+	Input     CreateInput
+	// Forwarded is true when the turn comes from Admit (a connected
+	// queue) rather than the public create.
+	Forwarded bool
+}
+
+// IntakeGuard is a rule another module adds to intake. Both methods run
+// inside the intake's unit of work, with its context, so what they write
+// commits or rolls back with the turn; an error refuses the turn.
+//
+// Check runs after the run, schedule, capacity and answers were checked and
+// before the turn takes its number. Admitted runs once the turn is stored.
+type IntakeGuard interface {
+	Check(ctx context.Context, in Intake) error
+	Admitted(ctx context.Context, in Intake, t Turn) error
+}

@@ -1,0 +1,197 @@
+package turns_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/qms-dev/qms/adapters/memory"
+	"github.com/qms-dev/qms/core/entities"
+	"github.com/qms-dev/qms/core/events"
+	"github.com/qms-dev/qms/core/location"
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/platform/platformtest"
+	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
+)
+
+const account = "acc_1"
+
+// monday10 is a Monday, 10:00 UTC.
+var monday10 = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+
+// fixture is the turns service on the memory store with a fake clock and
+// a job scheduler that records what it is asked to schedule.
+type fixture struct {
+	t        *testing.T
+	ctx      context.Context
+	clock    *platformtest.Clock
+	store    *memory.Store
+	repo     *memory.Turns
+	queues   *queues.Service
+	svc      *turns.Service
+	events   *memory.Events
+	jobs     *jobLog
+	entityID string
+	ents     *entities.Service
+}
+
+type locationT = location.Location
+
+// queuesEntity creates an entity of another account.
+func (f *fixture) queuesEntity(accountID string) (string, error) {
+	e, err := f.ents.Create(f.ctx, accountID, entities.CreateInput{Name: platform.Ptr("Other branch")})
+	return e.ID, err
+}
+
+// jobLog is a platform.JobScheduler that keeps the jobs of committed units
+// of work.
+type jobLog struct {
+	store *memory.Store
+	mu    sync.Mutex
+	jobs  []platform.Job
+}
+
+func (l *jobLog) Schedule(ctx context.Context, j platform.Job) error {
+	l.store.AfterCommit(ctx, func() {
+		l.mu.Lock()
+		l.jobs = append(l.jobs, j)
+		l.mu.Unlock()
+	})
+	return nil
+}
+
+func (l *jobLog) all() []platform.Job {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]platform.Job(nil), l.jobs...)
+}
+
+func newFixture(t *testing.T, guards ...turns.IntakeGuard) *fixture {
+	t.Helper()
+	store := memory.NewStore()
+	clock := platformtest.NewClock(monday10)
+	ev := memory.NewEvents(store)
+	bus := events.NewBus(ev)
+	ents := entities.NewService(memory.NewEntities(store), store, clock)
+	qrepo := memory.NewQueues(store)
+	qs := queues.NewService(qrepo, ents, store, bus, clock)
+	repo := memory.NewTurns(store)
+	jobs := &jobLog{store: store}
+	svc := turns.NewService(repo, qrepo, store, bus, jobs, clock, guards)
+	e, err := ents.Create(context.Background(), account, entities.CreateInput{Name: platform.Ptr("Main branch")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, ctx: context.Background(), clock: clock, store: store, repo: repo, queues: qs, svc: svc,
+		events: ev, jobs: jobs, entityID: e.ID, ents: ents}
+}
+
+// queue creates a TURN queue with in's settings and returns it with its
+// open run.
+func (f *fixture) queue(in queues.CreateInput) (queues.QueueView, string) {
+	f.t.Helper()
+	in.EntityID = &f.entityID
+	if in.Name == nil {
+		in.Name = platform.Ptr("Pharmacy")
+	}
+	if in.Type == nil {
+		in.Type = platform.Ptr(queues.TypeTurn)
+	}
+	q, err := f.queues.Create(f.ctx, account, in)
+	if err != nil {
+		f.t.Fatalf("create queue: %v", err)
+	}
+	return q, q.Runs[0].ID
+}
+
+// take creates a turn that must succeed.
+func (f *fixture) take(runID string, in turns.CreateInput) turns.View {
+	f.t.Helper()
+	v, _, err := f.svc.Create(f.ctx, account, runID, in)
+	if err != nil {
+		f.t.Fatalf("create turn: %v", err)
+	}
+	return v
+}
+
+func (f *fixture) get(id string) turns.View {
+	f.t.Helper()
+	v, err := f.svc.Get(f.ctx, account, id)
+	if err != nil {
+		f.t.Fatalf("get turn: %v", err)
+	}
+	return v
+}
+
+// force stores a turn as changed by fn, bypassing the rules: a test sets
+// the state it wants to start from.
+func (f *fixture) force(id string, fn func(t *turns.Turn)) {
+	f.t.Helper()
+	t, err := f.repo.Get(f.ctx, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	fn(&t)
+	err = f.store.Do(f.ctx, func(ctx context.Context) error {
+		if err := f.repo.Update(ctx, t); err != nil {
+			return err
+		}
+		return f.repo.BumpLine(ctx, t.RunID)
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// eventNames lists the names of the account's events after the id.
+func (f *fixture) eventsOf(turnID string) []platform.Event {
+	evs, _ := f.events.List(f.ctx, account, "", 0)
+	var out []platform.Event
+	for _, e := range evs {
+		if e.Data["turnId"] == turnID {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func code(err error) string {
+	if e, ok := platform.AsError(err); ok {
+		return e.Code
+	}
+	if err != nil {
+		return "non-domain: " + err.Error()
+	}
+	return ""
+}
+
+func wantCode(t *testing.T, err error, want string) *platform.Error {
+	t.Helper()
+	if code(err) != want {
+		t.Fatalf("want %s, got %v", want, err)
+	}
+	e, _ := platform.AsError(err)
+	return e
+}
+
+func fieldRules(err error) map[string]string {
+	out := map[string]string{}
+	e, ok := platform.AsError(err)
+	if !ok {
+		return out
+	}
+	fields, _ := e.Details["fields"].([]platform.FieldError)
+	for _, f := range fields {
+		out[f.Path] = f.Rule
+	}
+	return out
+}
+
+func pos(v turns.View) int {
+	if v.Position == nil {
+		return 0
+	}
+	return *v.Position
+}

@@ -1,0 +1,203 @@
+package turns
+
+import (
+	"context"
+	"math"
+	"sort"
+	"sync"
+
+	"github.com/qms-dev/qms/core/queues"
+)
+
+// Wait estimate parameters (docs/turns.md, "Wait estimate").
+const (
+	// DefaultServiceSeconds is the service time assumed per turn when the
+	// queue has no completed turn with a measured service yet.
+	DefaultServiceSeconds = 300
+	// ServiceSamples is how many of the queue's latest service times the
+	// moving average takes.
+	ServiceSamples = 20
+)
+
+// lineCache keeps, per run, the waiting line in order as of a line
+// version. Customers poll their position far more often than the line
+// moves; while the run's version is unchanged every position is a binary
+// search in memory, and a changed version (read from storage on every
+// request, so a change made by any process is seen) reloads the line once.
+type lineCache struct {
+	mu   sync.Mutex
+	runs map[string]*lineSnapshot
+}
+
+type lineSnapshot struct {
+	version int64
+	keys    []LineKey // in line order
+}
+
+// maxCachedRuns bounds the memory the cache holds: past it, snapshots of
+// other runs are dropped (they reload on their next read).
+const maxCachedRuns = 512
+
+func newLineCache() *lineCache { return &lineCache{runs: map[string]*lineSnapshot{}} }
+
+func (c *lineCache) get(runID string) *lineSnapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runs[runID]
+}
+
+func (c *lineCache) put(runID string, snap *lineSnapshot) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.runs[runID]; old != nil && old.version > snap.version {
+		return // a concurrent reader already stored a newer line
+	}
+	if len(c.runs) >= maxCachedRuns {
+		for id := range c.runs {
+			if id != runID {
+				delete(c.runs, id)
+				break
+			}
+		}
+	}
+	c.runs[runID] = snap
+}
+
+// snapshot returns the run's current line, from the cache when its version
+// is still the run's version.
+func (s *Service) snapshot(ctx context.Context, runID string) (*lineSnapshot, error) {
+	v, err := s.repo.LineVersion(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if snap := s.line.get(runID); snap != nil && snap.version == v {
+		return snap, nil
+	}
+	version, keys, err := s.repo.WaitingLine(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	snap := &lineSnapshot{version: version, keys: keys}
+	s.line.put(runID, snap)
+	return snap, nil
+}
+
+// position is the 1-based place of key in the line; false when the key is
+// not in it (the turn left the line since it was read).
+func (snap *lineSnapshot) position(key LineKey) (int, bool) {
+	i := sort.Search(len(snap.keys), func(i int) bool { return !snap.keys[i].Less(key) })
+	if i < len(snap.keys) && snap.keys[i] == key {
+		return i + 1, true
+	}
+	return 0, false
+}
+
+// viewer builds views of turns of one queue, loading what they share once.
+type viewer struct {
+	s        *Service
+	q        queues.Queue
+	stations map[string]queues.Station
+	servers  int
+	// avg and basis are loaded on the first waiting turn.
+	avg   float64
+	basis string
+	lines map[string]*lineSnapshot
+}
+
+func (s *Service) viewer(ctx context.Context, q queues.Queue) (*viewer, error) {
+	sts, err := s.queues.ListStations(ctx, q.ID)
+	if err != nil {
+		return nil, err
+	}
+	vb := &viewer{s: s, q: q, stations: make(map[string]queues.Station, len(sts)), lines: map[string]*lineSnapshot{}}
+	for _, st := range sts {
+		vb.stations[st.ID] = st
+	}
+	vb.servers = servers(q, len(sts))
+	return vb, nil
+}
+
+// servers is how many turns the queue serves at once: its stations, or its
+// dispatchers when it has none, at least one.
+func servers(q queues.Queue, stations int) int {
+	if stations > 0 {
+		return stations
+	}
+	return max(q.Dispatchers, 1)
+}
+
+// View builds the full view of a turn: position and wait estimate when it
+// waits, queue data, station.
+func (s *Service) View(ctx context.Context, t Turn) (View, error) {
+	q, err := s.queues.GetQueue(ctx, t.QueueID)
+	if err != nil {
+		return View{}, err
+	}
+	vb, err := s.viewer(ctx, q)
+	if err != nil {
+		return View{}, err
+	}
+	return vb.view(ctx, t)
+}
+
+func (vb *viewer) view(ctx context.Context, t Turn) (View, error) {
+	v := View{Turn: t, Queue: QueueRef{ID: vb.q.ID, Name: vb.q.Name, Type: vb.q.Type}}
+	if v.FormResponse == nil {
+		v.FormResponse = map[string]string{}
+	}
+	if t.StationID != nil {
+		if st, ok := vb.stations[*t.StationID]; ok {
+			v.Station = &StationRef{ID: st.ID, Label: st.Label}
+		}
+	}
+	if t.Status != Waiting {
+		return v, nil
+	}
+	snap, ok := vb.lines[t.RunID]
+	if !ok {
+		var err error
+		if snap, err = vb.s.snapshot(ctx, t.RunID); err != nil {
+			return View{}, err
+		}
+		vb.lines[t.RunID] = snap
+	}
+	pos, ok := snap.position(t.Key())
+	if !ok {
+		return v, nil
+	}
+	v.Position = &pos
+	if vb.basis == "" {
+		samples, err := vb.s.repo.RecentServiceSeconds(ctx, vb.q.ID, ServiceSamples)
+		if err != nil {
+			return View{}, err
+		}
+		vb.avg, vb.basis = averageService(samples)
+	}
+	v.WaitEstimate = estimate(pos, vb.avg, vb.basis, vb.servers)
+	return v, nil
+}
+
+// averageService is the mean of the samples, or the default when there are
+// none.
+func averageService(samples []float64) (float64, string) {
+	if len(samples) == 0 {
+		return DefaultServiceSeconds, "default"
+	}
+	sum := 0.0
+	for _, x := range samples {
+		sum += x
+	}
+	return sum / float64(len(samples)), "history"
+}
+
+// estimate is the wait of the turn at position: every turn up to and
+// including it takes avg seconds of service, shared among servers working
+// side by side. Position 1 with one server waits one service, the one
+// ahead of it at the counter now (on average).
+func estimate(position int, avg float64, basis string, servers int) *WaitEstimate {
+	secs := int(math.Round(float64(position) * avg / float64(servers)))
+	return &WaitEstimate{
+		Seconds: secs, Minutes: (secs + 59) / 60, Basis: basis,
+		AverageServiceSeconds: int(math.Round(avg)), Servers: servers,
+	}
+}

@@ -1,0 +1,84 @@
+package turns
+
+import (
+	"context"
+	"errors"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+)
+
+// ErrDuplicateKey is what Repository.Create returns when another turn of
+// the account already holds the idempotency key (a concurrent create that
+// committed first). The service then answers with that turn.
+var ErrDuplicateKey = errors.New("turns: idempotency key already used")
+
+// Repository stores turns and the per-run counters that number and order
+// them. Methods called with a unit of work's context join its transaction;
+// the ForUpdate and Take methods lock what they return until it ends.
+type Repository interface {
+	// Create stores a new turn; ErrDuplicateKey when its idempotency key is
+	// taken in the account.
+	Create(ctx context.Context, t Turn) error
+	Get(ctx context.Context, id string) (Turn, error)
+	GetForUpdate(ctx context.Context, id string) (Turn, error)
+	// Update stores every field of a turn. A turn put at a station that
+	// another called or in-service turn occupies is refused with
+	// STATION_BUSY (the database's guarantee behind the service's check).
+	Update(ctx context.Context, t Turn) error
+	// ByIdempotencyKey finds the account's turn created with key
+	// (platform NotFound when none).
+	ByIdempotencyKey(ctx context.Context, accountID, key string) (Turn, error)
+
+	// NextNumber increments the run's counter for day and returns the new
+	// value, in the caller's transaction: a rolled-back intake gives its
+	// number back, so committed numbers have no gap.
+	NextNumber(ctx context.Context, runID, day string) (int, error)
+	// NextSeq returns a new arrival sequence number, increasing over time.
+	NextSeq(ctx context.Context) (int64, error)
+
+	// TakeNext locks and returns the first WAITING turn of the run in line
+	// order (priority rank, then seq), skipping turns that concurrent
+	// transactions hold; false when there is none.
+	TakeNext(ctx context.Context, runID string) (Turn, bool, error)
+	// TakeWaitlisted is TakeNext for the WAITLISTED turns.
+	TakeWaitlisted(ctx context.Context, runID string) (Turn, bool, error)
+	// CountActive counts the run's WAITING, HELD, CALLED and IN_SERVICE
+	// turns.
+	CountActive(ctx context.Context, runID string) (int, error)
+	// AtStation returns the CALLED or IN_SERVICE turn at the station;
+	// false when the station is free.
+	AtStation(ctx context.Context, stationID string) (Turn, bool, error)
+
+	// List returns up to page.Limit+1 turns of the run after page.After,
+	// ordered by id, only those in statuses when it is not empty.
+	List(ctx context.Context, runID string, statuses []Status, page platform.PageRequest) ([]Turn, error)
+	// ListArrivals is List for the unfinished turns that have arrived.
+	ListArrivals(ctx context.Context, runID string, page platform.PageRequest) ([]Turn, error)
+
+	// BumpLine increments the run's line version. Every use case that
+	// changes the set of WAITING turns or their order calls it, as its
+	// last write, so a reader that sees the version also sees the change.
+	BumpLine(ctx context.Context, runID string) error
+	// LineVersion returns the run's line version (0 before any change).
+	LineVersion(ctx context.Context, runID string) (int64, error)
+	// WaitingLine returns the line version and the keys of the WAITING
+	// turns in line order, both read from one snapshot.
+	WaitingLine(ctx context.Context, runID string) (int64, []LineKey, error)
+
+	// RecentServiceSeconds returns the service times of the queue's last n
+	// completed turns, newest first.
+	RecentServiceSeconds(ctx context.Context, queueID string, n int) ([]float64, error)
+}
+
+// Queues is what this module needs of the queues module's storage; the
+// queues.Repository implementations provide it.
+type Queues interface {
+	GetQueue(ctx context.Context, id string) (queues.Queue, error)
+	GetRun(ctx context.Context, id string) (queues.Run, error)
+	// GetRunForUpdate locks the run: intake and the capacity rules
+	// serialise on it.
+	GetRunForUpdate(ctx context.Context, id string) (queues.Run, error)
+	GetStation(ctx context.Context, id string) (queues.Station, error)
+	ListStations(ctx context.Context, queueID string) ([]queues.Station, error)
+}

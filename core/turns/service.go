@@ -1,0 +1,432 @@
+package turns
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+)
+
+// Service is the turns and dispatch use cases.
+type Service struct {
+	repo   Repository
+	queues Queues
+	uow    platform.UnitOfWork
+	events platform.EventSink
+	jobs   platform.JobScheduler
+	clock  platform.Clock
+	guards []IntakeGuard
+	line   *lineCache
+}
+
+// NewService builds the service. guards are the intake rules other modules
+// add (none is fine).
+func NewService(repo Repository, qs Queues, uow platform.UnitOfWork, events platform.EventSink,
+	jobs platform.JobScheduler, clock platform.Clock, guards []IntakeGuard) *Service {
+	return &Service{repo: repo, queues: qs, uow: uow, events: events, jobs: jobs, clock: clock,
+		guards: guards, line: newLineCache()}
+}
+
+// maxCreateAttempts bounds the retries of a create that lost an
+// idempotency-key race: the second attempt finds the winner's turn.
+const maxCreateAttempts = 3
+
+// Create takes a turn in a run (POST /queue-runs/{runId}/turns). It
+// returns the turn's view and whether it is the replay of an earlier
+// create with the same idempotency key.
+func (s *Service) Create(ctx context.Context, accountID, runID string, in CreateInput) (View, bool, error) {
+	if err := in.Validate(); err != nil {
+		return View{}, false, err
+	}
+	hash := in.requestHash(runID)
+	for attempt := 1; ; attempt++ {
+		if in.IdempotencyKey != nil {
+			t, found, err := s.replay(ctx, accountID, *in.IdempotencyKey, hash)
+			if err != nil || found {
+				if err != nil {
+					return View{}, false, err
+				}
+				v, err := s.View(ctx, t)
+				return v, true, err
+			}
+		}
+		var created Turn
+		err := s.uow.Do(ctx, func(ctx context.Context) error {
+			run, q, err := s.lockRun(ctx, accountID, runID)
+			if err != nil {
+				return err
+			}
+			if q.Type == queues.TypeAppointment {
+				return platform.Unprocessable(CodeNotATurnQueue, "the queue takes appointments, not turns",
+					map[string]any{"queueId": q.ID, "type": q.Type})
+			}
+			if err := s.checkIntake(q, run); err != nil {
+				return err
+			}
+			d, err := draftFromInput(q, in)
+			if err != nil {
+				return err
+			}
+			d.key, d.hash = in.IdempotencyKey, hash
+			created, err = s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Input: in}, d)
+			return err
+		})
+		if errors.Is(err, ErrDuplicateKey) && attempt < maxCreateAttempts {
+			continue // a concurrent create with the key committed first
+		}
+		if err != nil {
+			return View{}, false, err
+		}
+		v, err := s.View(ctx, created)
+		return v, false, err
+	}
+}
+
+// replay finds the account's turn created with key: found with the same
+// request, IDEMPOTENCY_KEY_REUSED with another.
+func (s *Service) replay(ctx context.Context, accountID, key, hash string) (Turn, bool, error) {
+	t, err := s.repo.ByIdempotencyKey(ctx, accountID, key)
+	if platform.IsCode(err, platform.CodeNotFound) {
+		return Turn{}, false, nil
+	}
+	if err != nil {
+		return Turn{}, false, err
+	}
+	if t.RequestHash != hash {
+		return Turn{}, false, platform.Conflict(CodeIdempotencyKeyReused,
+			"the idempotencyKey was already used with a different request",
+			map[string]any{"idempotencyKey": key, "turnId": t.ID})
+	}
+	return t, true, nil
+}
+
+// lockRun loads and locks a run of the account, and its queue.
+func (s *Service) lockRun(ctx context.Context, accountID, runID string) (queues.Run, queues.Queue, error) {
+	run, err := s.queues.GetRunForUpdate(ctx, runID)
+	if err != nil {
+		return run, queues.Queue{}, err
+	}
+	if run.AccountID != accountID {
+		return run, queues.Queue{}, platform.ForeignResource("queue run")
+	}
+	q, err := s.queues.GetQueue(ctx, run.QueueID)
+	return run, q, err
+}
+
+// checkIntake applies the run's state and the queue's schedule to a new
+// turn.
+func (s *Service) checkIntake(q queues.Queue, run queues.Run) error {
+	if !run.Open() {
+		return platform.Conflict(CodeQueueClosed, "the queue run is closed",
+			map[string]any{"queueRunId": run.ID, "status": run.Status})
+	}
+	if !run.IntakeOpen {
+		return platform.Conflict(CodeIntakeClosed, "the queue run does not take new turns; its pending turns are still served",
+			map[string]any{"queueRunId": run.ID})
+	}
+	if !platform.Deref(q.Schedule.AllowOutsideHours, false) && !openAt(q.Schedule, q.Zone(), s.clock.Now()) {
+		return platform.Conflict(CodeOutsideHours, "the queue takes turns only during its opening hours",
+			map[string]any{"queueId": q.ID, "timezone": q.Zone().String()})
+	}
+	return nil
+}
+
+// draft is a turn about to be admitted.
+type draft struct {
+	peopleCount    int
+	phone          *string
+	notifyWhatsapp bool
+	formResponse   map[string]string
+	priority       queues.Priority
+	prefix         string
+	// number and code, when set, are kept from elsewhere (a forwarded turn
+	// with keepNumber) instead of drawn from the run's counter.
+	number int
+	code   string
+	key    *string
+	hash   string
+}
+
+// draftFromInput checks the body against the queue and derives the turn's
+// priority and prefix from the chosen options.
+func draftFromInput(q queues.Queue, in CreateInput) (draft, error) {
+	if !q.WhatsappCapture && (in.Phone != nil || platform.Deref(in.NotifyWhatsapp, false)) {
+		return draft{}, platform.Unprocessable(CodeWhatsappCaptureDisabled,
+			"the queue does not capture a phone (whatsappCapture is off)", map[string]any{"queueId": q.ID})
+	}
+	var v platform.Validator
+	q.PreAttention.CheckAnswers(&v, "formResponse", in.FormResponse)
+	if err := v.Err(); err != nil {
+		return draft{}, err
+	}
+	d := draft{
+		peopleCount:    platform.Deref(in.PeopleCount, 1),
+		phone:          in.Phone,
+		notifyWhatsapp: platform.Deref(in.NotifyWhatsapp, false),
+		formResponse:   in.FormResponse,
+		priority:       queues.PriorityNormal,
+		prefix:         q.TurnPrefix,
+	}
+	if d.formResponse == nil {
+		d.formResponse = map[string]string{}
+	}
+	applyOptions(q, &d)
+	return d, nil
+}
+
+// applyOptions gives the turn the prefix and priority of its chosen
+// options: the most urgent priority among them, and the prefix of the
+// first question (in the queue's order) whose chosen option has one.
+func applyOptions(q queues.Queue, d *draft) {
+	prefixSet := false
+	for _, qu := range q.PreAttention.Questions {
+		if qu.ID == nil || qu.Type == nil || *qu.Type != queues.QuestionChoice {
+			continue
+		}
+		answer, ok := d.formResponse[*qu.ID]
+		if !ok {
+			continue
+		}
+		for _, o := range qu.Options {
+			if o.Label == nil || *o.Label != answer {
+				continue
+			}
+			if o.Prefix != nil && *o.Prefix != "" && !prefixSet {
+				d.prefix, prefixSet = *o.Prefix, true
+			}
+			if o.Priority != nil && o.Priority.Rank() < d.priority.Rank() {
+				d.priority = *o.Priority
+			}
+		}
+	}
+}
+
+// admit stores a new turn in a run the caller has locked: capacity, the
+// intake guards, its number, the turn.created event, the line. Used by
+// Create and Admit.
+func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, error) {
+	for _, g := range s.guards {
+		if err := g.Check(ctx, in); err != nil {
+			return Turn{}, err
+		}
+	}
+	status, err := s.admission(ctx, in.Queue, in.Run.ID)
+	if err != nil {
+		return Turn{}, err
+	}
+	now := s.clock.Now()
+	number, code := d.number, d.code
+	if code == "" {
+		if number, err = s.repo.NextNumber(ctx, in.Run.ID, numberingDay(in.Queue, now)); err != nil {
+			return Turn{}, err
+		}
+		code = displayCode(d.prefix, in.Queue.TurnPadding, number)
+	}
+	seq, err := s.repo.NextSeq(ctx)
+	if err != nil {
+		return Turn{}, err
+	}
+	t := Turn{
+		ID: platform.NewID(platform.PrefixTurn), AccountID: in.AccountID, QueueID: in.Queue.ID, RunID: in.Run.ID,
+		Number: number, DisplayCode: code, Status: status, Priority: d.priority, Seq: seq,
+		PeopleCount: d.peopleCount, Phone: d.phone, NotifyWhatsapp: d.notifyWhatsapp, FormResponse: d.formResponse,
+		IdempotencyKey: d.key, RequestHash: d.hash, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.repo.Create(ctx, t); err != nil {
+		return Turn{}, err
+	}
+	for _, g := range s.guards {
+		if err := g.Admitted(ctx, in, t); err != nil {
+			return Turn{}, err
+		}
+	}
+	if err := s.emit(ctx, platform.EventTurnCreated, t, nil); err != nil {
+		return Turn{}, err
+	}
+	if status == Waiting {
+		return t, s.repo.BumpLine(ctx, t.RunID)
+	}
+	return t, nil
+}
+
+// admission decides how a turn enters a run's line: WAITING when there is
+// room under capacity.maxTurns active turns (or no limit), WAITLISTED when
+// full with waitlistEnabled, else CAPACITY_REACHED. The caller holds the
+// run's lock, so concurrent admissions count one after the other.
+func (s *Service) admission(ctx context.Context, q queues.Queue, runID string) (Status, error) {
+	if q.Capacity.MaxTurns == nil {
+		return Waiting, nil
+	}
+	n, err := s.repo.CountActive(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	if n < *q.Capacity.MaxTurns {
+		return Waiting, nil
+	}
+	if platform.Deref(q.Capacity.WaitlistEnabled, false) {
+		return Waitlisted, nil
+	}
+	return "", platform.Conflict(CodeCapacityReached, "the queue run is at capacity",
+		map[string]any{"queueRunId": runID, "maxTurns": *q.Capacity.MaxTurns, "activeTurns": n})
+}
+
+// Admission is a turn another module puts in a run: a turn forwarded
+// through a connected-queue link.
+type Admission struct {
+	PeopleCount    int
+	Phone          *string
+	NotifyWhatsapp bool
+	FormResponse   map[string]string
+	// Priority defaults to NORMAL.
+	Priority queues.Priority
+	// Number and DisplayCode, when DisplayCode is set, are kept (a link's
+	// keepNumber) instead of taking the run's next number.
+	Number      int
+	DisplayCode string
+}
+
+// Admit creates a turn in a run of the account from another module, in the
+// caller's unit of work when ctx carries one (forwarding completes the
+// source turn and admits its successor in one transaction). The run must be
+// open with its intake open, and capacity applies; the schedule and the
+// destination's questions do not, since the customer is already inside.
+func (s *Service) Admit(ctx context.Context, accountID, runID string, a Admission) (Turn, error) {
+	var t Turn
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		run, q, err := s.lockRun(ctx, accountID, runID)
+		if err != nil {
+			return err
+		}
+		if !run.Open() {
+			return platform.Conflict(CodeQueueClosed, "the queue run is closed", map[string]any{"queueRunId": run.ID})
+		}
+		if !run.IntakeOpen {
+			return platform.Conflict(CodeIntakeClosed, "the queue run does not take new turns", map[string]any{"queueRunId": run.ID})
+		}
+		d := draft{peopleCount: max(a.PeopleCount, 1), phone: a.Phone, notifyWhatsapp: a.NotifyWhatsapp,
+			formResponse: a.FormResponse, priority: a.Priority, prefix: q.TurnPrefix, number: a.Number, code: a.DisplayCode}
+		if !d.priority.Valid() {
+			d.priority = queues.PriorityNormal
+		}
+		if d.formResponse == nil {
+			d.formResponse = map[string]string{}
+		}
+		t, err = s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Forwarded: true}, d)
+		return err
+	})
+	return t, err
+}
+
+// Turn returns a turn of the account as stored.
+func (s *Service) Turn(ctx context.Context, accountID, id string) (Turn, error) {
+	t, err := s.repo.Get(ctx, id)
+	if err != nil {
+		return Turn{}, err
+	}
+	if t.AccountID != accountID {
+		return Turn{}, platform.ForeignResource("turn")
+	}
+	return t, nil
+}
+
+// Get returns the full view of a turn (GET /turns/{turnId}).
+func (s *Service) Get(ctx context.Context, accountID, id string) (View, error) {
+	t, err := s.Turn(ctx, accountID, id)
+	if err != nil {
+		return View{}, err
+	}
+	return s.View(ctx, t)
+}
+
+// run returns a run of the account.
+func (s *Service) run(ctx context.Context, accountID, runID string) (queues.Run, error) {
+	run, err := s.queues.GetRun(ctx, runID)
+	if err != nil {
+		return run, err
+	}
+	if run.AccountID != accountID {
+		return run, platform.ForeignResource("queue run")
+	}
+	return run, nil
+}
+
+// List pages through a run's turns, by creation, optionally of some
+// statuses only.
+func (s *Service) List(ctx context.Context, accountID, runID string, f ListFilter, page platform.PageRequest) (platform.Page[View], error) {
+	run, err := s.run(ctx, accountID, runID)
+	if err != nil {
+		return platform.Page[View]{}, err
+	}
+	items, err := s.repo.List(ctx, runID, f.Statuses, page)
+	if err != nil {
+		return platform.Page[View]{}, err
+	}
+	return s.page(ctx, run, items, page.Limit)
+}
+
+// Arrivals pages through the run's unfinished turns that have arrived.
+func (s *Service) Arrivals(ctx context.Context, accountID, runID string, page platform.PageRequest) (platform.Page[View], error) {
+	run, err := s.run(ctx, accountID, runID)
+	if err != nil {
+		return platform.Page[View]{}, err
+	}
+	items, err := s.repo.ListArrivals(ctx, runID, page)
+	if err != nil {
+		return platform.Page[View]{}, err
+	}
+	return s.page(ctx, run, items, page.Limit)
+}
+
+func (s *Service) page(ctx context.Context, run queues.Run, items []Turn, limit int) (platform.Page[View], error) {
+	p := platform.PageOf(items, limit, func(t Turn) string { return t.ID })
+	q, err := s.queues.GetQueue(ctx, run.QueueID)
+	if err != nil {
+		return platform.Page[View]{}, err
+	}
+	vb, err := s.viewer(ctx, q)
+	if err != nil {
+		return platform.Page[View]{}, err
+	}
+	out := platform.Page[View]{Items: make([]View, len(p.Items)), Next: p.Next}
+	for i, t := range p.Items {
+		if out.Items[i], err = vb.view(ctx, t); err != nil {
+			return platform.Page[View]{}, err
+		}
+	}
+	return out, nil
+}
+
+// emit raises a turn event in the caller's unit of work. Its data carries
+// what subscribers need to act without reading the turn: turnId,
+// queueRunId, displayCode (spec 6), and the queue, status, priority and
+// station.
+func (s *Service) emit(ctx context.Context, name string, t Turn, extra map[string]any) error {
+	data := map[string]any{
+		"turnId": t.ID, "queueRunId": t.RunID, "queueId": t.QueueID, "displayCode": t.DisplayCode,
+		"number": t.Number, "status": string(t.Status), "priority": string(t.Priority), "stationId": t.StationID,
+	}
+	for k, v := range extra {
+		data[k] = v
+	}
+	return s.events.Emit(ctx, platform.Event{
+		ID: platform.NewID(platform.PrefixEvent), AccountID: t.AccountID, Name: name,
+		QueueID: t.QueueID, RunID: t.RunID, Data: data, OccurredAt: s.clock.Now(),
+	})
+}
+
+// closedRun refuses an operation that would put a turn in line or call it
+// in a closed run.
+func closedRun(run queues.Run, op Operation) error {
+	if run.Open() {
+		return nil
+	}
+	return platform.Conflict(CodeQueueClosed, "the queue run is closed; "+strings.ReplaceAll(string(op), "-", " ")+" needs an open run",
+		map[string]any{"queueRunId": run.ID, "operation": string(op)})
+}
+
+// since returns d in seconds.
+func seconds(d time.Duration) float64 { return d.Seconds() }
