@@ -1,0 +1,83 @@
+// Package webhooks wires the webhooks module: the service, its routes, its
+// subscription to the event bus and the job kind of delivery attempts.
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/qms-dev/qms/adapters/http/webhookhttp"
+	"github.com/qms-dev/qms/adapters/webhookclient"
+	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/core/events"
+	"github.com/qms-dev/qms/core/platform"
+	core "github.com/qms-dev/qms/core/webhooks"
+	"github.com/qms-dev/qms/ports"
+)
+
+// Module provides the webhooks service, subscribes it to the event bus,
+// mounts its routes and contributes the delivery job kind.
+var Module = fx.Module("webhooks",
+	fx.Provide(
+		newService,
+		fx.Annotate(newDeliveryKind, fx.ResultTags(`group:"jobs"`)),
+	),
+	fx.Invoke(func(b *events.Bus, s *core.Service) { b.Subscribe(s) }),
+	fx.Invoke(func(srv *web.Server, s *core.Service) { webhookhttp.Register(srv.API, s, srv.Cursors) }),
+)
+
+func newService(repo core.Repository, uow platform.UnitOfWork, jobs platform.JobScheduler, clock platform.Clock,
+	cfg *config.Config, log *slog.Logger) *core.Service {
+	allow := cfg.Webhooks.AllowPrivate
+	if allow {
+		log.Warn("webhooks may reach loopback and private addresses (webhooks.allow_private): for local development only")
+	}
+	sender := webhookclient.New(webhookclient.Options{AllowPrivate: allow})
+	return core.NewService(repo, uow, jobs, sender, clock, core.Options{
+		URLs:   core.URLPolicy{AllowPrivate: allow},
+		Logger: log.With("module", "webhooks"),
+	})
+}
+
+// Retries of one attempt's job. They are not the delivery's retry schedule
+// (core.Schedule, which each attempt applies by scheduling the next one):
+// they cover an attempt that could not run or be recorded — a worker killed
+// mid-request and rescued, storage briefly unreachable, a shutdown — so
+// they start within seconds whatever the delivery's position in its
+// schedule, and go on for about an hour before the job is given up.
+const (
+	attemptJobMaxAttempts = 20
+	// attemptJobTimeout covers the request (core.ResponseTimeout), the
+	// wait for a slot of the endpoint and the storage round trips.
+	attemptJobTimeout = 30 * time.Second
+)
+
+// attemptJobBackoff waits about 2^(n-1) seconds, at most 5 minutes, spread
+// ±25%.
+func attemptJobBackoff(attempt int) time.Duration {
+	d := min(time.Second<<min(max(attempt-1, 0), 9), 5*time.Minute)
+	return d*3/4 + rand.N(d/2)
+}
+
+func newDeliveryKind(s *core.Service) ports.JobKind {
+	return ports.JobKind{
+		Name:        core.JobDeliver,
+		MaxAttempts: attemptJobMaxAttempts,
+		Timeout:     attemptJobTimeout,
+		Backoff:     attemptJobBackoff,
+		Handler: func(ctx context.Context, job ports.JobContext) error {
+			var a core.AttemptArgs
+			if err := json.Unmarshal(job.Args, &a); err != nil || a.DeliveryID == "" {
+				return fmt.Errorf("webhooks: job %s: malformed arguments %s: %v", job.ID, job.Args, err)
+			}
+			return s.Attempt(ctx, a)
+		},
+	}
+}
