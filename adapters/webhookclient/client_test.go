@@ -18,7 +18,7 @@ import (
 
 func request(url string) webhooks.Request {
 	return webhooks.Request{URL: url, Event: "queue.closed", DeliveryID: "dlv_1",
-		Body: []byte(`{"id":"dlv_1","event":"queue.closed","data":{},"createdAt":"2026-03-01T09:00:00.000Z"}`),
+		Body:      []byte(`{"id":"dlv_1","event":"queue.closed","data":{},"createdAt":"2026-03-01T09:00:00.000Z"}`),
 		Signature: "sha256=abc"}
 }
 
