@@ -54,7 +54,10 @@ func Register(app fiber.Router, svc *accounts.Service, token string) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		k, value, err := svc.CreateKey(c.UserContext(), c.Params("accountId"), in)
+		// c.Params aliases fasthttp's request buffer, which the next request
+		// on that buffer overwrites; the key keeps its account id (in memory
+		// storage, the very string), so it must own a copy.
+		k, value, err := svc.CreateKey(c.UserContext(), strings.Clone(c.Params("accountId")), in)
 		if err != nil {
 			return err
 		}
