@@ -24,6 +24,7 @@ import (
 	"github.com/qms-dev/qms/modules/accounts"
 	"github.com/qms-dev/qms/modules/entities"
 	"github.com/qms-dev/qms/modules/queues"
+	"github.com/qms-dev/qms/modules/webhooks"
 )
 
 // Options configure New beyond the config file.
@@ -41,6 +42,7 @@ var Modules = []fx.Option{
 	accounts.Module,
 	entities.Module,
 	queues.Module,
+	webhooks.Module,
 }
 
 // New builds the application for cfg. Start it with app.Start and stop it

@@ -16,6 +16,7 @@ import (
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/ports"
 )
 
@@ -35,6 +36,7 @@ var memoryAdapters = fx.Module("memory",
 		fx.Annotate(memory.NewAccounts, fx.As(new(accounts.Repository))),
 		fx.Annotate(memory.NewEntities, fx.As(new(entities.Repository))),
 		fx.Annotate(memory.NewQueues, fx.As(new(queues.Repository))),
+		fx.Annotate(memory.NewWebhooks, fx.As(new(webhooks.Repository))),
 		fx.Annotate(memory.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
 		fx.Annotate(memory.NewRateLimiter, fx.As(new(ports.RateLimiter))),
 		fx.Annotate(newMemoryRunner, fx.As(new(ports.JobRunner)), fx.As(new(platform.JobScheduler))),
@@ -49,6 +51,10 @@ var postgresAdapters = fx.Module("postgres",
 		fx.Annotate(postgres.NewAccounts, fx.As(new(accounts.Repository))),
 		fx.Annotate(postgres.NewEntities, fx.As(new(entities.Repository))),
 		fx.Annotate(postgres.NewQueues, fx.As(new(queues.Repository))),
+		// Signing secrets are sealed under webhooks.secret_key when it is set.
+		fx.Annotate(func(db *postgres.DB, cfg *config.Config) (*postgres.Webhooks, error) {
+			return postgres.NewWebhooks(db, cfg.Webhooks.SecretKey)
+		}, fx.As(new(webhooks.Repository))),
 		fx.Annotate(postgres.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
 		fx.Annotate(postgres.NewRateLimiter, fx.As(new(ports.RateLimiter))),
 		fx.Annotate(newRiverRunner, fx.As(new(ports.JobRunner)), fx.As(new(platform.JobScheduler))),
