@@ -55,6 +55,11 @@ type Config struct {
 		Format string `koanf:"format"`
 	} `koanf:"log"`
 	BootstrapDemo bool `koanf:"bootstrap_demo"`
+	Metrics       struct {
+		// Addr, when set, serves GET /metrics on its own listener (and not
+		// on the API's); empty serves it on the API's listener.
+		Addr string `koanf:"addr"`
+	} `koanf:"metrics"`
 }
 
 // Load reads the defaults, then file (when not empty), then the environment
@@ -103,7 +108,7 @@ func envKey(k, v string) (string, any) {
 
 var knownSections = map[string]bool{
 	"http": true, "database": true, "admin": true, "ratelimit": true,
-	"webhooks": true, "cursor": true, "log": true,
+	"webhooks": true, "cursor": true, "log": true, "metrics": true,
 }
 
 // Validate checks every value and names the environment variable of the

@@ -41,6 +41,8 @@ type Params struct {
 	Pinger  ports.Pinger
 	Clock   platform.Clock
 	Token   AdminToken
+	// Metrics, when the metrics module runs, records every request.
+	Metrics fiber.Handler `name:"http_metrics" optional:"true"`
 }
 
 // AdminToken is the effective admin token (configured or generated).
@@ -50,6 +52,9 @@ type AdminToken string
 // listener starts with the application.
 func New(p Params, lc fx.Lifecycle) *Server {
 	app := httpx.NewApp(httpx.AppConfig{Logger: p.Log, BodyLimit: p.Config.HTTP.BodyLimitBytes})
+	if p.Metrics != nil {
+		app.Use(p.Metrics)
+	}
 	app.Get("/healthz", func(c *fiber.Ctx) error { return httpx.OK(c, fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", func(c *fiber.Ctx) error {
 		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
