@@ -1,0 +1,345 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
+)
+
+type turnRow struct {
+	bun.BaseModel  `bun:"table:turns"`
+	ID             string          `bun:"id,pk"`
+	AccountID      string          `bun:"account_id"`
+	QueueID        string          `bun:"queue_id"`
+	RunID          string          `bun:"run_id"`
+	Number         int             `bun:"number"`
+	DisplayCode    string          `bun:"display_code"`
+	Status         string          `bun:"status"`
+	Priority       string          `bun:"priority"`
+	PriorityRank   int             `bun:"priority_rank"`
+	Seq            int64           `bun:"seq"`
+	PeopleCount    int             `bun:"people_count"`
+	Phone          *string         `bun:"phone"`
+	NotifyWhatsapp bool            `bun:"notify_whatsapp"`
+	FormResponse   json.RawMessage `bun:"form_response,type:jsonb"`
+	StationID      *string         `bun:"station_id"`
+	CallCount      int             `bun:"call_count"`
+	Reentries      int             `bun:"reentries"`
+	HeldFrom       string          `bun:"held_from"`
+	ReopenTo       string          `bun:"reopen_to"`
+	ServiceSeconds *float64        `bun:"service_seconds"`
+	IdempotencyKey *string         `bun:"idempotency_key"`
+	RequestHash    string          `bun:"request_hash"`
+	ArrivedAt      *time.Time      `bun:"arrived_at"`
+	CalledAt       *time.Time      `bun:"called_at"`
+	StartedAt      *time.Time      `bun:"started_at"`
+	FinishedAt     *time.Time      `bun:"finished_at"`
+	CreatedAt      time.Time       `bun:"created_at"`
+	UpdatedAt      time.Time       `bun:"updated_at"`
+}
+
+func turnToRow(t turns.Turn) (*turnRow, error) {
+	form := t.FormResponse
+	if form == nil {
+		form = map[string]string{}
+	}
+	doc, err := json.Marshal(form)
+	if err != nil {
+		return nil, wrap(err, "encode turn form response")
+	}
+	return &turnRow{
+		ID: t.ID, AccountID: t.AccountID, QueueID: t.QueueID, RunID: t.RunID, Number: t.Number,
+		DisplayCode: t.DisplayCode, Status: string(t.Status), Priority: string(t.Priority), PriorityRank: t.Rank(),
+		Seq: t.Seq, PeopleCount: t.PeopleCount, Phone: t.Phone, NotifyWhatsapp: t.NotifyWhatsapp, FormResponse: doc,
+		StationID: t.StationID, CallCount: t.CallCount, Reentries: t.Reentries, HeldFrom: t.HeldFrom,
+		ReopenTo: string(t.ReopenTo), ServiceSeconds: t.ServiceSeconds, IdempotencyKey: t.IdempotencyKey,
+		RequestHash: t.RequestHash, ArrivedAt: t.ArrivedAt, CalledAt: t.CalledAt, StartedAt: t.StartedAt,
+		FinishedAt: t.FinishedAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+	}, nil
+}
+
+func (row *turnRow) domain() (turns.Turn, error) {
+	t := turns.Turn{
+		ID: row.ID, AccountID: row.AccountID, QueueID: row.QueueID, RunID: row.RunID, Number: row.Number,
+		DisplayCode: row.DisplayCode, Status: turns.Status(row.Status), Priority: queues.Priority(row.Priority),
+		Seq: row.Seq, PeopleCount: row.PeopleCount, Phone: row.Phone, NotifyWhatsapp: row.NotifyWhatsapp,
+		StationID: row.StationID, CallCount: row.CallCount, Reentries: row.Reentries, HeldFrom: row.HeldFrom,
+		ReopenTo: turns.Status(row.ReopenTo), ServiceSeconds: row.ServiceSeconds, IdempotencyKey: row.IdempotencyKey,
+		RequestHash: row.RequestHash, ArrivedAt: turnUTC(row.ArrivedAt), CalledAt: turnUTC(row.CalledAt),
+		StartedAt: turnUTC(row.StartedAt), FinishedAt: turnUTC(row.FinishedAt),
+		CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(),
+	}
+	if err := json.Unmarshal(row.FormResponse, &t.FormResponse); err != nil {
+		return t, wrap(err, "decode turn "+row.ID)
+	}
+	return t, nil
+}
+
+func turnsOf(rows []turnRow) ([]turns.Turn, error) {
+	out := make([]turns.Turn, 0, len(rows))
+	for i := range rows {
+		t, err := rows[i].domain()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// The unique indexes whose violations mean something to the domain.
+const (
+	turnsIdempotencyIndex = "turns_idempotency_idx"
+	turnsStationIndex     = "turns_station_busy_idx"
+)
+
+// uniqueIndexViolated returns the index a unique violation names.
+func uniqueIndexViolated(err error) (string, bool) {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == "23505" {
+		return pg.ConstraintName, true
+	}
+	return "", false
+}
+
+// turnWriteError maps the unique indexes behind the turn rules to their
+// domain errors.
+func turnWriteError(err error, t turns.Turn, what string) error {
+	switch idx, _ := uniqueIndexViolated(err); idx {
+	case turnsIdempotencyIndex:
+		return turns.ErrDuplicateKey
+	case turnsStationIndex:
+		stationID := ""
+		if t.StationID != nil {
+			stationID = *t.StationID
+		}
+		return platform.Conflict(turns.CodeStationBusy, "the station is serving another turn",
+			map[string]any{"stationId": stationID})
+	}
+	return wrap(err, what)
+}
+
+// Turns is the Postgres turns.Repository.
+type Turns struct{ db *DB }
+
+// NewTurns builds the repository.
+func NewTurns(db *DB) *Turns { return &Turns{db: db} }
+
+// Create stores a new turn.
+func (r *Turns) Create(ctx context.Context, t turns.Turn) error {
+	row, err := turnToRow(t)
+	if err != nil {
+		return err
+	}
+	_, err = r.db.IDB(ctx).NewInsert().Model(row).Exec(ctx)
+	return turnWriteError(err, t, "insert turn")
+}
+
+func (r *Turns) get(ctx context.Context, id string, lock bool) (turns.Turn, error) {
+	var row turnRow
+	q := r.db.IDB(ctx).NewSelect().Model(&row).Where("id = ?", id)
+	if lock {
+		q = q.For("UPDATE")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return turns.Turn{}, notFound(err, "turn", id)
+	}
+	return row.domain()
+}
+
+// Get returns a turn.
+func (r *Turns) Get(ctx context.Context, id string) (turns.Turn, error) { return r.get(ctx, id, false) }
+
+// GetForUpdate returns a turn and locks it until the unit of work ends.
+func (r *Turns) GetForUpdate(ctx context.Context, id string) (turns.Turn, error) {
+	return r.get(ctx, id, true)
+}
+
+// Update stores every field of a turn.
+func (r *Turns) Update(ctx context.Context, t turns.Turn) error {
+	row, err := turnToRow(t)
+	if err != nil {
+		return err
+	}
+	_, err = r.db.IDB(ctx).NewUpdate().Model(row).WherePK().Exec(ctx)
+	return turnWriteError(err, t, "update turn")
+}
+
+// ByIdempotencyKey finds the account's turn created with key.
+func (r *Turns) ByIdempotencyKey(ctx context.Context, accountID, key string) (turns.Turn, error) {
+	var row turnRow
+	err := r.db.IDB(ctx).NewSelect().Model(&row).
+		Where("account_id = ?", accountID).Where("idempotency_key = ?", key).Scan(ctx)
+	if err != nil {
+		return turns.Turn{}, notFound(err, "turn", key)
+	}
+	return row.domain()
+}
+
+// NextNumber increments the run's counter for day. The upsert locks the
+// counter row until the transaction ends, so concurrent intakes of a run
+// number one after the other, and a rollback gives the number back.
+func (r *Turns) NextNumber(ctx context.Context, runID, day string) (int, error) {
+	var n int
+	err := r.db.IDB(ctx).NewRaw(`INSERT INTO turn_numbers (run_id, day, last_number) VALUES (?, ?, 1)
+		ON CONFLICT (run_id, day) DO UPDATE SET last_number = turn_numbers.last_number + 1
+		RETURNING last_number`, runID, day).Scan(ctx, &n)
+	return n, wrap(err, "next turn number")
+}
+
+// NextSeq draws an arrival sequence number.
+func (r *Turns) NextSeq(ctx context.Context) (int64, error) {
+	var n int64
+	err := r.db.IDB(ctx).NewRaw(`SELECT nextval('turn_seq')`).Scan(ctx, &n)
+	return n, wrap(err, "next turn seq")
+}
+
+// take locks the run's first turn in status in line order, skipping rows
+// other transactions hold, so concurrent dispatchers take different turns
+// without waiting for each other.
+func (r *Turns) take(ctx context.Context, runID string, status turns.Status) (turns.Turn, bool, error) {
+	var rows []turnRow
+	err := r.db.IDB(ctx).NewSelect().Model(&rows).
+		Where("run_id = ?", runID).Where("status = ?", string(status)).
+		OrderExpr("priority_rank, seq").Limit(1).For("UPDATE SKIP LOCKED").Scan(ctx)
+	if err != nil {
+		return turns.Turn{}, false, wrap(err, "take turn")
+	}
+	if len(rows) == 0 {
+		return turns.Turn{}, false, nil
+	}
+	t, err := rows[0].domain()
+	return t, err == nil, err
+}
+
+// TakeNext locks the run's first WAITING turn in line order.
+func (r *Turns) TakeNext(ctx context.Context, runID string) (turns.Turn, bool, error) {
+	return r.take(ctx, runID, turns.Waiting)
+}
+
+// TakeWaitlisted locks the run's first WAITLISTED turn in line order.
+func (r *Turns) TakeWaitlisted(ctx context.Context, runID string) (turns.Turn, bool, error) {
+	return r.take(ctx, runID, turns.Waitlisted)
+}
+
+var activeStatuses = []string{string(turns.Waiting), string(turns.Held), string(turns.Called), string(turns.InService)}
+
+// CountActive counts the run's active turns.
+func (r *Turns) CountActive(ctx context.Context, runID string) (int, error) {
+	n, err := r.db.IDB(ctx).NewSelect().Model((*turnRow)(nil)).
+		Where("run_id = ?", runID).Where("status IN (?)", bun.In(activeStatuses)).Count(ctx)
+	return int(n), wrap(err, "count active turns")
+}
+
+// AtStation returns the turn the station is serving.
+func (r *Turns) AtStation(ctx context.Context, stationID string) (turns.Turn, bool, error) {
+	var rows []turnRow
+	err := r.db.IDB(ctx).NewSelect().Model(&rows).Where("station_id = ?", stationID).
+		Where("status IN (?)", bun.In([]string{string(turns.Called), string(turns.InService)})).Limit(1).Scan(ctx)
+	if err != nil {
+		return turns.Turn{}, false, wrap(err, "turn at station")
+	}
+	if len(rows) == 0 {
+		return turns.Turn{}, false, nil
+	}
+	t, err := rows[0].domain()
+	return t, err == nil, err
+}
+
+func (r *Turns) page(ctx context.Context, q *bun.SelectQuery, page platform.PageRequest) ([]turns.Turn, error) {
+	var rows []turnRow
+	q = q.Model(&rows).Order("id").Limit(int64(page.Limit + 1))
+	if page.After != "" {
+		q = q.Where("id > ?", page.After)
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, wrap(err, "list turns")
+	}
+	return turnsOf(rows)
+}
+
+// List pages a run's turns by id.
+func (r *Turns) List(ctx context.Context, runID string, statuses []turns.Status, page platform.PageRequest) ([]turns.Turn, error) {
+	q := r.db.IDB(ctx).NewSelect().Where("run_id = ?", runID)
+	if len(statuses) > 0 {
+		names := make([]string, len(statuses))
+		for i, s := range statuses {
+			names[i] = string(s)
+		}
+		q = q.Where("status IN (?)", bun.In(names))
+	}
+	return r.page(ctx, q, page)
+}
+
+// ListArrivals pages the run's unfinished turns that have arrived.
+func (r *Turns) ListArrivals(ctx context.Context, runID string, page platform.PageRequest) ([]turns.Turn, error) {
+	q := r.db.IDB(ctx).NewSelect().Where("run_id = ?", runID).Where("arrived_at IS NOT NULL").
+		Where("status NOT IN (?)", bun.In([]string{string(turns.Completed), string(turns.NoShow), string(turns.Cancelled)}))
+	return r.page(ctx, q, page)
+}
+
+// BumpLine increments the run's line version. The row lock it takes is
+// held to the end of the transaction, which orders versions as the changes
+// commit.
+func (r *Turns) BumpLine(ctx context.Context, runID string) error {
+	_, err := r.db.IDB(ctx).NewRaw(`INSERT INTO turn_lines (run_id, version) VALUES (?, 1)
+		ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1`, runID).Exec(ctx)
+	return wrap(err, "bump line version")
+}
+
+// LineVersion returns the run's line version.
+func (r *Turns) LineVersion(ctx context.Context, runID string) (int64, error) {
+	var v int64
+	err := r.db.IDB(ctx).NewRaw(`SELECT coalesce((SELECT version FROM turn_lines WHERE run_id = ?), 0)`, runID).Scan(ctx, &v)
+	return v, wrap(err, "line version")
+}
+
+// WaitingLine returns the version and the line in one statement, so both
+// come from one snapshot.
+func (r *Turns) WaitingLine(ctx context.Context, runID string) (int64, []turns.LineKey, error) {
+	var (
+		v     int64
+		ranks []int64
+		seqs  []int64
+	)
+	err := r.db.IDB(ctx).NewRaw(`SELECT coalesce((SELECT version FROM turn_lines WHERE run_id = ?0), 0),
+		coalesce(array_agg(priority_rank ORDER BY priority_rank, seq), '{}'),
+		coalesce(array_agg(seq ORDER BY priority_rank, seq), '{}')
+		FROM turns WHERE run_id = ?0 AND status = 'WAITING'`, runID).
+		Scan(ctx, &v, pgdialect.Array(&ranks), pgdialect.Array(&seqs))
+	if err != nil {
+		return 0, nil, wrap(err, "waiting line")
+	}
+	keys := make([]turns.LineKey, len(seqs))
+	for i := range seqs {
+		keys[i] = turns.LineKey{Rank: int(ranks[i]), Seq: seqs[i]}
+	}
+	return v, keys, nil
+}
+
+// RecentServiceSeconds returns the queue's latest service times.
+func (r *Turns) RecentServiceSeconds(ctx context.Context, queueID string, n int) ([]float64, error) {
+	var out []float64
+	err := r.db.IDB(ctx).NewSelect().Model((*turnRow)(nil)).Column("service_seconds").
+		Where("queue_id = ?", queueID).Where("service_seconds IS NOT NULL").
+		OrderExpr("finished_at DESC").Limit(int64(n)).Scan(ctx, &out)
+	return out, wrap(err, "recent service times")
+}
+
+// turnUTC reads an optional timestamp in UTC, as the clock gives them.
+func turnUTC(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,395 @@
+package contract_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/qms-dev/qms/adapters/memory"
+	"github.com/qms-dev/qms/adapters/postgres"
+	"github.com/qms-dev/qms/core/entities"
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
+	"github.com/qms-dev/qms/test/contract"
+	"github.com/qms-dev/qms/test/pgtest"
+)
+
+// turnsHarness is one adapter set's turns repository with what it hangs
+// from.
+type turnsHarness struct {
+	UoW      platform.UnitOfWork
+	Turns    turns.Repository
+	Owners   contract.Owners
+	Entities entities.Repository
+	// Concurrent: transactions run side by side (Postgres), so row locks
+	// and SKIP LOCKED can be observed.
+	Concurrent bool
+}
+
+func TestMemoryTurnsRepository(t *testing.T) {
+	runTurnsRepository(t, func(t *testing.T) turnsHarness {
+		s := memory.NewStore()
+		ents, qs := memory.NewEntities(s), memory.NewQueues(s)
+		return turnsHarness{UoW: s, Turns: memory.NewTurns(s), Entities: ents,
+			Owners: contract.Owners{Accounts: memory.NewAccounts(s), Entities: ents, Queues: qs}}
+	})
+}
+
+func TestPostgresTurnsRepository(t *testing.T) {
+	runTurnsRepository(t, func(t *testing.T) turnsHarness {
+		db := pgtest.New(t)
+		ents := postgres.NewEntities(db)
+		return turnsHarness{UoW: db, Turns: postgres.NewTurns(db), Entities: ents, Concurrent: true,
+			Owners: contract.Owners{Accounts: postgres.NewAccounts(db), Entities: ents, Queues: postgres.NewQueues(db)}}
+	})
+}
+
+// turnsWorld is a seeded account with one run and a station.
+type turnsWorld struct {
+	h       turnsHarness
+	owned   contract.Owned
+	runID   string
+	station string
+	now     time.Time
+	seq     int64
+}
+
+func newTurnsWorld(t *testing.T, h turnsHarness) *turnsWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := &turnsWorld{h: h, owned: h.Owners.Seed(t), now: time.Now().UTC().Truncate(time.Microsecond)}
+	run := queues.Run{ID: platform.NewID(platform.PrefixRun), AccountID: w.owned.AccountID, QueueID: w.owned.QueueID,
+		Status: queues.RunOpen, IntakeOpen: true, CreatedAt: w.now, UpdatedAt: w.now}
+	st := queues.Station{ID: platform.NewID(platform.PrefixStation), AccountID: w.owned.AccountID, QueueID: w.owned.QueueID,
+		Label: "Desk", CreatedAt: w.now}
+	if err := h.Owners.Queues.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Owners.Queues.CreateStation(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	w.runID, w.station = run.ID, st.ID
+	return w
+}
+
+// turn builds (and stores, when store) a waiting turn of the run.
+func (w *turnsWorld) turn(t *testing.T, mod func(*turns.Turn)) turns.Turn {
+	t.Helper()
+	w.seq++
+	tu := turns.Turn{ID: platform.NewID(platform.PrefixTurn), AccountID: w.owned.AccountID, QueueID: w.owned.QueueID,
+		RunID: w.runID, Number: int(w.seq), DisplayCode: "A" + string(rune('0'+w.seq%10)), Status: turns.Waiting,
+		Priority: queues.PriorityNormal, Seq: w.seq, PeopleCount: 1, FormResponse: map[string]string{},
+		RequestHash: "h", CreatedAt: w.now, UpdatedAt: w.now}
+	if mod != nil {
+		mod(&tu)
+	}
+	if err := w.h.Turns.Create(context.Background(), tu); err != nil {
+		t.Fatal(err)
+	}
+	return tu
+}
+
+func runTurnsRepository(t *testing.T, newHarness func(t *testing.T) turnsHarness) {
+	ctx := context.Background()
+
+	t.Run("create and get keep every field", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		at := w.now.Add(time.Minute)
+		secs := 42.5
+		want := w.turn(t, func(tu *turns.Turn) {
+			tu.Status, tu.Priority, tu.PeopleCount = turns.Completed, queues.PriorityHigh, 3
+			tu.Phone, tu.NotifyWhatsapp = platform.Ptr("+34600111222"), true
+			tu.FormResponse = map[string]string{"reason": "Pickup", "name": "Ana"}
+			tu.StationID, tu.CallCount, tu.Reentries = &w.station, 2, 1
+			tu.HeldFrom, tu.ReopenTo, tu.ServiceSeconds = turns.HeldAfterCall, turns.InService, &secs
+			tu.IdempotencyKey, tu.RequestHash = platform.Ptr("key-12345"), "abc"
+			tu.ArrivedAt, tu.CalledAt, tu.StartedAt, tu.FinishedAt = &at, &at, &at, &at
+		})
+		got, err := w.h.Turns.Get(ctx, want.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameTurn(got, want) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
+		}
+		if _, err := w.h.Turns.Get(ctx, "turn_missing"); !platform.IsCode(err, platform.CodeNotFound) {
+			t.Fatalf("missing: %v", err)
+		}
+		byKey, err := w.h.Turns.ByIdempotencyKey(ctx, w.owned.AccountID, "key-12345")
+		if err != nil || byKey.ID != want.ID {
+			t.Fatalf("by key: %v %v", byKey.ID, err)
+		}
+		if _, err := w.h.Turns.ByIdempotencyKey(ctx, "acc_other", "key-12345"); !platform.IsCode(err, platform.CodeNotFound) {
+			t.Fatalf("key of another account: %v", err)
+		}
+	})
+
+	t.Run("an idempotency key is taken once per account", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		w.turn(t, func(tu *turns.Turn) { tu.IdempotencyKey = platform.Ptr("key-12345") })
+		w.seq++
+		dup := turns.Turn{ID: platform.NewID(platform.PrefixTurn), AccountID: w.owned.AccountID, QueueID: w.owned.QueueID,
+			RunID: w.runID, Status: turns.Waiting, Priority: queues.PriorityNormal, Seq: w.seq, PeopleCount: 1,
+			IdempotencyKey: platform.Ptr("key-12345"), CreatedAt: w.now, UpdatedAt: w.now}
+		err := w.h.UoW.Do(ctx, func(ctx context.Context) error { return w.h.Turns.Create(ctx, dup) })
+		if !errors.Is(err, turns.ErrDuplicateKey) {
+			t.Fatalf("want ErrDuplicateKey, got %v", err)
+		}
+	})
+
+	t.Run("a station holds one called or in-service turn", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		a := w.turn(t, func(tu *turns.Turn) { tu.Status, tu.StationID = turns.Called, &w.station })
+		b := w.turn(t, func(tu *turns.Turn) { tu.StationID = &w.station }) // waiting: fine
+		at, busy, err := w.h.Turns.AtStation(ctx, w.station)
+		if err != nil || !busy || at.ID != a.ID {
+			t.Fatalf("at station: %v %v %v", at.ID, busy, err)
+		}
+		b.Status = turns.InService
+		err = w.h.UoW.Do(ctx, func(ctx context.Context) error { return w.h.Turns.Update(ctx, b) })
+		if !platform.IsCode(err, turns.CodeStationBusy) {
+			t.Fatalf("want STATION_BUSY, got %v", err)
+		}
+		a.Status = turns.Completed
+		if err := w.h.Turns.Update(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.h.Turns.Update(ctx, b); err != nil {
+			t.Fatalf("station freed: %v", err)
+		}
+	})
+
+	t.Run("numbers count per run and day and roll back", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		next := func(day string) int {
+			n, err := w.h.Turns.NextNumber(ctx, w.runID, day)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if next("") != 1 || next("") != 2 || next("2026-03-02") != 1 || next("2026-03-02") != 2 || next("2026-03-03") != 1 {
+			t.Fatal("counters")
+		}
+		boom := errors.New("boom")
+		err := w.h.UoW.Do(ctx, func(ctx context.Context) error {
+			if _, err := w.h.Turns.NextNumber(ctx, w.runID, ""); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+		if n := next(""); n != 3 {
+			t.Fatalf("a rolled-back number comes back: want 3, got %d", n)
+		}
+		a, _ := w.h.Turns.NextSeq(ctx)
+		b, _ := w.h.Turns.NextSeq(ctx)
+		if b <= a {
+			t.Fatalf("seq must increase: %d then %d", a, b)
+		}
+	})
+
+	t.Run("take follows the line and counts the active", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		low := w.turn(t, func(tu *turns.Turn) { tu.Priority = queues.PriorityLow })
+		n1 := w.turn(t, nil)
+		w.turn(t, func(tu *turns.Turn) { tu.Status = turns.Held })
+		vh := w.turn(t, func(tu *turns.Turn) { tu.Priority = queues.PriorityVeryHigh })
+		n2 := w.turn(t, nil)
+		wl2 := w.turn(t, func(tu *turns.Turn) { tu.Status = turns.Waitlisted })
+		wl1 := w.turn(t, func(tu *turns.Turn) { tu.Status, tu.Priority = turns.Waitlisted, queues.PriorityHigh })
+		w.turn(t, func(tu *turns.Turn) { tu.Status = turns.Completed })
+
+		var order []string
+		for {
+			var took turns.Turn
+			var ok bool
+			err := w.h.UoW.Do(ctx, func(ctx context.Context) error {
+				var err error
+				if took, ok, err = w.h.Turns.TakeNext(ctx, w.runID); err != nil || !ok {
+					return err
+				}
+				took.Status = turns.Called
+				return w.h.Turns.Update(ctx, took)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			order = append(order, took.ID)
+		}
+		if want := []string{vh.ID, n1.ID, n2.ID, low.ID}; !slices.Equal(order, want) {
+			t.Fatalf("line order: want %v, got %v", want, order)
+		}
+		wl, ok, err := w.h.Turns.TakeWaitlisted(ctx, w.runID)
+		if err != nil || !ok || wl.ID != wl1.ID {
+			t.Fatalf("waitlist order: want %s, got %s %v", wl1.ID, wl.ID, err)
+		}
+		_ = wl2
+		n, err := w.h.Turns.CountActive(ctx, w.runID)
+		if err != nil || n != 5 { // 4 called and 1 held
+			t.Fatalf("active: want 5, got %d %v", n, err)
+		}
+	})
+
+	if h := newHarness(t); h.Concurrent {
+		t.Run("take skips turns other transactions hold", func(t *testing.T) {
+			w := newTurnsWorld(t, h)
+			a := w.turn(t, nil)
+			b := w.turn(t, nil)
+			held := make(chan struct{})
+			release := make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				done <- w.h.UoW.Do(ctx, func(ctx context.Context) error {
+					got, ok, err := w.h.Turns.TakeNext(ctx, w.runID)
+					if err != nil || !ok || got.ID != a.ID {
+						close(held)
+						return errors.New("first taker did not get the head")
+					}
+					close(held)
+					<-release
+					return nil
+				})
+			}()
+			<-held
+			got, ok, err := w.h.Turns.TakeNext(ctx, w.runID)
+			close(release)
+			if err != nil || !ok || got.ID != b.ID {
+				t.Fatalf("second taker: want %s, got %s %v %v", b.ID, got.ID, ok, err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+
+	t.Run("list filters and pages by id", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		a := w.turn(t, nil)
+		at := w.now
+		b := w.turn(t, func(tu *turns.Turn) { tu.Status, tu.ArrivedAt = turns.Called, &at })
+		c := w.turn(t, func(tu *turns.Turn) { tu.Status, tu.ArrivedAt = turns.Completed, &at })
+		ids := func(ts []turns.Turn, err error) []string {
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, tu := range ts {
+				out = append(out, tu.ID)
+			}
+			return out
+		}
+		if got := ids(w.h.Turns.List(ctx, w.runID, nil, platform.PageRequest{Limit: 50})); !slices.Equal(got, []string{a.ID, b.ID, c.ID}) {
+			t.Fatalf("all: %v", got)
+		}
+		if got := ids(w.h.Turns.List(ctx, w.runID, []turns.Status{turns.Waiting, turns.Completed}, platform.PageRequest{Limit: 50})); !slices.Equal(got, []string{a.ID, c.ID}) {
+			t.Fatalf("filtered: %v", got)
+		}
+		if got := ids(w.h.Turns.List(ctx, w.runID, nil, platform.PageRequest{Limit: 1, After: a.ID})); !slices.Equal(got, []string{b.ID, c.ID}) {
+			t.Fatalf("page (limit+1): %v", got)
+		}
+		if got := ids(w.h.Turns.ListArrivals(ctx, w.runID, platform.PageRequest{Limit: 50})); !slices.Equal(got, []string{b.ID}) {
+			t.Fatalf("arrivals: %v", got)
+		}
+	})
+
+	t.Run("line version and waiting line", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		if v, err := w.h.Turns.LineVersion(ctx, w.runID); err != nil || v != 0 {
+			t.Fatalf("fresh run: %d %v", v, err)
+		}
+		v, keys, err := w.h.Turns.WaitingLine(ctx, w.runID)
+		if err != nil || v != 0 || len(keys) != 0 {
+			t.Fatalf("empty line: %d %v %v", v, keys, err)
+		}
+		b := w.turn(t, nil)
+		a := w.turn(t, func(tu *turns.Turn) { tu.Priority = queues.PriorityHigh })
+		w.turn(t, func(tu *turns.Turn) { tu.Status = turns.Held })
+		for range 2 {
+			if err := w.h.Turns.BumpLine(ctx, w.runID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v, keys, err = w.h.Turns.WaitingLine(ctx, w.runID)
+		if err != nil || v != 2 || !slices.Equal(keys, []turns.LineKey{a.Key(), b.Key()}) {
+			t.Fatalf("line: %d %v %v", v, keys, err)
+		}
+		// A bump rolled back is no bump.
+		_ = w.h.UoW.Do(ctx, func(ctx context.Context) error {
+			_ = w.h.Turns.BumpLine(ctx, w.runID)
+			return errors.New("boom")
+		})
+		if v, _ := w.h.Turns.LineVersion(ctx, w.runID); v != 2 {
+			t.Fatalf("after rollback: %d", v)
+		}
+	})
+
+	t.Run("recent service times, newest first, of the queue", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		for i, s := range []float64{10, 20, 30} {
+			at, secs := w.now.Add(time.Duration(i)*time.Minute), s
+			w.turn(t, func(tu *turns.Turn) { tu.Status, tu.FinishedAt, tu.ServiceSeconds = turns.Completed, &at, &secs })
+		}
+		w.turn(t, func(tu *turns.Turn) { tu.Status = turns.Cancelled })
+		got, err := w.h.Turns.RecentServiceSeconds(ctx, w.owned.QueueID, 2)
+		if err != nil || !slices.Equal(got, []float64{30, 20}) {
+			t.Fatalf("want [30 20], got %v %v", got, err)
+		}
+		if got, _ := w.h.Turns.RecentServiceSeconds(ctx, w.owned.QueueID2, 5); len(got) != 0 {
+			t.Fatalf("another queue: %v", got)
+		}
+	})
+
+	t.Run("deleting the entity deletes its turns", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		a := w.turn(t, nil)
+		if err := w.h.UoW.Do(ctx, func(ctx context.Context) error { return w.h.Entities.Delete(ctx, w.owned.EntityID) }); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.h.Turns.Get(ctx, a.ID); !platform.IsCode(err, platform.CodeNotFound) {
+			t.Fatalf("turn survived its entity: %v", err)
+		}
+	})
+
+	t.Run("deleting a station unassigns it", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		a := w.turn(t, func(tu *turns.Turn) { tu.StationID = &w.station })
+		if err := w.h.UoW.Do(ctx, func(ctx context.Context) error { return w.h.Owners.Queues.DeleteStation(ctx, w.station) }); err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.h.Turns.Get(ctx, a.ID)
+		if err != nil || got.StationID != nil {
+			t.Fatalf("after the station's deletion: %v %v", got.StationID, err)
+		}
+	})
+}
+
+func sameTurn(a, b turns.Turn) bool {
+	eqT := func(x, y *time.Time) bool { return x == nil && y == nil || x != nil && y != nil && x.Equal(*y) }
+	eqS := func(x, y *string) bool { return x == nil && y == nil || x != nil && y != nil && *x == *y }
+	eqF := func(x, y *float64) bool { return x == nil && y == nil || x != nil && y != nil && *x == *y }
+	if len(a.FormResponse) != len(b.FormResponse) {
+		return false
+	}
+	for k, v := range a.FormResponse {
+		if b.FormResponse[k] != v {
+			return false
+		}
+	}
+	return a.ID == b.ID && a.AccountID == b.AccountID && a.QueueID == b.QueueID && a.RunID == b.RunID &&
+		a.Number == b.Number && a.DisplayCode == b.DisplayCode && a.Status == b.Status && a.Priority == b.Priority &&
+		a.Seq == b.Seq && a.PeopleCount == b.PeopleCount && eqS(a.Phone, b.Phone) && a.NotifyWhatsapp == b.NotifyWhatsapp &&
+		eqS(a.StationID, b.StationID) && a.CallCount == b.CallCount && a.Reentries == b.Reentries &&
+		a.HeldFrom == b.HeldFrom && a.ReopenTo == b.ReopenTo && eqF(a.ServiceSeconds, b.ServiceSeconds) &&
+		eqS(a.IdempotencyKey, b.IdempotencyKey) && a.RequestHash == b.RequestHash &&
+		eqT(a.ArrivedAt, b.ArrivedAt) && eqT(a.CalledAt, b.CalledAt) && eqT(a.StartedAt, b.StartedAt) &&
+		eqT(a.FinishedAt, b.FinishedAt) && a.CreatedAt.Equal(b.CreatedAt) && a.UpdatedAt.Equal(b.UpdatedAt)
+}
