@@ -203,7 +203,9 @@ func (r *Queues) getRun(ctx context.Context, id string, lock bool) (queues.Run, 
 }
 
 // GetRun returns a run.
-func (r *Queues) GetRun(ctx context.Context, id string) (queues.Run, error) { return r.getRun(ctx, id, false) }
+func (r *Queues) GetRun(ctx context.Context, id string) (queues.Run, error) {
+	return r.getRun(ctx, id, false)
+}
 
 // GetRunForUpdate returns a run and locks its row until the unit of work
 // ends.
