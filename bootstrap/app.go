@@ -22,6 +22,7 @@ import (
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/modules/accounts"
+	"github.com/qms-dev/qms/modules/appointments"
 	"github.com/qms-dev/qms/modules/entities"
 	"github.com/qms-dev/qms/modules/queues"
 	"github.com/qms-dev/qms/modules/webhooks"
@@ -43,6 +44,7 @@ var Modules = []fx.Option{
 	entities.Module,
 	queues.Module,
 	webhooks.Module,
+	appointments.Module,
 }
 
 // New builds the application for cfg. Start it with app.Start and stop it

@@ -12,6 +12,7 @@ import (
 	riverjobs "github.com/qms-dev/qms/adapters/river"
 	"github.com/qms-dev/qms/bootstrap/config"
 	"github.com/qms-dev/qms/core/accounts"
+	"github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
@@ -36,6 +37,7 @@ var memoryAdapters = fx.Module("memory",
 		fx.Annotate(memory.NewAccounts, fx.As(new(accounts.Repository))),
 		fx.Annotate(memory.NewEntities, fx.As(new(entities.Repository))),
 		fx.Annotate(memory.NewQueues, fx.As(new(queues.Repository))),
+		fx.Annotate(memory.NewAppointments, fx.As(new(appointments.Repository))),
 		fx.Annotate(memory.NewWebhooks, fx.As(new(webhooks.Repository))),
 		fx.Annotate(memory.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
 		fx.Annotate(memory.NewRateLimiter, fx.As(new(ports.RateLimiter))),
@@ -51,6 +53,7 @@ var postgresAdapters = fx.Module("postgres",
 		fx.Annotate(postgres.NewAccounts, fx.As(new(accounts.Repository))),
 		fx.Annotate(postgres.NewEntities, fx.As(new(entities.Repository))),
 		fx.Annotate(postgres.NewQueues, fx.As(new(queues.Repository))),
+		fx.Annotate(postgres.NewAppointments, fx.As(new(appointments.Repository))),
 		// Signing secrets are sealed under webhooks.secret_key when it is set.
 		fx.Annotate(func(db *postgres.DB, cfg *config.Config) (*postgres.Webhooks, error) {
 			return postgres.NewWebhooks(db, cfg.Webhooks.SecretKey)
