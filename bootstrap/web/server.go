@@ -16,6 +16,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
+	"github.com/qms-dev/qms/adapters/http/openapi"
 	"github.com/qms-dev/qms/bootstrap/config"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/ports"
@@ -66,6 +67,9 @@ func New(p Params, lc fx.Lifecycle) *Server {
 		return httpx.OK(c, fiber.Map{"status": "ready"})
 	})
 	srv := &Server{App: app, AdminToken: string(p.Token), Cursors: httpx.NewCursors(cursorSecret(p.Config, string(p.Token)))}
+	// The published contract needs no key, so it is mounted before the
+	// authenticated group; it is still rate limited, by client address.
+	app.Get(openapi.Path, httpx.RateLimit(p.Limiter, p.Config.RateLimit.PerMinute, p.Clock.Now), openapi.Handler())
 	srv.API = app.Group("/api/v1", httpx.Auth(p.Auth), httpx.RateLimit(p.Limiter, p.Config.RateLimit.PerMinute, p.Clock.Now))
 
 	lc.Append(fx.Hook{
