@@ -21,11 +21,13 @@ import (
 	"github.com/qms-dev/qms/bootstrap/web"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/modules/accesscodes"
 	"github.com/qms-dev/qms/modules/accounts"
 	"github.com/qms-dev/qms/modules/appointments"
 	"github.com/qms-dev/qms/modules/entities"
 	"github.com/qms-dev/qms/modules/queues"
 	"github.com/qms-dev/qms/modules/webhooks"
+	"github.com/qms-dev/qms/modules/workflow"
 )
 
 // Options configure New beyond the config file.
@@ -43,6 +45,8 @@ var Modules = []fx.Option{
 	accounts.Module,
 	entities.Module,
 	queues.Module,
+	accesscodes.Module,
+	workflow.Module,
 	webhooks.Module,
 	appointments.Module,
 }

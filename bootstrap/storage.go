@@ -11,6 +11,7 @@ import (
 	"github.com/qms-dev/qms/adapters/postgres"
 	riverjobs "github.com/qms-dev/qms/adapters/river"
 	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/core/accesscodes"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/entities"
@@ -18,6 +19,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/webhooks"
+	"github.com/qms-dev/qms/core/workflow"
 	"github.com/qms-dev/qms/ports"
 )
 

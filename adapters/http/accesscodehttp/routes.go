@@ -1,0 +1,78 @@
+// Package accesscodehttp is the REST adapter of the access-codes module
+// (spec 4.5).
+package accesscodehttp
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/qms-dev/qms/adapters/http/httpx"
+	"github.com/qms-dev/qms/core/accesscodes"
+	"github.com/qms-dev/qms/core/accounts"
+)
+
+const list = "access-codes"
+
+// BulkResponse is the answer to a bulk create: the codes created, in the
+// order of the request.
+type BulkResponse struct {
+	Data  []accesscodes.AccessCode `json:"data"`
+	Count int                      `json:"count"`
+}
+
+// Register mounts the access-code routes on the authenticated /api/v1
+// router.
+func Register(r fiber.Router, svc *accesscodes.Service, cur httpx.Cursors) {
+	read, write := httpx.Require(accounts.ScopeAccessCodesRead), httpx.Require(accounts.ScopeAccessCodesWrite)
+	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
+
+	r.Get("/access-codes", read, func(c *fiber.Ctx) error {
+		page, err := httpx.ParsePage(c, cur, list)
+		if err != nil {
+			return err
+		}
+		p, err := svc.List(c.UserContext(), account(c), page)
+		if err != nil {
+			return err
+		}
+		return httpx.WritePage(c, cur, list, p, page.Limit)
+	})
+	r.Post("/access-codes", write, func(c *fiber.Ctx) error {
+		var in accesscodes.CreateInput
+		if err := httpx.Decode(c, &in); err != nil {
+			return err
+		}
+		code, err := svc.Create(c.UserContext(), account(c), in)
+		if err != nil {
+			return err
+		}
+		return httpx.Created(c, code)
+	})
+	r.Post("/access-codes/bulk", write, func(c *fiber.Ctx) error {
+		var in accesscodes.BulkInput
+		if err := httpx.Decode(c, &in); err != nil {
+			return err
+		}
+		codes, err := svc.CreateBulk(c.UserContext(), account(c), in)
+		if err != nil {
+			return err
+		}
+		return httpx.Created(c, BulkResponse{Data: codes, Count: len(codes)})
+	})
+	r.Get("/access-codes/:id", read, func(c *fiber.Ctx) error {
+		code, err := svc.Get(c.UserContext(), account(c), c.Params("id"))
+		if err != nil {
+			return err
+		}
+		return httpx.OK(c, code)
+	})
+	r.Post("/access-codes/:id/disable", write, func(c *fiber.Ctx) error {
+		if err := httpx.Decode(c, &struct{}{}); err != nil {
+			return err
+		}
+		code, err := svc.Disable(c.UserContext(), account(c), c.Params("id"))
+		if err != nil {
+			return err
+		}
+		return httpx.Created(c, code)
+	})
+}

@@ -1,0 +1,33 @@
+package contract_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/qms-dev/qms/adapters/memory"
+	"github.com/qms-dev/qms/adapters/postgres"
+	"github.com/qms-dev/qms/test/contract"
+	"github.com/qms-dev/qms/test/pgtest"
+)
+
+func TestMemoryWorkflow(t *testing.T) {
+	contract.RunWorkflow(t, func(t *testing.T) contract.WorkflowHarness {
+		s := memory.NewStore()
+		ents := memory.NewEntities(s)
+		owners := contract.Owners{Accounts: memory.NewAccounts(s), Entities: ents, Queues: memory.NewQueues(s)}
+		// The memory cascade runs inside a unit of work, as the service calls it.
+		del := func(ctx context.Context, id string) error {
+			return s.Do(ctx, func(ctx context.Context) error { return ents.Delete(ctx, id) })
+		}
+		return contract.WorkflowHarness{Repo: memory.NewWorkflow(s), Owners: owners, DeleteEntity: del}
+	})
+}
+
+func TestPostgresWorkflow(t *testing.T) {
+	contract.RunWorkflow(t, func(t *testing.T) contract.WorkflowHarness {
+		db := pgtest.New(t)
+		ents := postgres.NewEntities(db)
+		owners := contract.Owners{Accounts: postgres.NewAccounts(db), Entities: ents, Queues: postgres.NewQueues(db)}
+		return contract.WorkflowHarness{Repo: postgres.NewWorkflow(db), Owners: owners, DeleteEntity: ents.Delete}
+	})
+}
