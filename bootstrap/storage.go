@@ -40,6 +40,8 @@ var memoryAdapters = fx.Module("memory",
 		fx.Annotate(memory.NewEntities, fx.As(new(entities.Repository))),
 		fx.Annotate(memory.NewQueues, fx.As(new(queues.Repository))),
 		fx.Annotate(memory.NewAppointments, fx.As(new(appointments.Repository))),
+		fx.Annotate(memory.NewAccessCodes, fx.As(new(accesscodes.Repository))),
+		fx.Annotate(memory.NewWorkflow, fx.As(new(workflow.Repository))),
 		fx.Annotate(memory.NewWebhooks, fx.As(new(webhooks.Repository))),
 		fx.Annotate(memory.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
 		fx.Annotate(memory.NewRateLimiter, fx.As(new(ports.RateLimiter))),
@@ -56,6 +58,8 @@ var postgresAdapters = fx.Module("postgres",
 		fx.Annotate(postgres.NewEntities, fx.As(new(entities.Repository))),
 		fx.Annotate(postgres.NewQueues, fx.As(new(queues.Repository))),
 		fx.Annotate(postgres.NewAppointments, fx.As(new(appointments.Repository))),
+		fx.Annotate(postgres.NewAccessCodes, fx.As(new(accesscodes.Repository))),
+		fx.Annotate(postgres.NewWorkflow, fx.As(new(workflow.Repository))),
 		// Signing secrets are sealed under webhooks.secret_key when it is set.
 		fx.Annotate(func(db *postgres.DB, cfg *config.Config) (*postgres.Webhooks, error) {
 			return postgres.NewWebhooks(db, cfg.Webhooks.SecretKey)
