@@ -26,6 +26,7 @@ import (
 	"github.com/qms-dev/qms/modules/appointments"
 	"github.com/qms-dev/qms/modules/entities"
 	"github.com/qms-dev/qms/modules/queues"
+	"github.com/qms-dev/qms/modules/turns"
 	"github.com/qms-dev/qms/modules/webhooks"
 	"github.com/qms-dev/qms/modules/workflow"
 )
@@ -45,6 +46,7 @@ var Modules = []fx.Option{
 	accounts.Module,
 	entities.Module,
 	queues.Module,
+	turns.Module,
 	accesscodes.Module,
 	workflow.Module,
 	webhooks.Module,
