@@ -1,0 +1,54 @@
+// Package turns wires the turns and dispatch modules: the turns service,
+// its routes, and the tolerance job that expires unanswered calls.
+package turns
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"go.uber.org/fx"
+
+	"github.com/qms-dev/qms/adapters/http/turnhttp"
+	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/core/queues"
+	core "github.com/qms-dev/qms/core/turns"
+	"github.com/qms-dev/qms/ports"
+)
+
+// GuardGroup is the fx value group other modules contribute their
+// core.IntakeGuard to, with fx.ResultTags(`group:"turns.intakeGuards"`).
+const GuardGroup = "turns.intakeGuards"
+
+// Module provides the turns service (with every contributed intake guard),
+// mounts its routes and contributes the tolerance job kind. It reads
+// queues, runs and stations through the queues repository the adapter set
+// provides.
+var Module = fx.Module("turns",
+	fx.Provide(
+		fx.Annotate(core.NewService, fx.ParamTags(``, ``, ``, ``, ``, ``, `group:"`+GuardGroup+`"`)),
+		func(r queues.Repository) core.Queues { return r },
+		fx.Annotate(toleranceJob, fx.ResultTags(`group:"jobs"`)),
+	),
+	fx.Invoke(func(srv *web.Server, s *core.Service) { turnhttp.Register(srv.API, s, srv.Cursors) }),
+)
+
+// toleranceMaxAttempts: the job is idempotent and quick; a failure is the
+// database being away, worth retrying for a while, not forever.
+const toleranceMaxAttempts = 10
+
+// toleranceJob is the job kind that applies dispatchFlow.onToleranceExpired
+// to a call whose grace period is over.
+func toleranceJob(s *core.Service) ports.JobKind {
+	return ports.JobKind{
+		Name:        core.ToleranceJobKind,
+		MaxAttempts: toleranceMaxAttempts,
+		Handler: func(ctx context.Context, job ports.JobContext) error {
+			var args core.ToleranceArgs
+			if err := json.Unmarshal(job.Args, &args); err != nil {
+				return fmt.Errorf("turns: tolerance job %s: bad args: %w", job.ID, err)
+			}
+			return s.ExpireTolerance(ctx, args)
+		},
+	}
+}
