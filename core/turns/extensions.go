@@ -12,10 +12,17 @@ import (
 // name, so its fields are members of the body itself and strict decoding
 // knows them. A module adds its field here and checks it in an IntakeGuard;
 // the field is then part of the idempotency hash automatically.
-type Extensions struct{}
+type Extensions struct {
+	// AccessCode is the access-codes module's field (a v1 extension of
+	// spec 2.3): the code a queue with accessCodeRequired asks for, 1-32
+	// characters. Checked and counted by that module's IntakeShaper.
+	AccessCode *string `json:"accessCode,omitempty"`
+}
 
 // validate checks the bounds of the extension fields.
-func (Extensions) validate(*platform.Validator) {}
+func (e Extensions) validate(v *platform.Validator) {
+	v.OptLen("accessCode", e.AccessCode, 1, 32)
+}
 
 // Intake is what an IntakeGuard sees of a turn being taken.
 type Intake struct {

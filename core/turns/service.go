@@ -213,6 +213,9 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, error) {
 			return Turn{}, err
 		}
 	}
+	if err := s.shape(ctx, in, &d); err != nil {
+		return Turn{}, err
+	}
 	status, err := s.admission(ctx, in.Queue, in.Run.ID)
 	if err != nil {
 		return Turn{}, err
