@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,15 +10,13 @@ import (
 	"github.com/qms-dev/qms/bootstrap/config"
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/test/apptest"
-	"github.com/qms-dev/qms/test/openapitest"
 )
 
 // aptEpoch is where the appointment scenarios start: Saturday 2026-03-07,
 // 12:00 UTC (07:00 in New York, the day before its clocks spring forward).
 var aptEpoch = time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC)
 
-// aptWorld is one process with a fake clock, a branch and helpers that
-// check every answer against the OpenAPI document.
+// aptWorld is one process with a fake clock, a branch and helpers.
 type aptWorld struct {
 	t      *testing.T
 	app    *apptest.App
@@ -48,9 +44,8 @@ func (w *aptWorld) with(t *testing.T) *aptWorld {
 	return &c
 }
 
-// call sends an API request with the world's key and checks the exchange
-// against the OpenAPI document (unless the package already checks every
-// exchange through apptest.Check).
+// call sends an API request with the world's key; TestMain's
+// openapitest.Install checks every exchange against the OpenAPI document.
 func (w *aptWorld) call(method, path string, body any) *apptest.Response {
 	w.t.Helper()
 	return w.callWith(w.app.Key, method, path, body)
@@ -58,36 +53,7 @@ func (w *aptWorld) call(method, path string, body any) *apptest.Response {
 
 func (w *aptWorld) callWith(key, method, path string, body any) *apptest.Response {
 	w.t.Helper()
-	resp := w.app.APIWith(key, method, path, body)
-	if apptest.Check == nil {
-		aptCheckDocument(w.t, method, "/api/v1"+path, body, resp)
-	}
-	return resp
-}
-
-func aptCheckDocument(t testing.TB, method, path string, body any, resp *apptest.Response) {
-	t.Helper()
-	h, err := openapitest.Load()
-	if err != nil {
-		t.Fatalf("openapi: %v", err)
-	}
-	var raw []byte
-	switch b := body.(type) {
-	case nil:
-	case string:
-		raw = []byte(b)
-	default:
-		raw, _ = json.Marshal(b)
-	}
-	req, _ := http.NewRequest(method, "http://qms.test"+path, bytes.NewReader(raw))
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("X-API-Key", "checked")
-	if problems := h.Problems(req, resp.Status, resp.Header, resp.Body); len(problems) > 0 {
-		t.Errorf("openapi: %s %s answered %d, which the document does not allow:\n  - %s\n  body: %s",
-			method, path, resp.Status, strings.Join(problems, "\n  - "), resp.Body)
-	}
+	return w.app.APIWith(key, method, path, body)
 }
 
 // refused checks an error answer: status, code, and returns details.
