@@ -50,6 +50,11 @@ func NewApp(cfg AppConfig) *fiber.App {
 		DisableStartupMessage: true,
 		// Routes are matched exactly as the spec writes them.
 		CaseSensitive: true,
+		// Values from the context (params, queries, headers) are copied
+		// rather than pointing into fasthttp's reused buffers: handlers hand
+		// route params such as runId to use cases that store them, and a
+		// stored alias would silently change under a later request.
+		Immutable: true,
 	})
 	app.Use(AssignRequestID(), AccessLog(log), Recover(log))
 	return app
