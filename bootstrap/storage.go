@@ -18,7 +18,6 @@ import (
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
-	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
 	"github.com/qms-dev/qms/ports"
@@ -40,7 +39,6 @@ var memoryAdapters = fx.Module("memory",
 		fx.Annotate(memory.NewAccounts, fx.As(new(accounts.Repository))),
 		fx.Annotate(memory.NewEntities, fx.As(new(entities.Repository))),
 		fx.Annotate(memory.NewQueues, fx.As(new(queues.Repository))),
-		fx.Annotate(memory.NewTurns, fx.As(new(turns.Repository))),
 		fx.Annotate(memory.NewAppointments, fx.As(new(appointments.Repository))),
 		fx.Annotate(memory.NewAccessCodes, fx.As(new(accesscodes.Repository))),
 		fx.Annotate(memory.NewWorkflow, fx.As(new(workflow.Repository))),
@@ -59,7 +57,6 @@ var postgresAdapters = fx.Module("postgres",
 		fx.Annotate(postgres.NewAccounts, fx.As(new(accounts.Repository))),
 		fx.Annotate(postgres.NewEntities, fx.As(new(entities.Repository))),
 		fx.Annotate(postgres.NewQueues, fx.As(new(queues.Repository))),
-		fx.Annotate(postgres.NewTurns, fx.As(new(turns.Repository))),
 		fx.Annotate(postgres.NewAppointments, fx.As(new(appointments.Repository))),
 		fx.Annotate(postgres.NewAccessCodes, fx.As(new(accesscodes.Repository))),
 		fx.Annotate(postgres.NewWorkflow, fx.As(new(workflow.Repository))),

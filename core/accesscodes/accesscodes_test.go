@@ -148,8 +148,8 @@ func TestCreateRefusesDuplicateAndBadScope(t *testing.T) {
 		{scoped("entity", "ent_missing"), accesscodes.CodeScopeNotFound},
 		{scoped("queue", "que_missing"), accesscodes.CodeScopeNotFound},
 		{scoped("queue", f.entity.ID), accesscodes.CodeScopeNotFound}, // an entity id is no queue
-		{scoped("entity", f.foreignEntity.ID), platform.CodeForbidden},
-		{scoped("queue", f.foreignQueue.ID), platform.CodeForbidden},
+		{scoped("entity", f.foreignEntity.ID), accesscodes.CodeScopeNotFound},
+		{scoped("queue", f.foreignQueue.ID), accesscodes.CodeScopeNotFound},
 	} {
 		if _, err := f.svc.Create(ctx, acct, c.in); !platform.IsCode(err, c.want) {
 			t.Errorf("%s %s: want %s, got %v", *c.in.ScopeType, *c.in.ScopeID, c.want, err)
@@ -189,7 +189,7 @@ func TestBulkIsAllOrNothingAndNamesEveryFailingIndex(t *testing.T) {
 		"codes[1].code":    accesscodes.CodeDuplicate,
 		"codes[3].code":    accesscodes.CodeDuplicate,
 		"codes[4].scopeId": accesscodes.CodeScopeNotFound,
-		"codes[5].scopeId": platform.CodeForbidden,
+		"codes[5].scopeId": accesscodes.CodeScopeNotFound,
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("items: want %v, got %v", want, got)

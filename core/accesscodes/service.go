@@ -15,7 +15,8 @@ const (
 	// CodeDuplicate: the code already exists in the account, or appears
 	// twice in one bulk request (409).
 	CodeDuplicate = "ACCESS_CODE_DUPLICATE"
-	// CodeScopeNotFound: scopeId names no entity or queue of the account (422).
+	// CodeScopeNotFound: scopeId names no entity or queue of the account
+	// (422), whether it names nothing or another account's.
 	CodeScopeNotFound = "ACCESS_CODE_SCOPE_NOT_FOUND"
 
 	// Refusals of a turn's code (422), see AccessCode.Usable.
@@ -125,8 +126,9 @@ func (f *ItemError) err() error {
 // index: VALIDATION_ERROR (400) for field rules; otherwise, in details.items,
 // each item refused by a business rule with its own code, the response
 // carrying the most serious one: ACCESS_CODE_DUPLICATE (409, against the
-// account's codes or an earlier item of the same request), then FORBIDDEN
-// (403, a scope of another account), then ACCESS_CODE_SCOPE_NOT_FOUND (422).
+// account's codes or an earlier item of the same request), else
+// ACCESS_CODE_SCOPE_NOT_FOUND (422, scopeId names no entity or queue of the
+// account).
 func (s *Service) CreateBulk(ctx context.Context, accountID string, in BulkInput) ([]AccessCode, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
@@ -189,7 +191,7 @@ func (s *Service) CreateBulk(ctx context.Context, accountID string, in BulkInput
 // serious kind among them gives the status and code, and details.items
 // lists every failure with its own.
 func bulkRefusal(failures []ItemError) error {
-	rank := map[platform.Kind]int{platform.KindConflict: 0, platform.KindForbidden: 1, platform.KindUnprocessable: 2}
+	rank := map[platform.Kind]int{platform.KindConflict: 0, platform.KindUnprocessable: 1}
 	top := failures[0]
 	for _, f := range failures[1:] {
 		if rank[f.kind] < rank[top.kind] {
@@ -229,12 +231,12 @@ func (s *Service) checkScope(ctx context.Context, accountID string, in *CreateIn
 	var f *ItemError
 	switch {
 	case err == nil:
-	case platform.IsCode(err, platform.CodeNotFound):
+	case platform.IsCode(err, platform.CodeNotFound), platform.IsCode(err, platform.CodeForbidden):
+		// Another account's entity or queue is, to this account, no scope
+		// at all: one answer for both, so nothing of the other account's
+		// resources shows through (and a bulk refusal keeps one shape).
 		f = &ItemError{Code: CodeScopeNotFound, kind: platform.KindUnprocessable,
 			Message: fmt.Sprintf("scopeId does not name a %s of this account", scope)}
-	case platform.IsCode(err, platform.CodeForbidden):
-		f = &ItemError{Code: platform.CodeForbidden, kind: platform.KindForbidden,
-			Message: fmt.Sprintf("the %s named by scopeId belongs to another account", scope)}
 	default:
 		return nil, err
 	}

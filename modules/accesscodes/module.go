@@ -1,4 +1,5 @@
-// Package accesscodes wires the access-codes module.
+// Package accesscodes wires the access-codes module: the codes, their
+// routes, and the intake guard that asks turns for a code.
 package accesscodes
 
 import (
@@ -9,14 +10,22 @@ import (
 	core "github.com/qms-dev/qms/core/accesscodes"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
+	turnsmodule "github.com/qms-dev/qms/modules/turns"
 )
 
-// Module provides the access-codes service and mounts its routes.
+// Module provides the access-codes service, contributes its intake guard
+// to the turns module and mounts its routes.
 var Module = fx.Module("accesscodes",
 	fx.Provide(
 		core.NewService,
+		core.NewGuard,
 		func(s *entities.Service) core.Entities { return s },
 		func(s *queues.Service) core.Queues { return s },
+		fx.Annotate(func(g *core.Guard) turns.IntakeGuard { return g },
+			fx.ResultTags(`group:"`+turnsmodule.GuardGroup+`"`)),
 	),
-	fx.Invoke(func(srv *web.Server, s *core.Service) { accesscodehttp.Register(srv.API, s, srv.Cursors) }),
+	fx.Invoke(func(srv *web.Server, s *core.Service, g *core.Guard) {
+		accesscodehttp.Register(srv.API, s, g, srv.Cursors)
+	}),
 )

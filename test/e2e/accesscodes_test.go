@@ -138,7 +138,7 @@ func TestAccessCodesOverHTTP(t *testing.T) {
 		if r := a.APIWith(otherKey, http.MethodPost, "/access-codes/"+id+"/disable", nil); r.Status != http.StatusForbidden {
 			t.Fatalf("other account disables: %d %s", r.Status, r.Body)
 		}
-		if r := a.APIWith(otherKey, http.MethodPost, "/access-codes", map[string]any{"code": "Q", "scopeType": "queue", "scopeId": queueID}); r.Status != http.StatusForbidden {
+		if r := a.APIWith(otherKey, http.MethodPost, "/access-codes", map[string]any{"code": "Q", "scopeType": "queue", "scopeId": queueID}); r.Status != http.StatusUnprocessableEntity || r.ErrorCode() != "ACCESS_CODE_SCOPE_NOT_FOUND" {
 			t.Fatalf("other account scopes to our queue: %d %s", r.Status, r.Body)
 		}
 		if r := a.API(http.MethodPost, "/access-codes/acd_nope/disable", nil); r.Status != http.StatusNotFound {

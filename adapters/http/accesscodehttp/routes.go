@@ -20,8 +20,8 @@ type BulkResponse struct {
 }
 
 // Register mounts the access-code routes on the authenticated /api/v1
-// router.
-func Register(r fiber.Router, svc *accesscodes.Service, cur httpx.Cursors) {
+// router; guard answers which code a turn took.
+func Register(r fiber.Router, svc *accesscodes.Service, guard *accesscodes.Guard, cur httpx.Cursors) {
 	read, write := httpx.Require(accounts.ScopeAccessCodesRead), httpx.Require(accounts.ScopeAccessCodesWrite)
 	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
 
@@ -74,5 +74,15 @@ func Register(r fiber.Router, svc *accesscodes.Service, cur httpx.Cursors) {
 			return err
 		}
 		return httpx.Created(c, code)
+	})
+	// The code a turn was taken with, and the classification and
+	// properties it gave the turn (a v1 extension: the turn view of spec
+	// 4.2 has no place for them).
+	r.Get("/turns/:turnId/access-code", read, func(c *fiber.Ctx) error {
+		tc, err := guard.ForTurn(c.UserContext(), account(c), c.Params("turnId"))
+		if err != nil {
+			return err
+		}
+		return httpx.OK(c, tc)
 	})
 }
