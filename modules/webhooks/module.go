@@ -27,7 +27,7 @@ import (
 var Module = fx.Module("webhooks",
 	fx.Provide(
 		newService,
-		fx.Annotate(newDeliveryKind, fx.ResultTags(`group:"jobs"`)),
+		fx.Annotate(DeliveryKind, fx.ResultTags(`group:"jobs"`)),
 	),
 	fx.Invoke(func(b *events.Bus, s *core.Service) { b.Subscribe(s) }),
 	fx.Invoke(func(srv *web.Server, s *core.Service) { webhookhttp.Register(srv.API, s, srv.Cursors) }),
@@ -66,7 +66,8 @@ func attemptJobBackoff(attempt int) time.Duration {
 	return d*3/4 + rand.N(d/2)
 }
 
-func newDeliveryKind(s *core.Service) ports.JobKind {
+// DeliveryKind is the job kind of delivery attempts, run by s.Attempt.
+func DeliveryKind(s *core.Service) ports.JobKind {
 	return ports.JobKind{
 		Name:        core.JobDeliver,
 		MaxAttempts: attemptJobMaxAttempts,
