@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -331,4 +332,43 @@ func formatErrors(errs []*liberrors.ValidationError) string {
 		}
 	}
 	return b.String()
+}
+
+// Operation is one operation of the document.
+type Operation struct {
+	Method     string   // GET, POST, ...
+	Path       string   // the template, /api/v1/queues/{queueId}
+	PathParams []string // the template's parameter names, in order
+	// Scope is the one scope an API-key operation requires; empty for
+	// operations without a key (admin, public).
+	Scope string
+}
+
+var templateParam = regexp.MustCompile(`\{([^{}]+)\}`)
+
+// Operations lists the document's operations, by path then method.
+func (h *Harness) Operations() []Operation {
+	var ops []Operation
+	for path, item := range h.model.Paths.PathItems.FromOldest() {
+		var params []string
+		for _, m := range templateParam.FindAllStringSubmatch(path, -1) {
+			params = append(params, m[1])
+		}
+		for method, op := range item.GetOperations().FromOldest() {
+			o := Operation{Method: strings.ToUpper(method), Path: path, PathParams: params}
+			for _, req := range op.Security {
+				if req == nil || req.Requirements == nil {
+					continue
+				}
+				if scopes, ok := req.Requirements.Get("apiKey"); ok && len(scopes) == 1 {
+					o.Scope = scopes[0]
+				}
+			}
+			ops = append(ops, o)
+		}
+	}
+	slices.SortFunc(ops, func(a, b Operation) int {
+		return strings.Compare(a.Path+" "+a.Method, b.Path+" "+b.Method)
+	})
+	return ops
 }
