@@ -349,3 +349,35 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 	}
 	t.Logf("healthy receiver: %d deliveries in %v while the hanging one held %d requests", events, hits[events-1].At.Sub(start), hung.Load())
 }
+
+// TestTurnEventsAreDelivered follows turn events from the turns module: the
+// data carries turnId, queueRunId and displayCode (spec 6).
+func TestTurnEventsAreDelivered(t *testing.T) {
+	t.Parallel()
+	a := apptest.Memory(t, whNoLimit)
+	rc := newWhReceiver(t, whStatic(http.StatusOK))
+	run := whRun(t, a)
+	_, secret := whEndpoint(t, a, rc.URL(), "turn.created", "turn.called")
+	var turn struct {
+		ID          string `json:"id"`
+		DisplayCode string `json:"displayCode"`
+	}
+	a.API(http.MethodPost, "/queue-runs/"+run+"/turns", nil).Must(http.StatusCreated, &turn)
+	a.API(http.MethodPost, "/queue-runs/"+run+"/dispatch/next", nil).Must(http.StatusCreated, nil)
+	hits := rc.wait(t, 2, 10*time.Second)
+	events := map[string]bool{}
+	for _, h := range hits {
+		var body whBody
+		_ = json.Unmarshal(h.Body, &body)
+		var data map[string]any
+		_ = json.Unmarshal(body.Data, &data)
+		if !webhook.Verify(secret, h.Body, h.Header.Get("X-Service-Signature")) || h.Header.Get("X-Service-Event") != body.Event ||
+			data["turnId"] != turn.ID || data["queueRunId"] != run || data["displayCode"] != turn.DisplayCode || turn.DisplayCode == "" {
+			t.Errorf("delivery %s: %s", body.Event, h.Body)
+		}
+		events[body.Event] = true
+	}
+	if !events["turn.created"] || !events["turn.called"] {
+		t.Fatalf("events delivered: %v", events)
+	}
+}
