@@ -60,20 +60,6 @@ func (o *object) set(k string, v any) {
 	o.vals[k] = v
 }
 
-func (o *object) del(k string) {
-	if _, ok := o.vals[k]; !ok {
-		return
-	}
-	delete(o.vals, k)
-	delete(o.line, k)
-	for i, key := range o.keys {
-		if key == k {
-			o.keys = append(o.keys[:i:i], o.keys[i+1:]...)
-			break
-		}
-	}
-}
-
 // child returns the object member k, creating it when absent.
 func (o *object) child(k string) (*object, error) {
 	v, ok := o.get(k)
@@ -241,7 +227,7 @@ func equal(a, b any) bool {
 	return a == b
 }
 
-// sortedCodes orders response keys: status codes ascending, then ranges
+// codeRank orders response keys: status codes ascending, then ranges
 // (2XX), then default.
 func codeRank(k string) int {
 	if n, err := strconv.Atoi(k); err == nil {
