@@ -1,20 +1,56 @@
-// Package workflow wires the workflow module: connected queues.
+// Package workflow wires the workflow module: connected queues, the
+// forwarding of completed turns (a subscriber of turn.completed and a job
+// kind) and its routes.
 package workflow
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/http/workflowhttp"
 	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
 	core "github.com/qms-dev/qms/core/workflow"
+	"github.com/qms-dev/qms/ports"
 )
 
-// Module provides the workflow service and mounts its routes.
+// Module provides the workflow service and the forwarder, subscribes the
+// forwarder to the event bus, contributes the forward job kind and mounts
+// the routes.
 var Module = fx.Module("workflow",
 	fx.Provide(
 		core.NewService,
+		core.NewForwarder,
 		func(s *queues.Service) core.Queues { return s },
+		func(r queues.Repository) core.QueueStore { return r },
+		func(s *turns.Service) core.Turns { return s },
+		fx.Annotate(forwardJob, fx.ResultTags(`group:"jobs"`)),
 	),
-	fx.Invoke(func(srv *web.Server, s *core.Service) { workflowhttp.Register(srv.API, s, srv.Cursors) }),
+	fx.Invoke(func(bus *events.Bus, f *core.Forwarder) { bus.Subscribe(f) }),
+	fx.Invoke(func(srv *web.Server, s *core.Service, f *core.Forwarder) {
+		workflowhttp.Register(srv.API, s, f, srv.Cursors)
+	}),
 )
+
+// forwardJob is the job kind that makes an automatic forward. A refusal by
+// the destination is recorded by the forwarder and not retried; other
+// errors are retried with backoff up to core.ForwardMaxAttempts, and the
+// last one is recorded too.
+func forwardJob(f *core.Forwarder) ports.JobKind {
+	return ports.JobKind{
+		Name:        core.ForwardJobKind,
+		MaxAttempts: core.ForwardMaxAttempts,
+		Handler: func(ctx context.Context, job ports.JobContext) error {
+			var args core.ForwardArgs
+			if err := json.Unmarshal(job.Args, &args); err != nil {
+				return fmt.Errorf("workflow: forward job %s: bad args: %w", job.ID, err)
+			}
+			return f.Run(ctx, args, job.Attempt, job.Attempt >= job.MaxAttempts)
+		},
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
 )
 
 // Owners writes the rows other resources hang from (an account, its
@@ -18,6 +19,8 @@ type Owners struct {
 	Accounts accounts.Repository
 	Entities entities.Repository
 	Queues   queues.Repository
+	// Turns is needed by Turn only.
+	Turns turns.Repository
 }
 
 // Owned is an account with one entity and two queues of that entity.
@@ -51,4 +54,24 @@ func (o Owners) Seed(t *testing.T) Owned {
 		*id = q.ID
 	}
 	return out
+}
+
+// Turn creates an open run of the queue and a waiting turn in it, and
+// returns the turn.
+func (o Owners) Turn(t *testing.T, owned Owned, queueID string) turns.Turn {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	run := queues.Run{ID: platform.NewID(platform.PrefixRun), AccountID: owned.AccountID, QueueID: queueID,
+		Status: queues.RunOpen, IntakeOpen: true, OpenedAt: &now, CreatedAt: now, UpdatedAt: now}
+	if err := o.Queues.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	tu := turns.Turn{ID: platform.NewID(platform.PrefixTurn), AccountID: owned.AccountID, QueueID: queueID, RunID: run.ID,
+		Number: 1, DisplayCode: "1", Status: turns.Waiting, Priority: queues.PriorityNormal, Seq: now.UnixNano(),
+		PeopleCount: 1, FormResponse: map[string]string{}, RequestHash: "x", CreatedAt: now, UpdatedAt: now}
+	if err := o.Turns.Create(ctx, tu); err != nil {
+		t.Fatal(err)
+	}
+	return tu
 }

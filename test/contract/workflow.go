@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,10 +11,15 @@ import (
 	"github.com/qms-dev/qms/core/workflow"
 )
 
-// WorkflowHarness is a fresh workflow repository, the owners its links
-// reference, and a way to delete an entity with its queues.
+// WorkflowHarness is a fresh workflow repository (links and forwards), the
+// unit of work it joins, the owners its rows reference, and a way to
+// delete an entity with its queues.
 type WorkflowHarness struct {
-	Repo         workflow.Repository
+	Repo interface {
+		workflow.Repository
+		workflow.ForwardRepository
+	}
+	UoW          platform.UnitOfWork
 	Owners       Owners
 	DeleteEntity func(ctx context.Context, id string) error
 }
@@ -101,6 +107,88 @@ func RunWorkflow(t *testing.T, newHarness func(t *testing.T) WorkflowHarness) {
 		}
 		if _, err := h.Repo.GetLink(ctx, kept.ID); err != nil {
 			t.Fatalf("other link: %v", err)
+		}
+	})
+}
+
+// RunForwards runs the workflow.ForwardRepository contract.
+func RunForwards(t *testing.T, newHarness func(t *testing.T) WorkflowHarness) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	mk := func(o Owned, turnID, linkID string) workflow.Forward {
+		return workflow.Forward{ID: platform.NewID(workflow.PrefixForward), AccountID: o.AccountID, LinkID: linkID,
+			FromTurnID: turnID, FromQueueID: o.QueueID, FromRunID: "run_x", ToQueueID: o.QueueID2, Trigger: workflow.TriggerComplete,
+			Status: workflow.ForwardPending, CreatedAt: now, UpdatedAt: now}
+	}
+
+	t.Run("one forward per turn and link", func(t *testing.T) {
+		h := newHarness(t)
+		o := h.Owners.Seed(t)
+		tu := h.Owners.Turn(t, o, o.QueueID)
+		first := mk(o, tu.ID, "lnk_1")
+		created, err := h.Repo.CreateForward(ctx, first)
+		if err != nil || !created {
+			t.Fatalf("first: %v %v", created, err)
+		}
+		created, err = h.Repo.CreateForward(ctx, mk(o, tu.ID, "lnk_1"))
+		if err != nil || created {
+			t.Fatalf("second for the same pair: %v %v", created, err)
+		}
+		if created, _ := h.Repo.CreateForward(ctx, mk(o, tu.ID, "lnk_2")); !created {
+			t.Fatal("another link of the same turn")
+		}
+		got, err := h.Repo.ForwardOfForUpdate(ctx, tu.ID, "lnk_1")
+		if err != nil || got.ID != first.ID {
+			t.Fatalf("ForwardOfForUpdate: %+v %v", got, err)
+		}
+		exp := now.Add(time.Minute)
+		got.Status, got.ToTurnID, got.ForwardedAt, got.Attempts, got.UpdatedAt = workflow.ForwardDone, &tu.ID, &exp, 2, exp
+		code, msg := "X", "y"
+		got.ErrorCode, got.ErrorMessage = &code, &msg
+		if err := h.Repo.UpdateForward(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+		again, err := h.Repo.GetForward(ctx, first.ID)
+		if err != nil || !reflect.DeepEqual(again, got) {
+			t.Fatalf("after UpdateForward:\n got %+v\nwant %+v (%v)", again, got, err)
+		}
+		all, err := h.Repo.ForwardsOfTurn(ctx, tu.ID)
+		if err != nil || len(all) != 2 {
+			t.Fatalf("ForwardsOfTurn: %d %v", len(all), err)
+		}
+		page, err := h.Repo.ForwardsOfLink(ctx, "lnk_1", platform.PageRequest{Limit: 10})
+		if err != nil || len(page) != 1 || page[0].ID != first.ID {
+			t.Fatalf("ForwardsOfLink: %+v %v", page, err)
+		}
+		if _, err := h.Repo.GetForward(ctx, "fwd_missing"); !platform.IsCode(err, platform.CodeNotFound) {
+			t.Fatalf("missing: %v", err)
+		}
+	})
+
+	t.Run("concurrent creates of one pair store one", func(t *testing.T) {
+		h := newHarness(t)
+		o := h.Owners.Seed(t)
+		tu := h.Owners.Turn(t, o, o.QueueID)
+		var wg sync.WaitGroup
+		won := make([]bool, 10)
+		for i := range won {
+			wg.Go(func() {
+				_ = h.UoW.Do(ctx, func(ctx context.Context) error {
+					created, err := h.Repo.CreateForward(ctx, mk(o, tu.ID, "lnk_1"))
+					won[i] = created
+					return err
+				})
+			})
+		}
+		wg.Wait()
+		n := 0
+		for _, w := range won {
+			if w {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%d creates stored a forward", n)
 		}
 	})
 }

@@ -7,13 +7,18 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
 	"github.com/qms-dev/qms/core/accounts"
+	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/workflow"
 )
 
-const list = "queue-links"
+const (
+	list        = "queue-links"
+	forwardList = "queue-link-forwards"
+)
 
-// Register mounts the link routes on the authenticated /api/v1 router.
-func Register(r fiber.Router, svc *workflow.Service, cur httpx.Cursors) {
+// Register mounts the link and forwarding routes on the authenticated
+// /api/v1 router.
+func Register(r fiber.Router, svc *workflow.Service, fwd *workflow.Forwarder, cur httpx.Cursors) {
 	read, write := httpx.Require(accounts.ScopeWorkflowRead), httpx.Require(accounts.ScopeWorkflowWrite)
 	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
 
@@ -63,5 +68,38 @@ func Register(r fiber.Router, svc *workflow.Service, cur httpx.Cursors) {
 			return err
 		}
 		return httpx.OK(c, fiber.Map{"id": l.ID, "deleted": true})
+	})
+
+	// Forwarding: spec 4.3 puts forward in the dispatch module.
+	r.Post("/turns/:turnId/forward", httpx.Require(accounts.ScopeDispatchWrite), func(c *fiber.Ctx) error {
+		var in workflow.ForwardInput
+		if err := httpx.Decode(c, &in); err != nil {
+			return err
+		}
+		f, err := fwd.ForwardNow(c.UserContext(), account(c), c.Params("turnId"), in)
+		if err != nil {
+			return err
+		}
+		return httpx.Created(c, f)
+	})
+	// Where forwards and their failures are visible.
+	r.Get("/queue-links/:linkId/forwards", read, func(c *fiber.Ctx) error {
+		page, err := httpx.ParsePage(c, cur, forwardList)
+		if err != nil {
+			return err
+		}
+		p, err := fwd.OfLink(c.UserContext(), account(c), c.Params("linkId"), page)
+		if err != nil {
+			return err
+		}
+		return httpx.WritePage(c, cur, forwardList, p, page.Limit)
+	})
+	r.Get("/turns/:turnId/forwards", read, func(c *fiber.Ctx) error {
+		fs, err := fwd.OfTurn(c.UserContext(), account(c), c.Params("turnId"))
+		if err != nil {
+			return err
+		}
+		// At most one forward per link of the turn's queue: one page.
+		return httpx.WritePage(c, cur, forwardList, platform.Page[workflow.Forward]{Items: fs}, max(len(fs), 1))
 	})
 }
