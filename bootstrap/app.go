@@ -23,6 +23,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/modules/accesscodes"
 	"github.com/qms-dev/qms/modules/accounts"
+	"github.com/qms-dev/qms/modules/analytics"
 	"github.com/qms-dev/qms/modules/appointments"
 	"github.com/qms-dev/qms/modules/entities"
 	"github.com/qms-dev/qms/modules/queues"
@@ -49,6 +50,7 @@ var Modules = []fx.Option{
 	turns.Module,
 	accesscodes.Module,
 	workflow.Module,
+	analytics.Module,
 	webhooks.Module,
 	appointments.Module,
 }

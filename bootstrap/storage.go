@@ -13,6 +13,7 @@ import (
 	"github.com/qms-dev/qms/bootstrap/config"
 	"github.com/qms-dev/qms/core/accesscodes"
 	"github.com/qms-dev/qms/core/accounts"
+	"github.com/qms-dev/qms/core/analytics"
 	"github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
@@ -42,6 +43,7 @@ var memoryAdapters = fx.Module("memory",
 		fx.Annotate(memory.NewAppointments, fx.As(new(appointments.Repository))),
 		fx.Annotate(memory.NewAccessCodes, fx.As(new(accesscodes.Repository))),
 		fx.Annotate(memory.NewWorkflow, fx.As(new(workflow.Repository)), fx.As(new(workflow.ForwardRepository))),
+		fx.Annotate(memory.NewAnalytics, fx.As(new(analytics.Repository))),
 		fx.Annotate(memory.NewWebhooks, fx.As(new(webhooks.Repository))),
 		fx.Annotate(memory.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
 		fx.Annotate(memory.NewRateLimiter, fx.As(new(ports.RateLimiter))),
@@ -60,6 +62,7 @@ var postgresAdapters = fx.Module("postgres",
 		fx.Annotate(postgres.NewAppointments, fx.As(new(appointments.Repository))),
 		fx.Annotate(postgres.NewAccessCodes, fx.As(new(accesscodes.Repository))),
 		fx.Annotate(postgres.NewWorkflow, fx.As(new(workflow.Repository)), fx.As(new(workflow.ForwardRepository))),
+		fx.Annotate(postgres.NewAnalytics, fx.As(new(analytics.Repository))),
 		// Signing secrets are sealed under webhooks.secret_key when it is set.
 		fx.Annotate(func(db *postgres.DB, cfg *config.Config) (*postgres.Webhooks, error) {
 			return postgres.NewWebhooks(db, cfg.Webhooks.SecretKey)

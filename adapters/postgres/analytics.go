@@ -1,0 +1,237 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/qms-dev/qms/core/analytics"
+)
+
+var _ analytics.Repository = (*Analytics)(nil)
+
+// Analytics is the Postgres analytics.Repository: a handful of aggregate
+// queries, each a range scan of an index of migration 0044 per queue
+// window; no turn is loaded into Go.
+type Analytics struct{ db *DB }
+
+// NewAnalytics builds the repository.
+func NewAnalytics(db *DB) *Analytics { return &Analytics{db: db} }
+
+// windowsCTE turns the windows into rows w(queue_id, lo, hi) the queries
+// join on: each queue's own period, which is what lets every queue count
+// its own local days in one statement.
+const windowsCTE = `WITH w AS (
+	SELECT * FROM unnest(?::text[], ?::timestamptz[], ?::timestamptz[]) AS w(queue_id, lo, hi)
+)
+`
+
+func windowArgs(windows []analytics.Window) []any {
+	ids := make([]string, len(windows))
+	los := make([]string, len(windows))
+	his := make([]string, len(windows))
+	for i, w := range windows {
+		ids[i] = w.QueueID
+		los[i] = w.From.UTC().Format(time.RFC3339Nano)
+		his[i] = w.To.UTC().Format(time.RFC3339Nano)
+	}
+	return []any{pgdialect.Array(ids), pgdialect.Array(los), pgdialect.Array(his)}
+}
+
+// countsRow is one window's counts.
+type countsRow struct {
+	QueueID               string `bun:"queue_id"`
+	TurnsCreated          int    `bun:"turns_created"`
+	Forwarded             int    `bun:"forwarded"`
+	AppointmentsBooked    int    `bun:"appointments_booked"`
+	AppointmentsCompleted int    `bun:"appointments_completed"`
+}
+
+// countsSQL: one indexed count per window and figure.
+const countsSQL = windowsCTE + `SELECT w.queue_id,
+	(SELECT count(*) FROM turns t
+	  WHERE t.queue_id = w.queue_id AND t.created_at >= w.lo AND t.created_at < w.hi) AS turns_created,
+	(SELECT count(*) FROM queue_forwards f
+	  WHERE f.from_queue_id = w.queue_id AND f.status = 'FORWARDED' AND f.forwarded_at >= w.lo AND f.forwarded_at < w.hi) AS forwarded,
+	(SELECT count(*) FROM appointments a
+	  WHERE a.queue_id = w.queue_id AND a.created_at >= w.lo AND a.created_at < w.hi) AS appointments_booked,
+	(SELECT count(*) FROM appointments a
+	  WHERE a.queue_id = w.queue_id AND a.completed_at >= w.lo AND a.completed_at < w.hi) AS appointments_completed
+FROM w`
+
+// durationsCols are the aggregates of a "secs" column, for a FILTER.
+func durationsCols(prefix, filter string) string {
+	f := ""
+	if filter != "" {
+		f = " FILTER (WHERE " + filter + ")"
+	}
+	return `count(secs)` + f + ` AS ` + prefix + `_n,
+	avg(secs)` + f + ` AS ` + prefix + `_avg,
+	percentile_cont(0.5) WITHIN GROUP (ORDER BY secs)` + f + ` AS ` + prefix + `_p50,
+	percentile_cont(0.9) WITHIN GROUP (ORDER BY secs)` + f + ` AS ` + prefix + `_p90`
+}
+
+// finishedRow is one window's (or, queue_id null, the total's) turns
+// finished in the period.
+type finishedRow struct {
+	QueueID   *string  `bun:"queue_id"`
+	Served    int      `bun:"served"`
+	NoShows   int      `bun:"no_shows"`
+	Cancelled int      `bun:"cancelled"`
+	SvcN      int      `bun:"svc_n"`
+	SvcAvg    *float64 `bun:"svc_avg"`
+	SvcP50    *float64 `bun:"svc_p50"`
+	SvcP90    *float64 `bun:"svc_p90"`
+}
+
+// finishedSQL: turns finished in each window, per queue and in total
+// (GROUPING SETS), with the service-time distribution of the completed.
+var finishedSQL = windowsCTE + `SELECT t.queue_id,
+	count(*) FILTER (WHERE t.status = 'COMPLETED') AS served,
+	count(*) FILTER (WHERE t.status = 'NO_SHOW') AS no_shows,
+	count(*) FILTER (WHERE t.status = 'CANCELLED') AS cancelled,
+	` + durationsCols("svc", "t.status = 'COMPLETED'") + `
+FROM w JOIN LATERAL (
+	SELECT t.queue_id, t.status, t.service_seconds AS secs FROM turns t
+	 WHERE t.queue_id = w.queue_id AND t.finished_at >= w.lo AND t.finished_at < w.hi
+) t ON true
+GROUP BY GROUPING SETS ((t.queue_id), ())`
+
+// waitRow is one window's (or the total's) waits of the turns called in
+// the period.
+type waitRow struct {
+	QueueID *string  `bun:"queue_id"`
+	WaitN   int      `bun:"wait_n"`
+	WaitAvg *float64 `bun:"wait_avg"`
+	WaitP50 *float64 `bun:"wait_p50"`
+	WaitP90 *float64 `bun:"wait_p90"`
+}
+
+var waitSQL = windowsCTE + `SELECT t.queue_id,
+	` + durationsCols("wait", "") + `
+FROM w JOIN LATERAL (
+	SELECT t.queue_id, extract(epoch FROM t.called_at - t.created_at)::float8 AS secs FROM turns t
+	 WHERE t.queue_id = w.queue_id AND t.called_at >= w.lo AND t.called_at < w.hi
+) t ON true
+GROUP BY GROUPING SETS ((t.queue_id), ())`
+
+func durationsOf(n int, avg, p50, p90 *float64) analytics.Durations {
+	if n == 0 {
+		return analytics.Durations{}
+	}
+	return analytics.Durations{Count: n, AverageSeconds: avg, P50Seconds: p50, P90Seconds: p90}
+}
+
+// finished runs finishedSQL into per (by queue) and total.
+func (r *Analytics) finished(ctx context.Context, windows []analytics.Window, per map[string]analytics.Stats, total *analytics.Stats) error {
+	var rows []finishedRow
+	if err := r.db.IDB(ctx).NewRaw(finishedSQL, windowArgs(windows)...).Scan(ctx, &rows); err != nil {
+		return wrap(err, "analytics: finished turns")
+	}
+	fill := func(st *analytics.Stats, row finishedRow) {
+		st.Served, st.NoShows, st.Cancelled = row.Served, row.NoShows, row.Cancelled
+		st.Service = durationsOf(row.SvcN, row.SvcAvg, row.SvcP50, row.SvcP90)
+	}
+	for _, row := range rows {
+		if row.QueueID == nil {
+			fill(total, row)
+			continue
+		}
+		st := per[*row.QueueID]
+		fill(&st, row)
+		per[*row.QueueID] = st
+	}
+	return nil
+}
+
+// Summary computes the figures of each window and the total in three
+// statements.
+func (r *Analytics) Summary(ctx context.Context, windows []analytics.Window) (map[string]analytics.Stats, analytics.Stats, error) {
+	per := make(map[string]analytics.Stats, len(windows))
+	var total analytics.Stats
+	var counts []countsRow
+	if err := r.db.IDB(ctx).NewRaw(countsSQL, windowArgs(windows)...).Scan(ctx, &counts); err != nil {
+		return nil, total, wrap(err, "analytics: counts")
+	}
+	for _, c := range counts {
+		st := per[c.QueueID]
+		st.TurnsCreated, st.Forwarded = c.TurnsCreated, c.Forwarded
+		st.AppointmentsBooked, st.AppointmentsCompleted = c.AppointmentsBooked, c.AppointmentsCompleted
+		per[c.QueueID] = st
+		total.TurnsCreated += c.TurnsCreated
+		total.Forwarded += c.Forwarded
+		total.AppointmentsBooked += c.AppointmentsBooked
+		total.AppointmentsCompleted += c.AppointmentsCompleted
+	}
+	if err := r.finished(ctx, windows, per, &total); err != nil {
+		return nil, total, err
+	}
+	var waits []waitRow
+	if err := r.db.IDB(ctx).NewRaw(waitSQL, windowArgs(windows)...).Scan(ctx, &waits); err != nil {
+		return nil, total, wrap(err, "analytics: waits")
+	}
+	for _, row := range waits {
+		d := durationsOf(row.WaitN, row.WaitAvg, row.WaitP50, row.WaitP90)
+		if row.QueueID == nil {
+			total.Wait = d
+			continue
+		}
+		st := per[*row.QueueID]
+		st.Wait = d
+		per[*row.QueueID] = st
+	}
+	return per, total, nil
+}
+
+// liveRow is one queue's active turns.
+type liveRow struct {
+	QueueID    string   `bun:"queue_id"`
+	Waiting    int      `bun:"waiting"`
+	Waitlisted int      `bun:"waitlisted"`
+	Held       int      `bun:"held"`
+	Called     int      `bun:"called"`
+	InService  int      `bun:"in_service"`
+	AvgWait    *float64 `bun:"avg_wait"`
+	MaxWait    *float64 `bun:"max_wait"`
+}
+
+// liveSQL reads only the active turns, through the partial index on
+// (queue_id, status, created_at): an index-only scan however long the
+// history.
+const liveSQL = `SELECT t.queue_id,
+	count(*) FILTER (WHERE t.status = 'WAITING') AS waiting,
+	count(*) FILTER (WHERE t.status = 'WAITLISTED') AS waitlisted,
+	count(*) FILTER (WHERE t.status = 'HELD') AS held,
+	count(*) FILTER (WHERE t.status = 'CALLED') AS called,
+	count(*) FILTER (WHERE t.status = 'IN_SERVICE') AS in_service,
+	avg(extract(epoch FROM ?::timestamptz - t.created_at)::float8) FILTER (WHERE t.status IN ('WAITING', 'WAITLISTED')) AS avg_wait,
+	max(extract(epoch FROM ?::timestamptz - t.created_at)::float8) FILTER (WHERE t.status IN ('WAITING', 'WAITLISTED')) AS max_wait
+FROM turns t
+WHERE t.queue_id = ANY(?::text[]) AND t.status IN ('WAITLISTED', 'WAITING', 'HELD', 'CALLED', 'IN_SERVICE')
+GROUP BY t.queue_id`
+
+// Live counts each queue's active turns and current waits, and today's
+// finished turns.
+func (r *Analytics) Live(ctx context.Context, today []analytics.Window, now time.Time) (map[string]analytics.Live, map[string]analytics.Stats, error) {
+	ids := make([]string, len(today))
+	for i, w := range today {
+		ids[i] = w.QueueID
+	}
+	at := now.UTC().Format(time.RFC3339Nano)
+	var rows []liveRow
+	if err := r.db.IDB(ctx).NewRaw(liveSQL, at, at, pgdialect.Array(ids)).Scan(ctx, &rows); err != nil {
+		return nil, nil, wrap(err, "analytics: live")
+	}
+	live := make(map[string]analytics.Live, len(today))
+	for _, row := range rows {
+		live[row.QueueID] = analytics.Live{Waiting: row.Waiting, Waitlisted: row.Waitlisted, Held: row.Held, Called: row.Called,
+			InService: row.InService, AverageWaitSeconds: row.AvgWait, LongestWaitSeconds: row.MaxWait}
+	}
+	per := make(map[string]analytics.Stats, len(today))
+	var total analytics.Stats
+	if err := r.finished(ctx, today, per, &total); err != nil {
+		return nil, nil, err
+	}
+	return live, per, nil
+}
