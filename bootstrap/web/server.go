@@ -70,7 +70,7 @@ func New(p Params, lc fx.Lifecycle) *Server {
 	// The published contract needs no key, so it is mounted before the
 	// authenticated group; it is still rate limited, by client address.
 	app.Get(openapi.Path, httpx.RateLimit(p.Limiter, p.Config.RateLimit.PerMinute, p.Clock.Now), openapi.Handler())
-	srv.API = app.Group("/api/v1", httpx.Auth(p.Auth), httpx.RateLimit(p.Limiter, p.Config.RateLimit.PerMinute, p.Clock.Now))
+	srv.API = app.Group("/api/v1", httpx.Guard(p.Auth, p.Limiter, p.Config.RateLimit.PerMinute, p.Clock.Now))
 
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {

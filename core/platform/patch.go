@@ -33,3 +33,26 @@ func Deref[T any](p *T, def T) T {
 	}
 	return *p
 }
+
+// PatchField is what a strict JSON decoder needs of a Patch: to record
+// presence and null itself, and to decode a value into the target with its
+// own (strict) rules rather than through UnmarshalJSON.
+type PatchField interface {
+	MarkPresent(null bool)
+	ValueTarget() any
+}
+
+// MarkPresent records that the field was present, and whether it was null.
+func (p *Patch[T]) MarkPresent(null bool) { p.Set, p.Null = true, null }
+
+// ValueTarget is where a present, non-null value decodes to.
+func (p *Patch[T]) ValueTarget() any { return &p.Value }
+
+// StringShorthand is implemented by types whose JSON form is an object or,
+// as a shorthand, a bare string (a question option "Yes" for {"label":
+// "Yes"}). A strict decoder calls FromString for a string and decodes an
+// object into ObjectTarget, which has no methods of its own.
+type StringShorthand interface {
+	FromString(s string)
+	ObjectTarget() any
+}

@@ -29,6 +29,15 @@ func (o *Option) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// optionObject is Option without its JSON methods: the object form.
+type optionObject Option
+
+// FromString sets a bare option (platform.StringShorthand).
+func (o *Option) FromString(s string) { *o = Option{Label: &s, Bare: true} }
+
+// ObjectTarget is where the object form decodes to (platform.StringShorthand).
+func (o *Option) ObjectTarget() any { return (*optionObject)(o) }
+
 // MarshalJSON returns a bare option as the string it was given.
 func (o Option) MarshalJSON() ([]byte, error) {
 	if o.Bare && o.Label != nil {

@@ -27,19 +27,27 @@ type Authenticator interface {
 // missing key is 401 UNAUTHORIZED "missing X-API-Key".
 func Auth(a Authenticator) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		key := c.Get(HeaderAPIKey)
-		if key == "" {
-			return platform.NewError(platform.KindUnauthorized, platform.CodeUnauthorized, "missing "+HeaderAPIKey, nil)
-		}
-		// fiber's strings alias fasthttp's reusable buffer; an
-		// authenticator that caches by key must get a string of its own.
-		p, err := a.Authenticate(c.UserContext(), strings.Clone(key))
-		if err != nil {
+		if err := authenticate(c, a); err != nil {
 			return err
 		}
-		c.Locals(keyPrincipal, &p)
 		return c.Next()
 	}
+}
+
+// authenticate resolves the request's key and stores the principal.
+func authenticate(c *fiber.Ctx, a Authenticator) error {
+	key := c.Get(HeaderAPIKey)
+	if key == "" {
+		return platform.NewError(platform.KindUnauthorized, platform.CodeUnauthorized, "missing "+HeaderAPIKey, nil)
+	}
+	// fiber's strings alias fasthttp's reusable buffer; an authenticator
+	// that caches by key must get a string of its own.
+	p, err := a.Authenticate(c.UserContext(), strings.Clone(key))
+	if err != nil {
+		return err
+	}
+	c.Locals(keyPrincipal, &p)
+	return nil
 }
 
 // PrincipalOf returns the authenticated caller, or the zero Principal on a

@@ -35,8 +35,37 @@ var decodeOptions = json.JoinOptions(
 	json.MatchCaseInsensitiveNames(false), // "Name" is not "name"
 	jsontext.AllowDuplicateNames(false),   // {"a":1,"a":2} is refused, not last-wins
 	jsontext.AllowInvalidUTF8(false),
-	json.WithUnmarshalers(rejectNull),
+	json.WithUnmarshalers(json.JoinUnmarshalers(patchFields, shorthands, rejectNull)),
 )
+
+// patchFields decode the core's PATCH fields (platform.Patch) with these
+// same strict rules: their UnmarshalJSON would fall back to encoding/json,
+// which ignores unknown members, duplicates and case.
+var patchFields = json.UnmarshalFromFunc(func(dec *jsontext.Decoder, p platform.PatchField) error {
+	if dec.PeekKind() == 'n' {
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		p.MarkPresent(true)
+		return nil
+	}
+	p.MarkPresent(false)
+	return json.UnmarshalDecode(dec, p.ValueTarget())
+})
+
+// shorthands decode values that are an object or a bare string
+// (platform.StringShorthand), the object strictly.
+var shorthands = json.UnmarshalFromFunc(func(dec *jsontext.Decoder, v platform.StringShorthand) error {
+	if dec.PeekKind() == '"' {
+		var s string
+		if err := json.UnmarshalDecode(dec, &s); err != nil {
+			return err
+		}
+		v.FromString(s)
+		return nil
+	}
+	return json.UnmarshalDecode(dec, v.ObjectTarget())
+})
 
 // Decode reads the request body as JSON into dst (a pointer) and handles
 // JSON structure only; the rules on values belong to the core's validators.

@@ -36,6 +36,18 @@ const (
 // closed would turn a limiter outage into a full API outage, and the
 // request would most likely fail on the same database anyway.
 func RateLimit(l ports.RateLimiter, perMinute int, now func() time.Time) fiber.Handler {
+	spend := spender(l, perMinute, now)
+	return func(c *fiber.Ctx) error {
+		if err := spend(c); err != nil {
+			return err
+		}
+		return c.Next()
+	}
+}
+
+// spender returns the budget check of RateLimit without the call to the
+// rest of the chain: it sets the headers and returns the 429, or nil.
+func spender(l ports.RateLimiter, perMinute int, now func() time.Time) func(c *fiber.Ctx) error {
 	if now == nil {
 		now = time.Now
 	}
@@ -51,7 +63,7 @@ func RateLimit(l ports.RateLimiter, perMinute int, now func() time.Time) fiber.H
 		if err != nil {
 			Logger(c).LogAttrs(c.UserContext(), slog.LevelWarn, "rate limiter failed; request allowed",
 				slog.String("requestId", RequestID(c)), slog.String("error", err.Error()))
-			return c.Next()
+			return nil
 		}
 		remaining := max(d.Remaining, 0)
 		h := &c.Response().Header
@@ -65,6 +77,30 @@ func RateLimit(l ports.RateLimiter, perMinute int, now func() time.Time) fiber.H
 			return platform.NewError(platform.KindRateLimited, platform.CodeRateLimited,
 				fmt.Sprintf("rate limit of %d requests per minute exceeded; retry in %d seconds", d.Limit, wait),
 				map[string]any{"limit": d.Limit, "retryAfter": wait, "reset": d.Reset.Unix()})
+		}
+		return nil
+	}
+}
+
+// Guard is Auth followed by RateLimit, with one difference: a request whose
+// key is missing or refused (401, 402) spends its client IP's budget
+// instead of a key's. So every /api/v1 answer carries the rate headers, the
+// refusals included, and guessing keys from one address is bounded by the
+// same per-minute limit.
+func Guard(a Authenticator, l ports.RateLimiter, perMinute int, now func() time.Time) fiber.Handler {
+	spend := spender(l, perMinute, now)
+	return func(c *fiber.Ctx) error {
+		if err := authenticate(c, a); err != nil {
+			if _, domain := platform.AsError(err); !domain {
+				return err // infrastructure failure: nothing to count
+			}
+			if limited := spend(c); limited != nil {
+				return limited
+			}
+			return err
+		}
+		if err := spend(c); err != nil {
+			return err
 		}
 		return c.Next()
 	}
