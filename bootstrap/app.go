@@ -25,8 +25,11 @@ import (
 	"github.com/qms-dev/qms/modules/accounts"
 	"github.com/qms-dev/qms/modules/analytics"
 	"github.com/qms-dev/qms/modules/appointments"
+	"github.com/qms-dev/qms/modules/display"
 	"github.com/qms-dev/qms/modules/entities"
+	"github.com/qms-dev/qms/modules/metrics"
 	"github.com/qms-dev/qms/modules/queues"
+	"github.com/qms-dev/qms/modules/stream"
 	"github.com/qms-dev/qms/modules/turns"
 	"github.com/qms-dev/qms/modules/webhooks"
 	"github.com/qms-dev/qms/modules/workflow"
@@ -53,6 +56,9 @@ var Modules = []fx.Option{
 	analytics.Module,
 	webhooks.Module,
 	appointments.Module,
+	metrics.Module,
+	stream.Module,
+	display.Module,
 }
 
 // New builds the application for cfg. Start it with app.Start and stop it

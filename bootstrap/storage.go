@@ -15,10 +15,12 @@ import (
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/analytics"
 	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/stream"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
 	"github.com/qms-dev/qms/ports"
@@ -46,10 +48,14 @@ var memoryAdapters = fx.Module("memory",
 		fx.Annotate(memory.NewAnalytics, fx.As(new(analytics.Repository))),
 		fx.Annotate(memory.NewWebhooks, fx.As(new(webhooks.Repository))),
 		fx.Annotate(memory.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
+		fx.Annotate(memory.NewStreamLog, fx.As(new(stream.Log)), fx.As(new(stream.Notifier)), fx.As(new(display.Calls)), fx.As(fx.Self())),
+		fx.Annotate(memory.NewDisplayTokens, fx.As(new(display.Repository))),
 		fx.Annotate(memory.NewRateLimiter, fx.As(new(ports.RateLimiter))),
 		fx.Annotate(newMemoryRunner, fx.As(new(ports.JobRunner)), fx.As(new(platform.JobScheduler))),
 	),
 	fx.Invoke(runJobs),
+	// The stream log copies each event, in its transaction, in commit order.
+	fx.Invoke(func(b *events.Bus, l *memory.StreamLog) { b.Subscribe(l) }),
 )
 
 var postgresAdapters = fx.Module("postgres",
@@ -68,6 +74,9 @@ var postgresAdapters = fx.Module("postgres",
 			return postgres.NewWebhooks(db, cfg.Webhooks.SecretKey)
 		}, fx.As(new(webhooks.Repository))),
 		fx.Annotate(postgres.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
+		fx.Annotate(postgres.NewStreamLog, fx.As(new(stream.Log)), fx.As(new(display.Calls))),
+		fx.Annotate(postgres.NewDisplayTokens, fx.As(new(display.Repository))),
+		fx.Annotate(postgres.NewStreamNotifier, fx.As(new(stream.Notifier))),
 		fx.Annotate(postgres.NewRateLimiter, fx.As(new(ports.RateLimiter))),
 		fx.Annotate(newRiverRunner, fx.As(new(ports.JobRunner)), fx.As(new(platform.JobScheduler))),
 	),

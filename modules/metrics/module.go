@@ -49,7 +49,7 @@ type collectors struct {
 	fx.In
 	Metrics    *metrics.Metrics
 	Log        *slog.Logger
-	DB         *postgres.DB            `optional:"true"` // postgres mode only
+	DB         *postgres.DB           `optional:"true"` // postgres mode only
 	Collectors []prometheus.Collector `group:"metrics"`
 }
 

@@ -1,0 +1,184 @@
+// The waiting-room board. It reads one queue run through its display token:
+// an EventSource on /display/<token>/events sends the whole board after
+// every change ("board" events), so the page never polls. A newly called
+// turn is highlighted and announced with a short chime. When the stream
+// drops, EventSource reconnects by itself; when the server refuses it (the
+// token was revoked), the page asks /display/<token>/board why and says so.
+(function () {
+  "use strict";
+
+  var token = decodeURIComponent(location.pathname.replace(/\/+$/, "").split("/").pop() || "");
+  var base = "/display/" + encodeURIComponent(token);
+  var $ = function (id) { return document.getElementById(id); };
+  var source = null;
+  var retryDelay = 1000;
+  var retryTimer = null;
+  var stopped = false;
+  var highlightTimer = null;
+
+  // Exposed for people debugging a screen (and for the browser test).
+  window.qmsBoard = { boards: 0, lastTrigger: null, state: "connecting" };
+
+  function setState(state, label) {
+    window.qmsBoard.state = state;
+    document.body.dataset.state = state;
+    var c = $("connection");
+    c.textContent = label;
+    c.className = "connection " + (state === "live" ? "live" : state === "connecting" ? "" : "down");
+  }
+
+  function text(el, s) { el.textContent = s == null ? "" : String(s); return el; }
+  function cell(tag, s, cls) { var el = document.createElement(tag); text(el, s); if (cls) { el.className = cls; } return el; }
+
+  function render(board, trigger) {
+    window.qmsBoard.boards++;
+    text($("queue-name"), board.queue.name);
+    text($("queue-subtitle"), board.queue.subtitle || "");
+    document.title = "Now calling: " + board.queue.name;
+
+    var head = $("calling-head");
+    head.replaceChildren(cell("th", "Turn"), cell("th", "Go to"));
+    board.columns.forEach(function (c) { head.appendChild(cell("th", c.label)); });
+
+    var rows = $("calling-rows");
+    rows.replaceChildren();
+    var fresh = trigger && trigger.event === "turn.called" ? trigger.turnId : null;
+    board.calling.forEach(function (t) {
+      var tr = document.createElement("tr");
+      tr.dataset.turnId = t.turnId;
+      tr.appendChild(cell("td", t.displayCode, "code"));
+      tr.appendChild(cell("td", t.station ? t.station.label : "Counter", "station"));
+      board.columns.forEach(function (c) { tr.appendChild(cell("td", t.columns[c.key] || "")); });
+      if (t.turnId === fresh) { tr.className = "fresh"; }
+      rows.appendChild(tr);
+    });
+    $("calling-empty").hidden = board.calling.length > 0;
+    $("calling").hidden = board.calling.length === 0;
+
+    var recent = $("recent");
+    recent.replaceChildren();
+    board.recent.forEach(function (t) {
+      var li = document.createElement("li");
+      li.appendChild(cell("span", t.displayCode, "code"));
+      li.appendChild(cell("span", t.station ? t.station.label : "", "station"));
+      recent.appendChild(li);
+    });
+
+    var run = board.run;
+    text($("run-status"), run.status !== "OPEN" ? "This queue is closed." : run.intakeOpen ? "" : "No new turns are being taken; waiting turns will be served.");
+
+    if (fresh) {
+      window.qmsBoard.lastTrigger = trigger;
+      chime();
+      clearTimeout(highlightTimer);
+      highlightTimer = setTimeout(function () {
+        var el = rows.querySelector("tr.fresh");
+        if (el) { el.className = ""; }
+      }, 8000);
+    }
+  }
+
+  // A two-note chime synthesised with WebAudio: nothing to download.
+  var audio = null;
+  function chime() {
+    try {
+      audio = audio || new (window.AudioContext || window.webkitAudioContext)();
+      if (audio.state === "suspended") {
+        audio.resume();
+        $("sound").hidden = false; // browsers keep sound off until someone clicks
+      }
+      [[880, 0], [660, 0.28]].forEach(function (n) {
+        var osc = audio.createOscillator();
+        var gain = audio.createGain();
+        var t0 = audio.currentTime + n[1];
+        osc.type = "sine";
+        osc.frequency.value = n[0];
+        gain.gain.setValueAtTime(0.0001, t0);
+        gain.gain.exponentialRampToValueAtTime(0.35, t0 + 0.02);
+        gain.gain.exponentialRampToValueAtTime(0.0001, t0 + 0.5);
+        osc.connect(gain).connect(audio.destination);
+        osc.start(t0);
+        osc.stop(t0 + 0.55);
+      });
+    } catch (e) { /* no audio on this device: the highlight remains */ }
+  }
+  $("sound").addEventListener("click", function () {
+    audio = audio || new (window.AudioContext || window.webkitAudioContext)();
+    audio.resume();
+    $("sound").hidden = true;
+  });
+
+  function showMessage(title, body, state) {
+    stopped = true;
+    if (source) { source.close(); }
+    clearTimeout(retryTimer);
+    text($("message-title"), title);
+    text($("message-text"), body);
+    $("message").hidden = false;
+    setState(state, "stopped");
+  }
+
+  function explain(code) {
+    if (code === "DISPLAY_TOKEN_REVOKED") {
+      showMessage("This display link has been revoked", "Ask the staff for a new display link.", "revoked");
+      return true;
+    }
+    if (code === "INVALID_DISPLAY_TOKEN") {
+      showMessage("This display link is not valid", "Check the address, or ask the staff for a new display link.", "invalid");
+      return true;
+    }
+    return false;
+  }
+
+  function reconnectLater() {
+    if (stopped) { return; }
+    setState("reconnecting", "reconnecting…");
+    clearTimeout(retryTimer);
+    retryTimer = setTimeout(connect, retryDelay);
+    retryDelay = Math.min(retryDelay * 2, 30000);
+  }
+
+  // The stream was refused: find out whether the token is the reason.
+  function diagnose() {
+    fetch(base + "/board", { cache: "no-store" }).then(function (r) {
+      if (r.ok) { reconnectLater(); return null; }
+      return r.json().then(function (body) {
+        if (!explain(body && body.error && body.error.code)) { reconnectLater(); }
+      });
+    }).catch(reconnectLater);
+  }
+
+  function connect() {
+    if (stopped) { return; }
+    if (source) { source.close(); }
+    setState("connecting", "connecting…");
+    source = new EventSource(base + "/events");
+    source.onopen = function () { retryDelay = 1000; setState("live", "live"); };
+    source.addEventListener("board", function (e) {
+      var msg = JSON.parse(e.data);
+      render(msg.board, msg.trigger);
+    });
+    source.addEventListener("revoked", function () { explain("DISPLAY_TOKEN_REVOKED"); });
+    ["shutdown", "overflow", "failure"].forEach(function (name) {
+      source.addEventListener(name, function () {
+        source.close();
+        reconnectLater();
+      });
+    });
+    source.onerror = function () {
+      if (stopped) { return; }
+      if (source.readyState === EventSource.CLOSED) {
+        diagnose();
+      } else {
+        setState("reconnecting", "reconnecting…");
+      }
+    };
+  }
+
+  function tick() {
+    text($("clock"), new Date().toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }));
+  }
+  tick();
+  setInterval(tick, 1000);
+  connect();
+})();

@@ -1,0 +1,155 @@
+// Package display is the waiting-room display board: display tokens that
+// open one queue run's board read-only, and the board itself, what the
+// screen shows: the turns being called with their station, the last few
+// called, and the queue's arrivalBoard columns.
+//
+// A display token is a capability, not an API key: it reads one run's
+// board and nothing else, needs no scope, and is revoked by the account
+// (queues:write). Like API keys, only its SHA-256 hash is stored and the
+// value is shown once, when it is made.
+package display
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"strings"
+	"time"
+)
+
+// PrefixToken begins every display token id; TokenValuePrefix every token
+// value.
+const (
+	PrefixToken      = "dsp"
+	TokenValuePrefix = "qmsd_"
+)
+
+// Codes raised by this module.
+const (
+	// CodeInvalidDisplayToken: the display token is unknown. 401.
+	CodeInvalidDisplayToken = "INVALID_DISPLAY_TOKEN"
+	// CodeDisplayTokenRevoked: the display token was revoked. 401.
+	CodeDisplayTokenRevoked = "DISPLAY_TOKEN_REVOKED"
+	// CodeTooManyDisplayTokens: the run has MaxTokensPerRun live tokens. 409.
+	CodeTooManyDisplayTokens = "TOO_MANY_DISPLAY_TOKENS"
+)
+
+// MaxTokensPerRun bounds the live (unrevoked) tokens of one run.
+const MaxTokensPerRun = 50
+
+// RecentCalls is how many earlier calls the board lists.
+const RecentCalls = 6
+
+// Token is a stored display token.
+type Token struct {
+	ID         string     `json:"id"`
+	AccountID  string     `json:"-"`
+	QueueID    string     `json:"queueId"`
+	RunID      string     `json:"queueRunId"`
+	Label      *string    `json:"label"`
+	Hash       string     `json:"-"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	RevokedAt  *time.Time `json:"revokedAt"`
+	LastSeenAt *time.Time `json:"-"`
+}
+
+// Revoked reports whether the token was revoked.
+func (t Token) Revoked() bool { return t.RevokedAt != nil }
+
+// Created is a new token with its value, shown this once.
+type Created struct {
+	Token
+	// Value is the token itself; only its hash is kept.
+	Value string `json:"token"`
+}
+
+// CreateInput is the body of a token creation: an optional label naming
+// the screen ("Lobby, left").
+type CreateInput struct {
+	Label *string `json:"label"`
+}
+
+// newTokenValue returns "qmsd_" and 32 base32 characters (160 random bits).
+func newTokenValue() string {
+	b := make([]byte, 20)
+	if _, err := rand.Read(b); err != nil {
+		panic("display: no randomness: " + err.Error())
+	}
+	return TokenValuePrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+// HashToken is how a token value is stored and looked up.
+func HashToken(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	return hex.EncodeToString(sum[:])
+}
+
+// LooksLikeToken reports whether s has a token's shape; anything else is
+// refused without a lookup.
+func LooksLikeToken(s string) bool {
+	rest, ok := strings.CutPrefix(s, TokenValuePrefix)
+	if !ok || len(rest) != 32 {
+		return false
+	}
+	for _, c := range rest {
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}
+
+// Board is what a display screen shows.
+type Board struct {
+	Queue   BoardQueue `json:"queue"`
+	Run     BoardRun   `json:"run"`
+	Columns []Column   `json:"columns"`
+	// Calling are the turns called now (CALLED), the most recent call
+	// first.
+	Calling []BoardTurn `json:"calling"`
+	// Recent are the last calls before those, newest first (at most
+	// RecentCalls), whatever became of the turn since.
+	Recent []BoardTurn `json:"recent"`
+	// GeneratedAt is when the board was read.
+	GeneratedAt time.Time `json:"generatedAt"`
+}
+
+// BoardQueue names the queue.
+type BoardQueue struct {
+	ID       string  `json:"id"`
+	Name     string  `json:"name"`
+	Subtitle *string `json:"subtitle"`
+}
+
+// BoardRun is the run's state.
+type BoardRun struct {
+	ID         string `json:"id"`
+	Status     string `json:"status"`
+	IntakeOpen bool   `json:"intakeOpen"`
+}
+
+// Column is one column of the queue's arrivalBoard: Key names the turn's
+// form answer shown under Label.
+type Column struct {
+	Key   string `json:"key"`
+	Label string `json:"label"`
+}
+
+// BoardTurn is a called turn as the screen shows it. Only what a public
+// screen may show: the display code, the station, when it was called, and
+// the values of the arrivalBoard columns (the answers the account chose to
+// display), never phone numbers or other answers.
+type BoardTurn struct {
+	TurnID      string            `json:"turnId"`
+	DisplayCode string            `json:"displayCode"`
+	Station     *BoardStation     `json:"station"`
+	CalledAt    *time.Time        `json:"calledAt"`
+	Columns     map[string]string `json:"columns"`
+}
+
+// BoardStation is where a called turn goes.
+type BoardStation struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}

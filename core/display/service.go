@@ -1,0 +1,277 @@
+package display
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
+)
+
+// Repository stores display tokens.
+type Repository interface {
+	Create(ctx context.Context, t Token) error
+	// Get returns a token by id (platform NotFound when none).
+	Get(ctx context.Context, id string) (Token, error)
+	// GetByHash returns the token whose value hashes to hash (platform
+	// NotFound when none).
+	GetByHash(ctx context.Context, hash string) (Token, error)
+	// Update stores every field of a token.
+	Update(ctx context.Context, t Token) error
+	// ListByRun returns up to page.Limit+1 tokens of the run after
+	// page.After, ordered by id.
+	ListByRun(ctx context.Context, runID string, page platform.PageRequest) ([]Token, error)
+	// CountLive counts the run's unrevoked tokens.
+	CountLive(ctx context.Context, runID string) (int, error)
+}
+
+// Queues is what the board needs of the queues module.
+type Queues interface {
+	GetQueue(ctx context.Context, accountID, id string) (queues.Queue, error)
+	GetRun(ctx context.Context, accountID, id string) (queues.Run, error)
+	ListStations(ctx context.Context, accountID, queueID string) ([]queues.Station, error)
+}
+
+// Turns is what the board needs of the turns module.
+type Turns interface {
+	List(ctx context.Context, accountID, runID string, f turns.ListFilter, page platform.PageRequest) (platform.Page[turns.View], error)
+}
+
+// Calls reads past calls from the event log.
+type Calls interface {
+	// RecentCalls returns the run's last turn.called events, newest first,
+	// at most limit.
+	RecentCalls(ctx context.Context, accountID, runID string, limit int) ([]platform.Event, error)
+}
+
+// Service is the display use cases.
+type Service struct {
+	repo   Repository
+	queues Queues
+	turns  Turns
+	calls  Calls
+	uow    platform.UnitOfWork
+	clock  platform.Clock
+}
+
+// NewService builds the service.
+func NewService(repo Repository, qs Queues, ts Turns, calls Calls, uow platform.UnitOfWork, clock platform.Clock) *Service {
+	return &Service{repo: repo, queues: qs, turns: ts, calls: calls, uow: uow, clock: clock}
+}
+
+// Create makes a display token for one of the account's runs. The value is
+// in the result only.
+func (s *Service) Create(ctx context.Context, accountID, runID string, in CreateInput) (Created, error) {
+	var v platform.Validator
+	v.OptLen("label", in.Label, 1, 80)
+	if err := v.Err(); err != nil {
+		return Created{}, err
+	}
+	var out Created
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		run, err := s.queues.GetRun(ctx, accountID, runID)
+		if err != nil {
+			return err
+		}
+		n, err := s.repo.CountLive(ctx, run.ID)
+		if err != nil {
+			return err
+		}
+		if n >= MaxTokensPerRun {
+			return platform.Conflict(CodeTooManyDisplayTokens,
+				"the run already has the most live display tokens; revoke one first",
+				map[string]any{"limit": MaxTokensPerRun})
+		}
+		value := newTokenValue()
+		t := Token{ID: platform.NewID(PrefixToken), AccountID: accountID, QueueID: run.QueueID, RunID: run.ID,
+			Label: in.Label, Hash: HashToken(value), CreatedAt: s.clock.Now()}
+		if err := s.repo.Create(ctx, t); err != nil {
+			return err
+		}
+		out = Created{Token: t, Value: value}
+		return nil
+	})
+	return out, err
+}
+
+// List pages through a run's tokens (values are never shown again).
+func (s *Service) List(ctx context.Context, accountID, runID string, page platform.PageRequest) (platform.Page[Token], error) {
+	run, err := s.queues.GetRun(ctx, accountID, runID)
+	if err != nil {
+		return platform.Page[Token]{}, err
+	}
+	items, err := s.repo.ListByRun(ctx, run.ID, page)
+	if err != nil {
+		return platform.Page[Token]{}, err
+	}
+	return platform.PageOf(items, page.Limit, func(t Token) string { return t.ID }), nil
+}
+
+// Revoke revokes a token: the board it opened stops at its next check (a
+// few seconds) and the link shows that it was revoked. Revoking a revoked
+// token changes nothing.
+func (s *Service) Revoke(ctx context.Context, accountID, id string) (Token, error) {
+	var out Token
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		t, err := s.repo.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if t.AccountID != accountID {
+			return platform.ForeignResource("display token")
+		}
+		if t.RevokedAt == nil {
+			now := s.clock.Now()
+			t.RevokedAt = &now
+			if err := s.repo.Update(ctx, t); err != nil {
+				return err
+			}
+		}
+		out = t
+		return nil
+	})
+	return out, err
+}
+
+// Resolve returns the live token whose value is given: 401
+// INVALID_DISPLAY_TOKEN when there is none, 401 DISPLAY_TOKEN_REVOKED when
+// it was revoked.
+func (s *Service) Resolve(ctx context.Context, value string) (Token, error) {
+	invalid := platform.NewError(platform.KindUnauthorized, CodeInvalidDisplayToken,
+		"this display link is not valid; ask for a new one", nil)
+	if !LooksLikeToken(value) {
+		return Token{}, invalid
+	}
+	t, err := s.repo.GetByHash(ctx, HashToken(value))
+	if platform.IsCode(err, platform.CodeNotFound) {
+		return Token{}, invalid
+	}
+	if err != nil {
+		return Token{}, err
+	}
+	if t.Revoked() {
+		return Token{}, platform.NewError(platform.KindUnauthorized, CodeDisplayTokenRevoked,
+			"this display link has been revoked", map[string]any{"revokedAt": t.RevokedAt.UTC()})
+	}
+	return t, nil
+}
+
+// Board reads what the token's screen shows now.
+func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
+	q, err := s.queues.GetQueue(ctx, t.AccountID, t.QueueID)
+	if err != nil {
+		return Board{}, err
+	}
+	run, err := s.queues.GetRun(ctx, t.AccountID, t.RunID)
+	if err != nil {
+		return Board{}, err
+	}
+	sts, err := s.queues.ListStations(ctx, t.AccountID, q.ID)
+	if err != nil {
+		return Board{}, err
+	}
+	stations := make(map[string]BoardStation, len(sts))
+	for _, st := range sts {
+		stations[st.ID] = BoardStation{ID: st.ID, Label: st.Label}
+	}
+	b := Board{
+		Queue:       BoardQueue{ID: q.ID, Name: q.Name, Subtitle: q.Subtitle},
+		Run:         BoardRun{ID: run.ID, Status: run.Status, IntakeOpen: run.IntakeOpen},
+		Columns:     columns(q),
+		Calling:     []BoardTurn{},
+		Recent:      []BoardTurn{},
+		GeneratedAt: s.clock.Now(),
+	}
+
+	page := platform.PageRequest{Limit: platform.MaxPageLimit}
+	calling := map[string]bool{}
+	for {
+		p, err := s.turns.List(ctx, t.AccountID, run.ID, turns.ListFilter{Statuses: []turns.Status{turns.Called}}, page)
+		if err != nil {
+			return Board{}, err
+		}
+		for _, v := range p.Items {
+			bt := BoardTurn{TurnID: v.ID, DisplayCode: v.DisplayCode, CalledAt: v.CalledAt, Columns: map[string]string{}}
+			if v.Station != nil {
+				bt.Station = &BoardStation{ID: v.Station.ID, Label: v.Station.Label}
+			}
+			for _, c := range b.Columns {
+				if val, ok := v.FormResponse[c.Key]; ok {
+					bt.Columns[c.Key] = val
+				}
+			}
+			b.Calling = append(b.Calling, bt)
+			calling[v.ID] = true
+		}
+		if p.Next == "" {
+			break
+		}
+		page.After = p.Next
+	}
+	sort.SliceStable(b.Calling, func(i, j int) bool { return later(b.Calling[i].CalledAt, b.Calling[j].CalledAt) })
+
+	evs, err := s.calls.RecentCalls(ctx, t.AccountID, run.ID, RecentCalls+len(calling)+RecentCalls)
+	if err != nil {
+		return Board{}, err
+	}
+	seen := map[string]bool{}
+	for _, e := range evs {
+		id, code := str(e.Data["turnId"]), str(e.Data["displayCode"])
+		if id == "" || calling[id] || seen[id] {
+			continue
+		}
+		seen[id] = true
+		at := e.OccurredAt
+		bt := BoardTurn{TurnID: id, DisplayCode: code, CalledAt: &at, Columns: map[string]string{}}
+		if st, ok := stations[str(e.Data["stationId"])]; ok {
+			bt.Station = &st
+		}
+		b.Recent = append(b.Recent, bt)
+		if len(b.Recent) == RecentCalls {
+			break
+		}
+	}
+	return b, nil
+}
+
+// str reads a string from event data: a string once the event went
+// through JSON (Postgres), possibly a *string straight from the emitter
+// (memory).
+func str(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case *string:
+		if v != nil {
+			return *v
+		}
+	}
+	return ""
+}
+
+func columns(q queues.Queue) []Column {
+	out := []Column{}
+	if q.ArrivalBoard == nil {
+		return out
+	}
+	for _, c := range q.ArrivalBoard.Columns {
+		if c.Key == nil || c.Label == nil {
+			continue
+		}
+		out = append(out, Column{Key: *c.Key, Label: *c.Label})
+	}
+	return out
+}
+
+// later orders newest first, unknown times last.
+func later(a, b *time.Time) bool {
+	if a == nil {
+		return false
+	}
+	if b == nil {
+		return true
+	}
+	return a.After(*b)
+}

@@ -1,0 +1,38 @@
+// Package display wires the display board: display tokens under /api/v1
+// and the boards under /display. The storage provides the token
+// repository and display.Calls (its stream log).
+package display
+
+import (
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"github.com/qms-dev/qms/adapters/http/displayhttp"
+	"github.com/qms-dev/qms/adapters/http/httpx"
+	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/bootstrap/web"
+	core "github.com/qms-dev/qms/core/display"
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/turns"
+	"github.com/qms-dev/qms/ports"
+)
+
+// Module provides the display service and mounts its routes.
+var Module = fx.Module("display",
+	fx.Provide(
+		core.NewService,
+		func(s *queues.Service) core.Queues { return s },
+		func(s *turns.Service) core.Turns { return s },
+	),
+	fx.Invoke(func(srv *web.Server, svc *core.Service, hub *stream.Hub, lim ports.RateLimiter, cfg *config.Config,
+		clock platform.Clock, log *slog.Logger) {
+		displayhttp.RegisterAPI(srv.API, svc, srv.Cursors)
+		// The boards take no key: they are rate limited by client address,
+		// like the other public routes.
+		limit := httpx.RateLimit(lim, cfg.RateLimit.PerMinute, clock.Now)
+		displayhttp.RegisterBoard(srv.App, svc, hub, limit, log.With("module", "display"), displayhttp.Options{})
+	}),
+)
