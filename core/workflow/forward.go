@@ -285,6 +285,10 @@ func (f *Forwarder) deliver(ctx context.Context, fw *Forward, link *Link) error 
 	if err != nil {
 		return err
 	}
+	if dest.Type == queues.TypeAppointment {
+		return platform.Unprocessable(CodeNotATurnQueue, "the destination is an APPOINTMENT queue, which takes no turns",
+			map[string]any{"queueId": dest.ID})
+	}
 	run, err := f.openRun(ctx, dest.ID)
 	if err != nil {
 		return err

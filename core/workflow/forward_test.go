@@ -347,3 +347,32 @@ func TestForwardJobRetriesInfrastructureErrorsThenRecordsThem(t *testing.T) {
 		t.Fatalf("after the last attempt: %+v", fw)
 	}
 }
+
+func TestPendingForwardOfADeletedLinkFails(t *testing.T) {
+	f := newFwdFixture(t)
+	a, runA := f.queue("A")
+	b, _ := f.queue("B")
+	l := f.link(workflow.CreateInput{FromQueueDefinitionID: &a, ToQueueDefinitionID: &b})
+	src := f.served(runA, turns.CreateInput{})
+	if _, err := f.links.Delete(f.ctx, acct, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.run(f.jobs.forwards()[0], 1); err != nil {
+		t.Fatal(err)
+	}
+	if fw := f.forwardsOf(src.ID)[0]; fw.Status != workflow.ForwardFailed || *fw.ErrorCode != workflow.CodeLinkDeleted {
+		t.Fatalf("forward of a deleted link: %+v", fw)
+	}
+}
+
+func TestAppointmentQueueCannotReceiveForwards(t *testing.T) {
+	f := newFwdFixture(t)
+	a, _ := f.queue("A")
+	q, err := f.qs.Create(f.ctx, acct, queues.CreateInput{EntityID: &f.entity, Name: platform.Ptr("Clinic"), Type: platform.Ptr("APPOINTMENT")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.links.Create(f.ctx, acct, workflow.CreateInput{FromQueueDefinitionID: &a, ToQueueDefinitionID: &q.ID}); !platform.IsCode(err, workflow.CodeNotATurnQueue) {
+		t.Fatalf("link into an APPOINTMENT queue: %v", err)
+	}
+}

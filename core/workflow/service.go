@@ -14,6 +14,9 @@ const PrefixLink = platform.PrefixLink
 const (
 	// CodeQueueNotFound: a queue id of the link body names no queue (422).
 	CodeQueueNotFound = "QUEUE_NOT_FOUND"
+	// CodeNotATurnQueue: the destination is an APPOINTMENT queue, which
+	// takes no turns (422).
+	CodeNotATurnQueue = "NOT_A_TURN_QUEUE"
 )
 
 // Repository stores links.
@@ -52,13 +55,20 @@ func NewService(repo Repository, qs Queues, uow platform.UnitOfWork, clock platf
 // another account's.
 func (s *Service) checkQueues(ctx context.Context, accountID, from, to string) error {
 	for _, end := range []struct{ field, id string }{{"fromQueueDefinitionId", from}, {"toQueueDefinitionId", to}} {
-		_, err := s.queues.GetQueue(ctx, accountID, end.id)
+		q, err := s.queues.GetQueue(ctx, accountID, end.id)
 		if platform.IsCode(err, platform.CodeNotFound) {
 			return platform.Unprocessable(CodeQueueNotFound, end.field+" does not name a queue of this account",
 				map[string]any{"field": end.field, "queueId": end.id})
 		}
 		if err != nil {
 			return err
+		}
+		// A forward creates a turn, which an APPOINTMENT queue does not
+		// take. (An APPOINTMENT source is allowed but never forwards:
+		// its appointments are not turns.)
+		if end.field == "toQueueDefinitionId" && q.Type == queues.TypeAppointment {
+			return platform.Unprocessable(CodeNotATurnQueue, "the destination is an APPOINTMENT queue, which takes no turns",
+				map[string]any{"field": end.field, "queueId": end.id, "type": q.Type})
 		}
 	}
 	return nil
