@@ -59,8 +59,11 @@ import (
 	"github.com/qms-dev/qms/test/apptest"
 )
 
-// Harness validates exchanges against one document.
+// Harness validates exchanges against one document. It is safe for
+// concurrent use: libopenapi renders schemas lazily and not safely from
+// several goroutines, so validations take turns.
 type Harness struct {
+	mu        sync.Mutex
 	model     *v3.Document
 	validator validator.Validator
 	options   *config.ValidationOptions
@@ -177,6 +180,8 @@ func (h *Harness) Problems(req *http.Request, status int, header http.Header, bo
 	if !documented(req.URL.Path) {
 		return nil
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	var problems []string
 	reqID := header.Get("X-Request-Id")
 	if reqID == "" {
@@ -302,6 +307,8 @@ func (h *Harness) RequestProblems(method, path string, body any) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	r.Header.Set("X-API-Key", "qms_test")
 	r.Header.Set("Authorization", "Bearer test")
 	if body != nil {
@@ -348,6 +355,8 @@ var templateParam = regexp.MustCompile(`\{([^{}]+)\}`)
 
 // Operations lists the document's operations, by path then method.
 func (h *Harness) Operations() []Operation {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	var ops []Operation
 	for path, item := range h.model.Paths.PathItems.FromOldest() {
 		var params []string
