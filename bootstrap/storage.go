@@ -21,6 +21,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
 	"github.com/qms-dev/qms/ports"
@@ -42,8 +43,10 @@ var memoryAdapters = fx.Module("memory",
 		fx.Annotate(memory.NewAccounts, fx.As(new(accounts.Repository))),
 		fx.Annotate(memory.NewEntities, fx.As(new(entities.Repository))),
 		fx.Annotate(memory.NewQueues, fx.As(new(queues.Repository))),
+		fx.Annotate(memory.NewTurns, fx.As(new(turns.Repository))),
 		fx.Annotate(memory.NewAppointments, fx.As(new(appointments.Repository))),
 		fx.Annotate(memory.NewAccessCodes, fx.As(new(accesscodes.Repository))),
+		fx.Annotate(memory.NewAccessCodeTurns, fx.As(new(accesscodes.TurnCodes))),
 		fx.Annotate(memory.NewWorkflow, fx.As(new(workflow.Repository)), fx.As(new(workflow.ForwardRepository))),
 		fx.Annotate(memory.NewAnalytics, fx.As(new(analytics.Repository))),
 		fx.Annotate(memory.NewWebhooks, fx.As(new(webhooks.Repository))),
@@ -65,8 +68,10 @@ var postgresAdapters = fx.Module("postgres",
 		fx.Annotate(postgres.NewAccounts, fx.As(new(accounts.Repository))),
 		fx.Annotate(postgres.NewEntities, fx.As(new(entities.Repository))),
 		fx.Annotate(postgres.NewQueues, fx.As(new(queues.Repository))),
+		fx.Annotate(postgres.NewTurns, fx.As(new(turns.Repository))),
 		fx.Annotate(postgres.NewAppointments, fx.As(new(appointments.Repository))),
 		fx.Annotate(postgres.NewAccessCodes, fx.As(new(accesscodes.Repository))),
+		fx.Annotate(postgres.NewAccessCodeTurns, fx.As(new(accesscodes.TurnCodes))),
 		fx.Annotate(postgres.NewWorkflow, fx.As(new(workflow.Repository)), fx.As(new(workflow.ForwardRepository))),
 		fx.Annotate(postgres.NewAnalytics, fx.As(new(analytics.Repository))),
 		// Signing secrets are sealed under webhooks.secret_key when it is set.
