@@ -283,7 +283,7 @@ var conventions = map[string]convention{
 	},
 	kindAdmin: {
 		headers:     []string{"X-Request-Id"},
-		errors:      map[string]string{"400": "AdminBadRequest", "401": "Unauthorized", "413": "PayloadTooLarge", "500": "AdminInternalError"},
+		errors:      map[string]string{"400": "AdminBadRequest", "401": "AdminUnauthorized", "413": "PayloadTooLarge", "500": "AdminInternalError"},
 		unsupported: "AdminUnsupportedMediaType",
 	},
 	kindPublicAPI: {
