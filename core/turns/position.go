@@ -99,9 +99,10 @@ type viewer struct {
 	stations map[string]queues.Station
 	servers  int
 	// avg and basis are loaded on the first waiting turn.
-	avg   float64
-	basis string
-	lines map[string]*lineSnapshot
+	avg     float64
+	basis   string
+	samples []float64
+	lines   map[string]*lineSnapshot
 }
 
 func (s *Service) viewer(ctx context.Context, q queues.Queue) (*viewer, error) {
@@ -172,8 +173,10 @@ func (vb *viewer) view(ctx context.Context, t Turn) (View, error) {
 			return View{}, err
 		}
 		vb.avg, vb.basis = averageService(samples)
+		vb.samples = samples
 	}
 	v.WaitEstimate = estimate(pos, vb.avg, vb.basis, vb.servers)
+	v.WaitEstimate.Range = waitRange(pos, vb.samples, vb.servers)
 	return v, nil
 }
 

@@ -174,6 +174,9 @@ type WaitEstimate struct {
 	AverageServiceSeconds int `json:"averageServiceSeconds"`
 	// Servers is how many stations (or dispatchers) share the line.
 	Servers int `json:"servers"`
+	// Range is the likely spread of the wait (waitrange.go); null until
+	// the queue has MinRangeSamples measured service times.
+	Range *WaitRange `json:"range"`
 }
 
 // Codes raised by this module. Business conflicts are 409, except where a
