@@ -148,7 +148,7 @@ func (r *AccessCodes) Existing(ctx context.Context, accountID string, codes []st
 		return nil, nil
 	}
 	err := r.db.IDB(ctx).NewSelect().Table("access_codes").Column("code").
-		Where("account_id = ? AND code IN (?)", accountID, bun.In(codes)).Scan(ctx, &out)
+		Where("account_id = ? AND code IN (?)", accountID, bun.List(codes)).Scan(ctx, &out)
 	return out, wrap(err, "find existing access codes")
 }
 

@@ -77,7 +77,7 @@ func (r *AccessCodeTurns) ActiveTurn(ctx context.Context, accessCodeID, queueID 
 	err := r.db.IDB(ctx).NewSelect().TableExpr("access_code_turns AS u").ColumnExpr("u.turn_id").
 		Join("JOIN turns AS t ON t.id = u.turn_id").
 		Where("u.access_code_id = ? AND u.queue_id = ?", accessCodeID, queueID).
-		Where("t.status IN (?)", bun.In(codeTurnPendingStatuses)).
+		Where("t.status IN (?)", bun.List(codeTurnPendingStatuses)).
 		Limit(1).Scan(ctx, &id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil

@@ -60,7 +60,9 @@ const countsSQL = windowsCTE + `SELECT w.queue_id,
 	  WHERE a.queue_id = w.queue_id AND a.completed_at >= w.lo AND a.completed_at < w.hi) AS appointments_completed
 FROM w`
 
-// durationsCols are the aggregates of a "secs" column, for a FILTER.
+// durationsCols are the aggregates of a "secs" column, for a FILTER. Both
+// percentiles come from one ordered-set aggregate, so the values of a
+// group are sorted once.
 func durationsCols(prefix, filter string) string {
 	f := ""
 	if filter != "" {
@@ -68,21 +70,19 @@ func durationsCols(prefix, filter string) string {
 	}
 	return `count(secs)` + f + ` AS ` + prefix + `_n,
 	avg(secs)` + f + ` AS ` + prefix + `_avg,
-	percentile_cont(0.5) WITHIN GROUP (ORDER BY secs)` + f + ` AS ` + prefix + `_p50,
-	percentile_cont(0.9) WITHIN GROUP (ORDER BY secs)` + f + ` AS ` + prefix + `_p90`
+	percentile_cont(ARRAY[0.5, 0.9]) WITHIN GROUP (ORDER BY secs)` + f + ` AS ` + prefix + `_pct`
 }
 
 // finishedRow is one window's (or, queue_id null, the total's) turns
 // finished in the period.
 type finishedRow struct {
-	QueueID   *string  `bun:"queue_id"`
-	Served    int      `bun:"served"`
-	NoShows   int      `bun:"no_shows"`
-	Cancelled int      `bun:"cancelled"`
-	SvcN      int      `bun:"svc_n"`
-	SvcAvg    *float64 `bun:"svc_avg"`
-	SvcP50    *float64 `bun:"svc_p50"`
-	SvcP90    *float64 `bun:"svc_p90"`
+	QueueID   *string   `bun:"queue_id"`
+	Served    int       `bun:"served"`
+	NoShows   int       `bun:"no_shows"`
+	Cancelled int       `bun:"cancelled"`
+	SvcN      int       `bun:"svc_n"`
+	SvcAvg    *float64  `bun:"svc_avg"`
+	SvcPct    []float64 `bun:"svc_pct,array"`
 }
 
 // finishedSQL: turns finished in each window, per queue and in total
@@ -101,11 +101,10 @@ GROUP BY GROUPING SETS ((t.queue_id), ())`
 // waitRow is one window's (or the total's) waits of the turns called in
 // the period.
 type waitRow struct {
-	QueueID *string  `bun:"queue_id"`
-	WaitN   int      `bun:"wait_n"`
-	WaitAvg *float64 `bun:"wait_avg"`
-	WaitP50 *float64 `bun:"wait_p50"`
-	WaitP90 *float64 `bun:"wait_p90"`
+	QueueID *string   `bun:"queue_id"`
+	WaitN   int       `bun:"wait_n"`
+	WaitAvg *float64  `bun:"wait_avg"`
+	WaitPct []float64 `bun:"wait_pct,array"`
 }
 
 var waitSQL = windowsCTE + `SELECT t.queue_id,
@@ -116,11 +115,13 @@ FROM w JOIN LATERAL (
 ) t ON true
 GROUP BY GROUPING SETS ((t.queue_id), ())`
 
-func durationsOf(n int, avg, p50, p90 *float64) analytics.Durations {
-	if n == 0 {
+// durationsOf builds the durations of a group from its count, mean and
+// percentiles [p50, p90].
+func durationsOf(n int, avg *float64, pct []float64) analytics.Durations {
+	if n == 0 || len(pct) != 2 {
 		return analytics.Durations{}
 	}
-	return analytics.Durations{Count: n, AverageSeconds: avg, P50Seconds: p50, P90Seconds: p90}
+	return analytics.Durations{Count: n, AverageSeconds: avg, P50Seconds: &pct[0], P90Seconds: &pct[1]}
 }
 
 // finished runs finishedSQL into per (by queue) and total.
@@ -131,7 +132,7 @@ func (r *Analytics) finished(ctx context.Context, windows []analytics.Window, pe
 	}
 	fill := func(st *analytics.Stats, row finishedRow) {
 		st.Served, st.NoShows, st.Cancelled = row.Served, row.NoShows, row.Cancelled
-		st.Service = durationsOf(row.SvcN, row.SvcAvg, row.SvcP50, row.SvcP90)
+		st.Service = durationsOf(row.SvcN, row.SvcAvg, row.SvcPct)
 	}
 	for _, row := range rows {
 		if row.QueueID == nil {
@@ -172,7 +173,7 @@ func (r *Analytics) Summary(ctx context.Context, windows []analytics.Window) (ma
 		return nil, total, wrap(err, "analytics: waits")
 	}
 	for _, row := range waits {
-		d := durationsOf(row.WaitN, row.WaitAvg, row.WaitP50, row.WaitP90)
+		d := durationsOf(row.WaitN, row.WaitAvg, row.WaitPct)
 		if row.QueueID == nil {
 			total.Wait = d
 			continue
