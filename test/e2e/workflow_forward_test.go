@@ -91,7 +91,7 @@ func TestForwardingOverHTTP(t *testing.T) {
 		}
 		var inB struct {
 			ID, DisplayCode, Status, QueueRunID string
-			FormResponse                       map[string]string
+			FormResponse                        map[string]string
 		}
 		a.API(http.MethodGet, "/turns/"+*fw[toB].ToTurnID, nil).Must(http.StatusOK, &inB)
 		if inB.DisplayCode != src.DisplayCode || inB.QueueRunID != runB || inB.Status != "WAITING" || inB.FormResponse["reason"] != "a parcel" {
