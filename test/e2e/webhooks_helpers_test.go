@@ -59,13 +59,6 @@ func (rc *whReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(status)
 }
 
-// setRespond changes the script.
-func (rc *whReceiver) setRespond(f func(n int, r *http.Request, stop <-chan struct{}) int) {
-	rc.mu.Lock()
-	rc.respond = f
-	rc.mu.Unlock()
-}
-
 // URL is where the receiver listens.
 func (rc *whReceiver) URL() string { return rc.srv.URL + "/hooks" }
 

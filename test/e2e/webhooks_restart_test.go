@@ -188,7 +188,7 @@ func waitReady(t *testing.T, base string) {
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatal(fmt.Sprintf("%s did not become ready in 60s", base))
+			t.Fatalf("%s did not become ready in 60s", base)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
