@@ -136,7 +136,9 @@ func (s *Service) send(ctx context.Context, ep Endpoint, d Delivery) Result {
 // record stores the outcome of an attempt and, after a failed automatic
 // attempt that still holds the schedule, schedules the next one.
 func (s *Service) record(ctx context.Context, a AttemptArgs, res Result) error {
-	return s.uow.Do(ctx, func(ctx context.Context) error {
+	var outcome string
+	var lag time.Duration
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		d, err := s.repo.GetDeliveryForUpdate(ctx, a.DeliveryID)
 		if platform.IsCode(err, platform.CodeNotFound) {
 			return nil // deleted with its endpoint while the request ran
@@ -152,7 +154,9 @@ func (s *Service) record(ctx context.Context, a AttemptArgs, res Result) error {
 			d.LastResponseStatus = &res.Status
 		}
 		holdsSchedule := a.Token != "" && a.Token == d.RetryToken
+		lag = now.Sub(d.CreatedAt)
 		if ok := res.Err == nil && res.Status >= 200 && res.Status <= 299; ok {
+			outcome = OutcomeSucceeded
 			d.Status, d.LastError = StatusSucceeded, nil
 			// Success ends the schedule, whichever attempt got it.
 			d.RetryToken, d.NextAttemptAt = "", nil
@@ -161,9 +165,12 @@ func (s *Service) record(ctx context.Context, a AttemptArgs, res Result) error {
 		d.Status = StatusFailed
 		msg := failure(res)
 		d.LastError = &msg
+		outcome = OutcomeFailed
 		if holdsSchedule {
 			d.RetryToken, d.NextAttemptAt = "", nil
+			outcome = OutcomeDiscarded
 			if delay, more := retryDelay(s.opts.Schedule, a.N, s.rand()); more {
+				outcome = OutcomeFailed
 				next := now.Add(delay)
 				d.RetryToken, d.NextAttemptAt = newToken(), &next
 				if err := s.schedule(ctx, AttemptArgs{DeliveryID: d.ID, Token: d.RetryToken, N: a.N + 1}, next); err != nil {
@@ -173,7 +180,23 @@ func (s *Service) record(ctx context.Context, a AttemptArgs, res Result) error {
 		}
 		return s.repo.UpdateDelivery(ctx, d)
 	})
+	if err == nil && outcome != "" && s.opts.Observe != nil {
+		s.opts.Observe(outcome, lag)
+	}
+	return err
 }
+
+// Outcomes of an attempt, as Options.Observe hears them.
+const (
+	// OutcomeSucceeded: the receiver answered 2xx in time.
+	OutcomeSucceeded = "succeeded"
+	// OutcomeFailed: the attempt failed; another is scheduled (or it was
+	// a redelivery asked by hand).
+	OutcomeFailed = "failed"
+	// OutcomeDiscarded: the attempt failed and the schedule has no
+	// attempt left.
+	OutcomeDiscarded = "discarded"
+)
 
 // maxErrorLen bounds the lastError text, receiver's excerpt included.
 const maxErrorLen = 300

@@ -84,6 +84,11 @@ type Options struct {
 	// Logger hears what no delivery record can tell (an attempt put off,
 	// an unreadable secret); nil uses slog.Default().
 	Logger *slog.Logger
+	// Observe, when set, hears how each recorded attempt ended (an
+	// Outcome* value) and its lag, the time from the delivery's creation
+	// (the event) to the end of the attempt: the metrics module's
+	// ports.DeliveryObserver.
+	Observe func(outcome string, lag time.Duration)
 }
 
 // DefaultMaxInFlight is the default of Options.MaxInFlight.

@@ -26,7 +26,7 @@ import (
 // mounts its routes and contributes the delivery job kind.
 var Module = fx.Module("webhooks",
 	fx.Provide(
-		newService,
+		fx.Annotate(newService, fx.ParamTags(``, ``, ``, ``, ``, ``, `optional:"true"`)),
 		fx.Annotate(DeliveryKind, fx.ResultTags(`group:"jobs"`)),
 	),
 	fx.Invoke(func(b *events.Bus, s *core.Service) { b.Subscribe(s) }),
@@ -34,7 +34,7 @@ var Module = fx.Module("webhooks",
 )
 
 func newService(repo core.Repository, uow platform.UnitOfWork, jobs platform.JobScheduler, clock platform.Clock,
-	cfg *config.Config, log *slog.Logger) *core.Service {
+	cfg *config.Config, log *slog.Logger, obs ports.DeliveryObserver) *core.Service {
 	allow := cfg.Webhooks.AllowPrivate
 	if allow {
 		log.Warn("webhooks may reach loopback and private addresses (webhooks.allow_private): for local development only")
@@ -43,6 +43,8 @@ func newService(repo core.Repository, uow platform.UnitOfWork, jobs platform.Job
 	return core.NewService(repo, uow, jobs, sender, clock, core.Options{
 		URLs:   core.URLPolicy{AllowPrivate: allow},
 		Logger: log.With("module", "webhooks"),
+		// The metrics module, when it runs, counts every attempt.
+		Observe: observe(obs),
 	})
 }
 
@@ -81,4 +83,12 @@ func DeliveryKind(s *core.Service) ports.JobKind {
 			return s.Attempt(ctx, a)
 		},
 	}
+}
+
+// observe adapts the metrics module's observer, which is optional.
+func observe(obs ports.DeliveryObserver) func(string, time.Duration) {
+	if obs == nil {
+		return nil
+	}
+	return obs.DeliveryFinished
 }

@@ -4,9 +4,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/qms-dev/qms/bootstrap/config"
 	"github.com/qms-dev/qms/test/apptest"
@@ -108,5 +110,36 @@ func TestMetricsOnTheirOwnAddress(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /metrics on the API listener with metrics.addr set: %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestWebhookDeliveryMetrics: attempts of webhook deliveries are counted
+// by outcome with their lag, through the observer the metrics module gives
+// the delivery worker.
+func TestWebhookDeliveryMetrics(t *testing.T) {
+	app := apptest.Memory(t)
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	defer ok.Close()
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }))
+	defer broken.Close()
+	for _, u := range []string{ok.URL, broken.URL} {
+		app.API(http.MethodPost, "/webhook-endpoints", map[string]any{"url": u + "/hook", "events": []string{"queue.closed"}}).Must(http.StatusCreated, nil)
+	}
+	q := newLiveQueue(t, app, "Pharmacy", nil)
+	app.API(http.MethodPost, "/queue-runs/"+q.RunID+"/close", nil).Must(http.StatusCreated, nil)
+
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		text := scrapeMetrics(t, app.BaseURL+"/metrics")
+		succeeded := sample(text, `qms_webhook_deliveries_total{outcome="succeeded"}`)
+		failed := sample(text, `qms_webhook_deliveries_total{outcome="failed"}`)
+		lagged := sample(text, `qms_webhook_delivery_lag_seconds_count{outcome="succeeded"}`)
+		if succeeded >= 1 && failed >= 1 && lagged >= 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 15 s: succeeded %v, failed %v, lag samples %v", succeeded, failed, lagged)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
