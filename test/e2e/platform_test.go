@@ -7,10 +7,13 @@ package e2e
 // TestMain checks every exchange against the OpenAPI document as well.
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -247,11 +250,38 @@ func TestErrorClassesUseTheEnvelope(t *testing.T) {
 		}
 	})
 	t.Run("413 oversized body", func(t *testing.T) {
-		big := `{"name":"` + strings.Repeat("x", 1<<20) + `"}`
-		env := pfErr(t, a.API(http.MethodPost, "/entities", big), 413, "PAYLOAD_TOO_LARGE")
+		// The default limit, 1 MiB: the server answers as soon as it reads
+		// the Content-Length, so the body is announced and never sent (a
+		// client still writing it would see the connection reset).
+		conn, err := net.DialTimeout("tcp", strings.TrimPrefix(a.BaseURL, "http://"), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(conn, "POST /api/v1/entities HTTP/1.1\r\nHost: qms.test\r\nX-API-Key: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", a.Key, 1<<20+1)
+		raw, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Body.Close()
+		body, _ := io.ReadAll(raw.Body)
+		resp := &apptest.Response{T: t, Status: raw.StatusCode, Header: raw.Header, Body: body}
+		req, _ := http.NewRequest(http.MethodPost, a.BaseURL+"/api/v1/entities", nil)
+		req.Header.Set("X-API-Key", a.Key)
+		apptest.Check(t, req, resp)
+		env := pfErr(t, resp, 413, "PAYLOAD_TOO_LARGE")
 		if env.Error.Details["limit"] != float64(1<<20) {
 			t.Errorf("details %v", env.Error.Details)
 		}
+
+		// A configured limit, through the ordinary client.
+		small := apptest.Memory(t, apptest.WithConfig(func(c *config.Config) { c.HTTP.BodyLimitBytes = 512 }))
+		env = pfErr(t, small.API(http.MethodPost, "/entities", `{"name":"`+strings.Repeat("x", 600)+`"}`), 413, "PAYLOAD_TOO_LARGE")
+		if env.Error.Details["limit"] != 512.0 {
+			t.Errorf("details %v", env.Error.Details)
+		}
+		small.API(http.MethodPost, "/entities", `{"name":"Centro"}`).Must(http.StatusCreated, nil)
 	})
 	t.Run("415 not JSON", func(t *testing.T) {
 		r := a.Do(http.MethodPost, "/api/v1/entities", "name=x", map[string]string{"X-API-Key": a.Key, "Content-Type": "application/x-www-form-urlencoded"})
