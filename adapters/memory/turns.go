@@ -17,18 +17,21 @@ type Turns struct {
 	turns   *table[turns.Turn]
 	numbers *table[int]   // by run id + "|" + day
 	lines   *table[int64] // line version by run id
+	changes *table[[]turns.LineChange]
 	seq     *table[int64] // one row, the arrival sequence
 }
 
 // NewTurns builds the repository on s: deleting a run deletes its turns,
 // and deleting a station unassigns it from its turns.
 func NewTurns(s *Store) *Turns {
-	r := &Turns{s: s, turns: newTable[turns.Turn](s), numbers: newTable[int](s), lines: newTable[int64](s), seq: newTable[int64](s)}
+	r := &Turns{s: s, turns: newTable[turns.Turn](s), numbers: newTable[int](s), lines: newTable[int64](s),
+		changes: newTable[[]turns.LineChange](s), seq: newTable[int64](s)}
 	s.OnDelete("run", func(ctx context.Context, runID string) {
 		for _, t := range sorted(r.turns.rows, "", 0, func(t turns.Turn) bool { return t.RunID == runID }) {
 			r.s.write(ctx, func() func() { return r.turns.del(t.ID) })
 		}
 		r.s.write(ctx, func() func() { return r.lines.del(runID) })
+		r.s.write(ctx, func() func() { return r.changes.del(runID) })
 	})
 	s.OnDelete("station", func(ctx context.Context, stationID string) {
 		for _, t := range sorted(r.turns.rows, "", 0, func(t turns.Turn) bool { return t.StationID != nil && *t.StationID == stationID }) {
@@ -211,10 +214,34 @@ func (r *Turns) ListArrivals(ctx context.Context, runID string, page platform.Pa
 	return out, nil
 }
 
-// BumpLine increments the run's line version.
-func (r *Turns) BumpLine(ctx context.Context, runID string) error {
-	r.s.write(ctx, func() func() { return r.lines.put(runID, r.lines.rows[runID]+1) })
-	return nil
+// BumpLine increments the run's line version and records the change,
+// keeping the latest turns.LineChangesKept.
+func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineChange) (v int64, err error) {
+	r.s.write(ctx, func() func() {
+		v = r.lines.rows[runID] + 1
+		change.Version = v
+		undoVersion := r.lines.put(runID, v)
+		// A new slice each time: the undo keeps the old one intact.
+		kept := r.changes.rows[runID]
+		if len(kept) >= turns.LineChangesKept {
+			kept = kept[len(kept)-turns.LineChangesKept+1:]
+		}
+		undoChanges := r.changes.put(runID, append(slices.Clip(kept), change))
+		return func() { undoChanges(); undoVersion() }
+	})
+	return v, nil
+}
+
+// LineChanges returns the run's recorded changes in (after, upTo].
+func (r *Turns) LineChanges(ctx context.Context, runID string, after, upTo int64) (out []turns.LineChange, err error) {
+	r.s.read(ctx, func() {
+		for _, c := range r.changes.rows[runID] {
+			if c.Version > after && c.Version <= upTo {
+				out = append(out, c)
+			}
+		}
+	})
+	return out, nil
 }
 
 // LineVersion returns the run's line version.

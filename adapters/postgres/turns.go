@@ -287,13 +287,71 @@ func (r *Turns) ListArrivals(ctx context.Context, runID string, page platform.Pa
 	return r.page(ctx, q, page)
 }
 
-// BumpLine increments the run's line version. The row lock it takes is
-// held to the end of the transaction, which orders versions as the changes
-// commit.
-func (r *Turns) BumpLine(ctx context.Context, runID string) error {
-	_, err := r.db.IDB(ctx).NewRaw(`INSERT INTO turn_lines (run_id, version) VALUES (?, 1)
-		ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1`, runID).Exec(ctx)
-	return wrap(err, "bump line version")
+// BumpLine increments the run's line version and records the change under
+// the new version. The row lock the increment takes is held to the end of
+// the transaction, which orders versions as the changes commit. Every
+// lineChangesPruneEvery versions, changes older than the kept window are
+// deleted.
+func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineChange) (int64, error) {
+	var v int64
+	err := r.db.IDB(ctx).NewRaw(`INSERT INTO turn_lines (run_id, version) VALUES (?, 1)
+		ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version`, runID).Scan(ctx, &v)
+	if err != nil {
+		return 0, wrap(err, "bump line version")
+	}
+	_, err = r.db.IDB(ctx).NewRaw(`INSERT INTO turn_line_changes (run_id, version, removed, added, reset) VALUES (?, ?, ?, ?, ?)`,
+		runID, v, pgdialect.Array(encodeKeys(change.Removed)), pgdialect.Array(encodeKeys(change.Added)), change.Reset).Exec(ctx)
+	if err != nil {
+		return 0, wrap(err, "record line change")
+	}
+	if v%lineChangesPruneEvery == 0 {
+		_, err = r.db.IDB(ctx).NewRaw(`DELETE FROM turn_line_changes WHERE run_id = ? AND version <= ?`,
+			runID, v-turns.LineChangesKept).Exec(ctx)
+	}
+	return v, wrap(err, "prune line changes")
+}
+
+// lineChangesPruneEvery spaces the pruning of turn_line_changes, so a run
+// keeps between LineChangesKept and LineChangesKept+lineChangesPruneEvery
+// changes.
+const lineChangesPruneEvery = 256
+
+// A line key as one bigint: the rank in the top byte, seq below it (a
+// sequence would need 2^56 turns to reach the rank's bits).
+func encodeKeys(keys []turns.LineKey) []int64 {
+	out := make([]int64, len(keys))
+	for i, k := range keys {
+		out[i] = int64(k.Rank)<<56 | k.Seq
+	}
+	return out
+}
+
+func decodeKeys(codes []int64) []turns.LineKey {
+	out := make([]turns.LineKey, len(codes))
+	for i, c := range codes {
+		out[i] = turns.LineKey{Rank: int(c >> 56), Seq: c & (1<<56 - 1)}
+	}
+	return out
+}
+
+// LineChanges returns the run's recorded changes in (after, upTo].
+func (r *Turns) LineChanges(ctx context.Context, runID string, after, upTo int64) ([]turns.LineChange, error) {
+	var rows []struct {
+		Version int64   `bun:"version"`
+		Removed []int64 `bun:"removed,array"`
+		Added   []int64 `bun:"added,array"`
+		Reset   bool    `bun:"reset"`
+	}
+	err := r.db.IDB(ctx).NewRaw(`SELECT version, removed, added, reset FROM turn_line_changes
+		WHERE run_id = ? AND version > ? AND version <= ? ORDER BY version`, runID, after, upTo).Scan(ctx, &rows)
+	if err != nil {
+		return nil, wrap(err, "line changes")
+	}
+	out := make([]turns.LineChange, len(rows))
+	for i, row := range rows {
+		out[i] = turns.LineChange{Version: row.Version, Removed: decodeKeys(row.Removed), Added: decodeKeys(row.Added), Reset: row.Reset}
+	}
+	return out, nil
 }
 
 // LineVersion returns the run's line version.

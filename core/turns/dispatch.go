@@ -88,42 +88,48 @@ func (s *Service) commit(ctx context.Context, c *change) error {
 			return err
 		}
 	}
-	lineChanged := lineMoved(c.before, c.t)
+	lc := lineDelta(c.before, c.t)
 	if c.before.Status.Active() && !c.t.Status.Active() {
 		promoted, err := s.promote(ctx, c.q, c.t.RunID)
 		if err != nil {
 			return err
 		}
-		lineChanged = lineChanged || promoted
+		lc.Added = append(lc.Added, promoted...)
 	}
-	if lineChanged {
-		return s.repo.BumpLine(ctx, c.t.RunID)
+	if len(lc.Added) > 0 || len(lc.Removed) > 0 {
+		_, err := s.repo.BumpLine(ctx, c.t.RunID, lc)
+		return err
 	}
 	return nil
 }
 
-// lineMoved reports whether a change touched the waiting line: a turn
-// joined or left it, or a waiting turn changed its place.
-func lineMoved(before, after Turn) bool {
-	if (before.Status == Waiting) != (after.Status == Waiting) {
-		return true
+// lineDelta is what a change of one turn did to the waiting line: it left
+// it, joined it, or moved in it (both).
+func lineDelta(before, after Turn) LineChange {
+	var lc LineChange
+	moved := before.Key() != after.Key()
+	if before.Status == Waiting && (after.Status != Waiting || moved) {
+		lc.Removed = append(lc.Removed, before.Key())
 	}
-	return after.Status == Waiting && before.Key() != after.Key()
+	if after.Status == Waiting && (before.Status != Waiting || moved) {
+		lc.Added = append(lc.Added, after.Key())
+	}
+	return lc
 }
 
 // promote moves waitlisted turns into the line, in line order, while there
-// is room, when the queue promotes automatically. It takes the run's lock,
-// like intake, so promotions and new turns count active turns one at a
-// time.
-func (s *Service) promote(ctx context.Context, q queues.Queue, runID string) (bool, error) {
+// is room, when the queue promotes automatically, and returns their keys.
+// It takes the run's lock, like intake, so promotions and new turns count
+// active turns one at a time.
+func (s *Service) promote(ctx context.Context, q queues.Queue, runID string) ([]LineKey, error) {
 	c := q.Capacity
 	if c.MaxTurns == nil || !platform.Deref(c.WaitlistEnabled, false) || !platform.Deref(c.AutoPromote, true) {
-		return false, nil
+		return nil, nil
 	}
 	if _, err := s.queues.GetRunForUpdate(ctx, runID); err != nil {
-		return false, err
+		return nil, err
 	}
-	promoted := false
+	var promoted []LineKey
 	for {
 		n, err := s.repo.CountActive(ctx, runID)
 		if err != nil || n >= *c.MaxTurns {
@@ -137,7 +143,7 @@ func (s *Service) promote(ctx context.Context, q queues.Queue, runID string) (bo
 		if err := s.repo.Update(ctx, w); err != nil {
 			return promoted, err
 		}
-		promoted = true
+		promoted = append(promoted, w.Key())
 	}
 }
 

@@ -35,6 +35,9 @@ type fixture struct {
 	jobs     *jobLog
 	entityID string
 	ents     *entities.Service
+	// queuesRepo and bus let a test build a second service on the store.
+	queuesRepo *memory.Queues
+	bus        *events.Bus
 }
 
 type locationT = location.Location
@@ -85,7 +88,7 @@ func newFixture(t *testing.T, guards ...turns.IntakeGuard) *fixture {
 		t.Fatal(err)
 	}
 	return &fixture{t: t, ctx: context.Background(), clock: clock, store: store, repo: repo, queues: qs, svc: svc,
-		events: ev, jobs: jobs, entityID: e.ID, ents: ents}
+		events: ev, jobs: jobs, entityID: e.ID, ents: ents, queuesRepo: qrepo, bus: bus}
 }
 
 // queue creates a TURN queue with in's settings and returns it with its
@@ -138,7 +141,9 @@ func (f *fixture) force(id string, fn func(t *turns.Turn)) {
 		if err := f.repo.Update(ctx, t); err != nil {
 			return err
 		}
-		return f.repo.BumpLine(ctx, t.RunID)
+		// The test changed the turn behind the rules: readers reload.
+		_, err := f.repo.BumpLine(ctx, t.RunID, turns.LineChange{Reset: true})
+		return err
 	})
 	if err != nil {
 		f.t.Fatal(err)

@@ -3,7 +3,7 @@ package turns
 import (
 	"context"
 	"math"
-	"sort"
+	"slices"
 	"sync"
 
 	"github.com/qms-dev/qms/core/queues"
@@ -22,13 +22,17 @@ const (
 // lineCache keeps, per run, the waiting line in order as of a line
 // version. Customers poll their position far more often than the line
 // moves; while the run's version is unchanged every position is a binary
-// search in memory, and a changed version (read from storage on every
-// request, so a change made by any process is seen) reloads the line once.
+// search in memory. The version is read from storage on every request, so
+// a change made by any process is seen at once: a snapshot a few versions
+// behind is brought up to date from the recorded changes (Repository.
+// LineChanges), and only one too far behind reloads the whole line.
 type lineCache struct {
 	mu   sync.Mutex
 	runs map[string]*lineSnapshot
 }
 
+// lineSnapshot is a run's line at a version. It is never changed once
+// made: readers share it, and a patch makes a new one.
 type lineSnapshot struct {
 	version int64
 	keys    []LineKey // in line order
@@ -37,6 +41,15 @@ type lineSnapshot struct {
 // maxCachedRuns bounds the memory the cache holds: past it, snapshots of
 // other runs are dropped (they reload on their next read).
 const maxCachedRuns = 512
+
+// maxLinePatch is how many versions behind a snapshot may be and still be
+// patched from the recorded changes rather than reloaded. Storage keeps
+// more than this many changes per run (see LineChangesKept).
+const maxLinePatch = 256
+
+// LineChangesKept is how many of a run's latest line changes storage must
+// keep for readers to patch their snapshots; older ones may be pruned.
+const LineChangesKept = 1024
 
 func newLineCache() *lineCache { return &lineCache{runs: map[string]*lineSnapshot{}} }
 
@@ -70,8 +83,19 @@ func (s *Service) snapshot(ctx context.Context, runID string) (*lineSnapshot, er
 	if err != nil {
 		return nil, err
 	}
-	if snap := s.line.get(runID); snap != nil && snap.version == v {
-		return snap, nil
+	old := s.line.get(runID)
+	if old != nil && old.version == v {
+		return old, nil
+	}
+	if old != nil && old.version < v && v-old.version <= maxLinePatch {
+		changes, err := s.repo.LineChanges(ctx, runID, old.version, v)
+		if err != nil {
+			return nil, err
+		}
+		if snap, ok := old.patch(changes, v); ok {
+			s.line.put(runID, snap)
+			return snap, nil
+		}
 	}
 	version, keys, err := s.repo.WaitingLine(ctx, runID)
 	if err != nil {
@@ -82,11 +106,51 @@ func (s *Service) snapshot(ctx context.Context, runID string) (*lineSnapshot, er
 	return snap, nil
 }
 
+// patch applies the changes after the snapshot's version up to version v
+// to a copy of its line. It fails, and the caller reloads, unless the
+// changes are exactly the versions in between and each removes keys the
+// line has and adds keys it has not.
+func (snap *lineSnapshot) patch(changes []LineChange, v int64) (*lineSnapshot, bool) {
+	if int64(len(changes)) != v-snap.version {
+		return nil, false
+	}
+	keys := slices.Clone(snap.keys)
+	for i, c := range changes {
+		if c.Reset || c.Version != snap.version+int64(i)+1 {
+			return nil, false
+		}
+		for _, k := range c.Removed {
+			j, found := slices.BinarySearchFunc(keys, k, compareKeys)
+			if !found {
+				return nil, false
+			}
+			keys = slices.Delete(keys, j, j+1)
+		}
+		for _, k := range c.Added {
+			j, found := slices.BinarySearchFunc(keys, k, compareKeys)
+			if found {
+				return nil, false
+			}
+			keys = slices.Insert(keys, j, k)
+		}
+	}
+	return &lineSnapshot{version: v, keys: keys}, true
+}
+
+func compareKeys(a, b LineKey) int {
+	switch {
+	case a.Less(b):
+		return -1
+	case b.Less(a):
+		return 1
+	}
+	return 0
+}
+
 // position is the 1-based place of key in the line; false when the key is
 // not in it (the turn left the line since it was read).
 func (snap *lineSnapshot) position(key LineKey) (int, bool) {
-	i := sort.Search(len(snap.keys), func(i int) bool { return !snap.keys[i].Less(key) })
-	if i < len(snap.keys) && snap.keys[i] == key {
+	if i, found := slices.BinarySearchFunc(snap.keys, key, compareKeys); found {
 		return i + 1, true
 	}
 	return 0, false

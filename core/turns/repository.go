@@ -56,19 +56,36 @@ type Repository interface {
 	// ListArrivals is List for the unfinished turns that have arrived.
 	ListArrivals(ctx context.Context, runID string, page platform.PageRequest) ([]Turn, error)
 
-	// BumpLine increments the run's line version. Every use case that
-	// changes the set of WAITING turns or their order calls it, as its
+	// BumpLine increments the run's line version and records what changed
+	// under the new version, in the caller's transaction. Every use case
+	// that changes the set of WAITING turns or their order calls it, as its
 	// last write, so a reader that sees the version also sees the change.
-	BumpLine(ctx context.Context, runID string) error
+	// It returns the new version.
+	BumpLine(ctx context.Context, runID string, change LineChange) (int64, error)
 	// LineVersion returns the run's line version (0 before any change).
 	LineVersion(ctx context.Context, runID string) (int64, error)
 	// WaitingLine returns the line version and the keys of the WAITING
 	// turns in line order, both read from one snapshot.
 	WaitingLine(ctx context.Context, runID string) (int64, []LineKey, error)
+	// LineChanges returns the recorded changes of the run's line with
+	// versions in (after, upTo], in version order. Old changes are pruned,
+	// so fewer than upTo-after may come back: the reader then reloads the
+	// whole line.
+	LineChanges(ctx context.Context, runID string, after, upTo int64) ([]LineChange, error)
 
 	// RecentServiceSeconds returns the service times of the queue's last n
 	// completed turns, newest first.
 	RecentServiceSeconds(ctx context.Context, queueID string, n int) ([]float64, error)
+}
+
+// LineChange is what one committed change did to a run's waiting line:
+// keys that left it and keys that joined it. Version is set by BumpLine.
+// Reset marks a change the keys do not describe; a reader reloads the line.
+type LineChange struct {
+	Version int64
+	Removed []LineKey
+	Added   []LineKey
+	Reset   bool
 }
 
 // Queues is what this module needs of the queues module's storage; the

@@ -250,7 +250,8 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, error) {
 		return Turn{}, err
 	}
 	if status == Waiting {
-		return t, s.repo.BumpLine(ctx, t.RunID)
+		_, err := s.repo.BumpLine(ctx, t.RunID, LineChange{Added: []LineKey{t.Key()}})
+		return t, err
 	}
 	return t, nil
 }

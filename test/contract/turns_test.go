@@ -313,22 +313,60 @@ func runTurnsRepository(t *testing.T, newHarness func(t *testing.T) turnsHarness
 		b := w.turn(t, nil)
 		a := w.turn(t, func(tu *turns.Turn) { tu.Priority = queues.PriorityHigh })
 		w.turn(t, func(tu *turns.Turn) { tu.Status = turns.Held })
-		for range 2 {
-			if err := w.h.Turns.BumpLine(ctx, w.runID); err != nil {
-				t.Fatal(err)
+		first := turns.LineChange{Added: []turns.LineKey{b.Key(), a.Key()}}
+		second := turns.LineChange{Removed: []turns.LineKey{{Rank: 3, Seq: 1 << 40}}, Reset: true}
+		for i, c := range []turns.LineChange{first, second} {
+			got, err := w.h.Turns.BumpLine(ctx, w.runID, c)
+			if err != nil || got != int64(i+1) {
+				t.Fatalf("bump %d: version %d %v", i, got, err)
 			}
 		}
 		v, keys, err = w.h.Turns.WaitingLine(ctx, w.runID)
 		if err != nil || v != 2 || !slices.Equal(keys, []turns.LineKey{a.Key(), b.Key()}) {
 			t.Fatalf("line: %d %v %v", v, keys, err)
 		}
-		// A bump rolled back is no bump.
+		changes, err := w.h.Turns.LineChanges(ctx, w.runID, 0, 2)
+		if err != nil || len(changes) != 2 || changes[0].Version != 1 || changes[1].Version != 2 ||
+			!slices.Equal(changes[0].Added, first.Added) || len(changes[0].Removed) != 0 ||
+			!slices.Equal(changes[1].Removed, second.Removed) || !changes[1].Reset || changes[0].Reset {
+			t.Fatalf("changes: %+v %v", changes, err)
+		}
+		if later, _ := w.h.Turns.LineChanges(ctx, w.runID, 1, 2); len(later) != 1 || later[0].Version != 2 {
+			t.Fatalf("changes after 1: %+v", later)
+		}
+		// A bump rolled back is no bump, and records nothing.
 		_ = w.h.UoW.Do(ctx, func(ctx context.Context) error {
-			_ = w.h.Turns.BumpLine(ctx, w.runID)
+			_, _ = w.h.Turns.BumpLine(ctx, w.runID, turns.LineChange{})
 			return errors.New("boom")
 		})
 		if v, _ := w.h.Turns.LineVersion(ctx, w.runID); v != 2 {
 			t.Fatalf("after rollback: %d", v)
+		}
+		if all, _ := w.h.Turns.LineChanges(ctx, w.runID, 0, 10); len(all) != 2 {
+			t.Fatalf("a rolled-back change was recorded: %+v", all)
+		}
+	})
+
+	t.Run("old line changes are pruned, recent ones kept", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		const n = turns.LineChangesKept + 600
+		err := w.h.UoW.Do(ctx, func(ctx context.Context) error {
+			for range n {
+				if _, err := w.h.Turns.BumpLine(ctx, w.runID, turns.LineChange{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recent, err := w.h.Turns.LineChanges(ctx, w.runID, n-turns.LineChangesKept, n)
+		if err != nil || len(recent) != turns.LineChangesKept {
+			t.Fatalf("the latest %d changes: got %d %v", turns.LineChangesKept, len(recent), err)
+		}
+		if all, _ := w.h.Turns.LineChanges(ctx, w.runID, 0, n); len(all) >= n {
+			t.Fatalf("nothing was pruned: %d changes kept", len(all))
 		}
 	})
 

@@ -30,6 +30,8 @@ type pgTurns struct {
 	account string
 	run     string
 	queue   string
+	// other is a second service on the database: another process.
+	other *turns.Service
 }
 
 // noJobs refuses to schedule: the race queues have no tolerance, so a job
@@ -63,7 +65,8 @@ func newPGTurns(t testing.TB, settings queues.CreateInput, guards ...turns.Intak
 		t.Fatal(err)
 	}
 	svc := turns.NewService(postgres.NewTurns(db), qrepo, db, bus, noJobs{}, clock, guards)
-	return &pgTurns{db: db, svc: svc, account: acc.ID, run: q.Runs[0].ID, queue: q.ID}
+	other := turns.NewService(postgres.NewTurns(db), qrepo, db, bus, noJobs{}, clock, guards)
+	return &pgTurns{db: db, svc: svc, other: other, account: acc.ID, run: q.Runs[0].ID, queue: q.ID}
 }
 
 // TestRaceDispatchersDrainALine: 16 dispatchers call next on one run of

@@ -1,0 +1,76 @@
+package turns_test
+
+import (
+	"math/rand/v2"
+	"sort"
+	"testing"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
+)
+
+// TestPositionsStayExactAcrossProcesses drives a random mix of operations
+// through one service while a second service on the same store (another
+// process) reads positions: after every step each waiting turn's position,
+// as the reader sees it, must be its place in the line recomputed from
+// scratch. The reader's cached line is patched from the recorded changes,
+// reloaded when it falls too far behind or meets a reset.
+func TestPositionsStayExactAcrossProcesses(t *testing.T) {
+	f := newFixture(t)
+	reader := turns.NewService(f.repo, f.queuesRepo, f.store, f.bus, f.jobs, f.clock, nil)
+	_, run := f.queue(queues.CreateInput{Capacity: &queues.Capacity{MaxTurns: platform.Ptr(40), WaitlistEnabled: platform.Ptr(true)},
+		DispatchFlow: &queues.DispatchFlow{AllowReopen: platform.Ptr(true)}})
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ids []string
+	pick := func() string { return ids[rng.IntN(len(ids))] }
+	prios := []queues.Priority{queues.PriorityVeryHigh, queues.PriorityHigh, queues.PriorityNormal, queues.PriorityLow}
+
+	for step := range 600 {
+		switch op := rng.IntN(12); {
+		case op < 4 || len(ids) == 0:
+			ids = append(ids, f.take(run, turns.CreateInput{}).ID)
+		case op == 4:
+			_, _ = f.svc.Next(f.ctx, account, run, turns.CallInput{})
+		case op == 5:
+			_, _ = f.svc.Hold(f.ctx, account, pick())
+		case op == 6:
+			_, _ = f.svc.Release(f.ctx, account, pick())
+		case op == 7:
+			p := prios[rng.IntN(len(prios))]
+			_, _ = f.svc.SetPriority(f.ctx, account, pick(), turns.PriorityInput{Priority: &p})
+		case op == 8:
+			_, _ = f.svc.Cancel(f.ctx, account, pick())
+		case op == 9:
+			_, _ = f.svc.Reopen(f.ctx, account, pick())
+		case op == 10:
+			_, _ = f.svc.Call(f.ctx, account, pick(), turns.CallInput{})
+		case op == 11 && step%50 == 0:
+			// A change the journal cannot describe.
+			f.force(pick(), func(*turns.Turn) {})
+		}
+		if step%3 != 0 && step%97 != 0 {
+			continue // let the reader fall a few versions behind
+		}
+		checkPositions(t, f, reader, run, step)
+	}
+}
+
+func checkPositions(t *testing.T, f *fixture, reader *turns.Service, run string, step int) {
+	t.Helper()
+	page, err := f.svc.List(f.ctx, account, run, turns.ListFilter{Statuses: []turns.Status{turns.Waiting}}, platform.PageRequest{Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := page.Items
+	sort.Slice(want, func(i, j int) bool { return want[i].Key().Less(want[j].Key()) })
+	for i, w := range want {
+		got, err := reader.Get(f.ctx, account, w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Position == nil || *got.Position != i+1 {
+			t.Fatalf("step %d: turn %s: want position %d, got %v", step, w.ID, i+1, got.Position)
+		}
+	}
+}
