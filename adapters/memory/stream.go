@@ -26,7 +26,7 @@ type StreamLog struct {
 	seq       uint64
 	byID      map[string]uint64
 	wake      atomic.Pointer[func(string)]
-	lastPrune time.Time
+	lastPrune atomic.Int64 // unix nanoseconds of the newest event at the last prune
 }
 
 type streamRow struct {
@@ -68,13 +68,13 @@ func (l *StreamLog) OnEvent(ctx context.Context, e platform.Event) error {
 }
 
 // prune drops the events older than keep before the newest one, at most
-// once a minute.
+// once a minute of event time (checked before taking the store's lock).
 func (l *StreamLog) prune(newest time.Time) {
+	last := l.lastPrune.Load()
+	if newest.UnixNano()-last < int64(time.Minute) || !l.lastPrune.CompareAndSwap(last, newest.UnixNano()) {
+		return
+	}
 	l.s.write(context.Background(), func() func() {
-		if newest.Sub(l.lastPrune) < time.Minute {
-			return nil
-		}
-		l.lastPrune = newest
 		cut := sort.Search(len(l.rows), func(i int) bool { return !l.rows[i].e.OccurredAt.Before(newest.Add(-l.keep)) })
 		for _, r := range l.rows[:cut] {
 			delete(l.byID, r.e.ID)

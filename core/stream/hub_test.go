@@ -340,3 +340,29 @@ func TestMessageIsTheWebhookBodyWithTheEventID(t *testing.T) {
 		t.Fatal("nil data")
 	}
 }
+
+// TestMemoryLogKeepsTwiceTheRetention: memory mode's log drops events
+// older than twice the retained window, so it does not grow for ever.
+func TestMemoryLogKeepsTwiceTheRetention(t *testing.T) {
+	store := memory.NewStore()
+	log := memory.NewStreamLog(store)
+	bus := events.NewBus(memory.NewEvents(store))
+	bus.Subscribe(log)
+	at := time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
+	emit := func(when time.Time) string {
+		e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: "acc_1", Name: platform.EventTurnCreated, OccurredAt: when}
+		if err := store.Do(context.Background(), func(ctx context.Context) error { return bus.Emit(ctx, e) }); err != nil {
+			t.Fatal(err)
+		}
+		return e.ID
+	}
+	old := emit(at)
+	recent := emit(at.Add(stream.DefaultRetention))
+	emit(at.Add(2*stream.DefaultRetention + time.Hour))
+	if _, _, ok, _ := log.Locate(context.Background(), "acc_1", old); ok {
+		t.Fatal("an event older than twice the retention is kept")
+	}
+	if _, _, ok, _ := log.Locate(context.Background(), "acc_1", recent); !ok {
+		t.Fatal("an event within twice the retention was dropped")
+	}
+}
