@@ -88,6 +88,9 @@ func (l *StreamLog) prune(newest time.Time) {
 // ends.
 func (l *StreamLog) Run(ctx context.Context, wake func(accountID string)) error {
 	l.wake.Store(&wake)
+	// Commits before this registration woke nobody: every subscriber looks
+	// at the log once now.
+	wake("")
 	<-ctx.Done()
 	l.wake.CompareAndSwap(&wake, nil)
 	return ctx.Err()

@@ -173,6 +173,9 @@ func (n *StreamNotifier) Run(ctx context.Context, wake func(accountID string)) e
 	if _, err := conn.Exec(ctx, "LISTEN "+StreamChannel); err != nil {
 		return wrap(err, "stream: listen")
 	}
+	// Events committed before LISTEN took effect sent no notification we
+	// heard: every subscriber looks at the log once now.
+	wake("")
 	for {
 		note, err := conn.WaitForNotification(ctx)
 		if err != nil {
