@@ -150,9 +150,18 @@ func TestStreamNotifierHearsCommitsOnly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	var heard []string
+	caughtUp := false
 	done := make(chan error, 1)
 	go func() {
-		done <- n.Run(ctx, func(acc string) { mu.Lock(); heard = append(heard, acc); mu.Unlock() })
+		done <- n.Run(ctx, func(acc string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if acc == "" { // the wake-all once listening, for commits before LISTEN
+				caughtUp = true
+				return
+			}
+			heard = append(heard, acc)
+		})
 	}()
 	// LISTEN must be in place before the commits: wait until the
 	// notifier's backend is listening.
@@ -189,5 +198,8 @@ func TestStreamNotifierHearsCommitsOnly(t *testing.T) {
 	defer mu.Unlock()
 	if len(heard) != 2 || heard[0] != "acc_1" || heard[1] != "acc_2" {
 		t.Fatalf("heard %v, want [acc_1 acc_2]", heard)
+	}
+	if !caughtUp {
+		t.Fatal("no wake-all once listening: commits made before LISTEN would go unsent")
 	}
 }
