@@ -236,7 +236,7 @@ var activeStatuses = []string{string(turns.Waiting), string(turns.Held), string(
 // CountActive counts the run's active turns.
 func (r *Turns) CountActive(ctx context.Context, runID string) (int, error) {
 	n, err := r.db.IDB(ctx).NewSelect().Model((*turnRow)(nil)).
-		Where("run_id = ?", runID).Where("status IN (?)", bun.In(activeStatuses)).Count(ctx)
+		Where("run_id = ?", runID).Where("status IN (?)", bun.List(activeStatuses)).Count(ctx)
 	return int(n), wrap(err, "count active turns")
 }
 
@@ -244,7 +244,7 @@ func (r *Turns) CountActive(ctx context.Context, runID string) (int, error) {
 func (r *Turns) AtStation(ctx context.Context, stationID string) (turns.Turn, bool, error) {
 	var rows []turnRow
 	err := r.db.IDB(ctx).NewSelect().Model(&rows).Where("station_id = ?", stationID).
-		Where("status IN (?)", bun.In([]string{string(turns.Called), string(turns.InService)})).Limit(1).Scan(ctx)
+		Where("status IN (?)", bun.List([]string{string(turns.Called), string(turns.InService)})).Limit(1).Scan(ctx)
 	if err != nil {
 		return turns.Turn{}, false, wrap(err, "turn at station")
 	}
@@ -275,7 +275,7 @@ func (r *Turns) List(ctx context.Context, runID string, statuses []turns.Status,
 		for i, s := range statuses {
 			names[i] = string(s)
 		}
-		q = q.Where("status IN (?)", bun.In(names))
+		q = q.Where("status IN (?)", bun.List(names))
 	}
 	return r.page(ctx, q, page)
 }
@@ -283,7 +283,7 @@ func (r *Turns) List(ctx context.Context, runID string, statuses []turns.Status,
 // ListArrivals pages the run's unfinished turns that have arrived.
 func (r *Turns) ListArrivals(ctx context.Context, runID string, page platform.PageRequest) ([]turns.Turn, error) {
 	q := r.db.IDB(ctx).NewSelect().Where("run_id = ?", runID).Where("arrived_at IS NOT NULL").
-		Where("status NOT IN (?)", bun.In([]string{string(turns.Completed), string(turns.NoShow), string(turns.Cancelled)}))
+		Where("status NOT IN (?)", bun.List([]string{string(turns.Completed), string(turns.NoShow), string(turns.Cancelled)}))
 	return r.page(ctx, q, page)
 }
 
