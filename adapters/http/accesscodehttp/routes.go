@@ -25,28 +25,8 @@ func Register(r fiber.Router, svc *accesscodes.Service, guard *accesscodes.Guard
 	read, write := httpx.Require(accounts.ScopeAccessCodesRead), httpx.Require(accounts.ScopeAccessCodesWrite)
 	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
 
-	r.Get("/access-codes", read, func(c *fiber.Ctx) error {
-		page, err := httpx.ParsePage(c, cur, list)
-		if err != nil {
-			return err
-		}
-		p, err := svc.List(c.UserContext(), account(c), page)
-		if err != nil {
-			return err
-		}
-		return httpx.WritePage(c, cur, list, p, page.Limit)
-	})
-	r.Post("/access-codes", write, func(c *fiber.Ctx) error {
-		var in accesscodes.CreateInput
-		if err := httpx.Decode(c, &in); err != nil {
-			return err
-		}
-		code, err := svc.Create(c.UserContext(), account(c), in)
-		if err != nil {
-			return err
-		}
-		return httpx.Created(c, code)
-	})
+	r.Get("/access-codes", read, httpx.List(cur, list, svc.List))
+	r.Post("/access-codes", write, httpx.Create(svc.Create))
 	r.Post("/access-codes/bulk", write, func(c *fiber.Ctx) error {
 		var in accesscodes.BulkInput
 		if err := httpx.Decode(c, &in); err != nil {

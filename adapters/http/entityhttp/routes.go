@@ -15,28 +15,8 @@ const list = "entities"
 func Register(r fiber.Router, svc *entities.Service, cur httpx.Cursors) {
 	read, write := httpx.Require(accounts.ScopeEntitiesRead), httpx.Require(accounts.ScopeEntitiesWrite)
 
-	r.Get("/entities", read, func(c *fiber.Ctx) error {
-		page, err := httpx.ParsePage(c, cur, list)
-		if err != nil {
-			return err
-		}
-		p, err := svc.List(c.UserContext(), httpx.PrincipalOf(c).AccountID, page)
-		if err != nil {
-			return err
-		}
-		return httpx.WritePage(c, cur, list, p, page.Limit)
-	})
-	r.Post("/entities", write, func(c *fiber.Ctx) error {
-		var in entities.CreateInput
-		if err := httpx.Decode(c, &in); err != nil {
-			return err
-		}
-		e, err := svc.Create(c.UserContext(), httpx.PrincipalOf(c).AccountID, in)
-		if err != nil {
-			return err
-		}
-		return httpx.Created(c, e)
-	})
+	r.Get("/entities", read, httpx.List(cur, list, svc.List))
+	r.Post("/entities", write, httpx.Create(svc.Create))
 	r.Patch("/entities/:entityId", write, func(c *fiber.Ctx) error {
 		var in entities.UpdateInput
 		if err := httpx.Decode(c, &in); err != nil {

@@ -31,17 +31,7 @@ func Register(r fiber.Router, svc *queues.Service, cur httpx.Cursors) {
 		}
 		return httpx.WritePage(c, cur, list, p, page.Limit)
 	})
-	r.Post("/queues", write, func(c *fiber.Ctx) error {
-		var in queues.CreateInput
-		if err := httpx.Decode(c, &in); err != nil {
-			return err
-		}
-		q, err := svc.Create(c.UserContext(), account(c), in)
-		if err != nil {
-			return err
-		}
-		return httpx.Created(c, q)
-	})
+	r.Post("/queues", write, httpx.Create(svc.Create))
 	r.Get("/queues/:queueId", read, func(c *fiber.Ctx) error {
 		q, err := svc.Get(c.UserContext(), account(c), c.Params("queueId"))
 		if err != nil {

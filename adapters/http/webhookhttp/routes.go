@@ -18,17 +18,7 @@ func Register(r fiber.Router, svc *webhooks.Service, cur httpx.Cursors) {
 	read, write := httpx.Require(accounts.ScopeWebhooksRead), httpx.Require(accounts.ScopeWebhooksWrite)
 	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
 
-	r.Get("/webhook-endpoints", read, func(c *fiber.Ctx) error {
-		page, err := httpx.ParsePage(c, cur, list)
-		if err != nil {
-			return err
-		}
-		p, err := svc.List(c.UserContext(), account(c), page)
-		if err != nil {
-			return err
-		}
-		return httpx.WritePage(c, cur, list, p, page.Limit)
-	})
+	r.Get("/webhook-endpoints", read, httpx.List(cur, list, svc.List))
 	r.Post("/webhook-endpoints", write, func(c *fiber.Ctx) error {
 		var in webhooks.CreateInput
 		if err := httpx.Decode(c, &in); err != nil {

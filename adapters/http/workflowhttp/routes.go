@@ -22,28 +22,8 @@ func Register(r fiber.Router, svc *workflow.Service, fwd *workflow.Forwarder, cu
 	read, write := httpx.Require(accounts.ScopeWorkflowRead), httpx.Require(accounts.ScopeWorkflowWrite)
 	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
 
-	r.Get("/queue-links", read, func(c *fiber.Ctx) error {
-		page, err := httpx.ParsePage(c, cur, list)
-		if err != nil {
-			return err
-		}
-		p, err := svc.List(c.UserContext(), account(c), page)
-		if err != nil {
-			return err
-		}
-		return httpx.WritePage(c, cur, list, p, page.Limit)
-	})
-	r.Post("/queue-links", write, func(c *fiber.Ctx) error {
-		var in workflow.CreateInput
-		if err := httpx.Decode(c, &in); err != nil {
-			return err
-		}
-		l, err := svc.Create(c.UserContext(), account(c), in)
-		if err != nil {
-			return err
-		}
-		return httpx.Created(c, l)
-	})
+	r.Get("/queue-links", read, httpx.List(cur, list, svc.List))
+	r.Post("/queue-links", write, httpx.Create(svc.Create))
 	r.Get("/queue-links/:linkId", read, func(c *fiber.Ctx) error {
 		l, err := svc.Get(c.UserContext(), account(c), c.Params("linkId"))
 		if err != nil {
