@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -39,10 +37,6 @@ type JobRunnerOptions struct {
 	// slog.Default().
 	Logger *slog.Logger
 }
-
-// kindName is the River runner's rule for kind names, enforced here too so
-// a name that would fail in production fails in memory mode first.
-var kindName = regexp.MustCompile(`\A[\w][\w\-\[\]<>\/.·:+]+\z`)
 
 // JobRunner runs jobs in process, for memory mode, with the River runner's
 // semantics: a job scheduled in a unit of work starts only once it commits
@@ -111,11 +105,12 @@ func NewJobRunner(store *Store, clock platform.Clock, opts JobRunnerOptions) *Jo
 // name, a nil handler, a kind registered twice, or a registration after
 // Start.
 func (r *JobRunner) Register(kind ports.JobKind) {
+	if err := ports.CheckJobKind(kind); err != nil {
+		panic("memory: " + err.Error())
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
-	case !kindName.MatchString(kind.Name) || kind.Handler == nil:
-		panic(fmt.Sprintf("memory: job kind %q needs a name matching %s and a handler", kind.Name, kindName))
 	case r.state != runnerIdle:
 		panic(fmt.Sprintf("memory: kind %q registered after Start", kind.Name))
 	case r.kinds[kind.Name].Name != "":
@@ -232,7 +227,7 @@ func (r *JobRunner) run(j *memJob) {
 		log.Warn("memory: job attempt failed; will retry", slog.String("error", err.Error()))
 		backoff := j.kind.Backoff
 		if backoff == nil {
-			backoff = defaultBackoff
+			backoff = ports.DefaultBackoff
 		}
 		r.armLocked(j, r.clock.Now().Add(max(backoff(j.attempt), 0)))
 		return
@@ -300,11 +295,4 @@ func (r *JobRunner) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("memory: stop: jobs still running: %w", ctx.Err())
 	}
-}
-
-// defaultBackoff is riverjobs.DefaultBackoff: about 2^(attempt-1) seconds,
-// capped at an hour, spread ±25%.
-func defaultBackoff(attempt int) time.Duration {
-	d := min(time.Second<<min(max(attempt-1, 0), 12), time.Hour)
-	return d*3/4 + rand.N(d/2)
 }

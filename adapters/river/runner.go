@@ -15,8 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -72,11 +70,6 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// kindName is what River accepts as a kind (rivercommon.UserSpecifiedIDOrKindRE):
-// checked at Register, where a bad name is a programming error, rather than
-// when the client is built.
-var kindName = regexp.MustCompile(`\A[\w][\w\-\[\]<>\/.·:+]+\z`)
-
 // Runner schedules and runs jobs with River. Register every kind, then
 // Schedule and Start in any order: the River client is built on first use
 // and kinds registered after that are refused.
@@ -108,11 +101,12 @@ func New(db *postgres.DB, opts Options) *Runner {
 // name, a nil handler, a kind registered twice, or a registration after the
 // runner has begun scheduling or running.
 func (r *Runner) Register(kind ports.JobKind) {
+	if err := ports.CheckJobKind(kind); err != nil {
+		panic("riverjobs: " + err.Error())
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
-	case !kindName.MatchString(kind.Name) || kind.Handler == nil:
-		panic(fmt.Sprintf("riverjobs: job kind %q needs a name matching %s and a handler", kind.Name, kindName))
 	case r.client != nil:
 		panic(fmt.Sprintf("riverjobs: kind %q registered after the runner started scheduling or running", kind.Name))
 	case r.kinds[kind.Name].Name != "":
@@ -297,7 +291,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[jobArgs]) error {
 // Timeout is the kind's own; zero falls back to Options.JobTimeout.
 func (w *worker) Timeout(*river.Job[jobArgs]) time.Duration { return w.kind.Timeout }
 
-// retryPolicy applies each kind's Backoff, and DefaultBackoff to kinds
+// retryPolicy applies each kind's Backoff, and ports.DefaultBackoff to kinds
 // without one. River asks it for failed jobs and for rescued ones.
 type retryPolicy struct {
 	backoffs map[string]func(attempt int) time.Duration
@@ -306,17 +300,9 @@ type retryPolicy struct {
 func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
 	backoff := p.backoffs[job.Kind]
 	if backoff == nil {
-		backoff = DefaultBackoff
+		backoff = ports.DefaultBackoff
 	}
 	return time.Now().Add(max(backoff(job.Attempt), 0))
-}
-
-// DefaultBackoff waits about 2^(attempt-1) seconds (1 s, 2 s, 4 s, ...,
-// capped at an hour), spread ±25% so failures that happened together do
-// not retry together.
-func DefaultBackoff(attempt int) time.Duration {
-	d := min(time.Second<<min(max(attempt-1, 0), 12), time.Hour)
-	return d*3/4 + rand.N(d/2)
 }
 
 // nearFutureAvailable inserts jobs due within River's scheduler interval
