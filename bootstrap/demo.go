@@ -25,11 +25,7 @@ func printDemo(ctx context.Context, w io.Writer, d demoDeps, token string, gener
 	if err != nil {
 		return fmt.Errorf("demo account: %w", err)
 	}
-	scopes := make([]string, len(accounts.AllScopes))
-	for i, s := range accounts.AllScopes {
-		scopes[i] = string(s)
-	}
-	_, key, err := d.Accounts.CreateKey(ctx, acc.ID, accounts.CreateKeyInput{Name: "demo", Scopes: scopes})
+	_, key, err := d.Accounts.CreateKey(ctx, acc.ID, accounts.CreateKeyInput{Name: "demo", Scopes: accounts.AllScopeNames()})
 	if err != nil {
 		return fmt.Errorf("demo key: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/qms-dev/qms/core/accounts"
 )
 
 // admin drives the admin API of a running qms over HTTP, so the same
@@ -53,7 +55,7 @@ common flags: --url (default $QMS_URL or http://localhost:8080)
 	case "create-key":
 		list := strings.Split(*scopes, ",")
 		if *scopes == "all" {
-			list = allScopes
+			list = accounts.AllScopeNames()
 		}
 		method, path, body = http.MethodPost, "/admin/v1/accounts/"+*account+"/api-keys", map[string]any{"name": *name, "scopes": list}
 	case "list-keys":
@@ -64,13 +66,6 @@ common flags: --url (default $QMS_URL or http://localhost:8080)
 		return fmt.Errorf("admin: unknown subcommand %q (qms admin help)", args[0])
 	}
 	return call(stdout, method, strings.TrimRight(*base, "/")+path, *token, body)
-}
-
-var allScopes = []string{
-	"queues:read", "queues:write", "turns:read", "turns:write", "dispatch:write",
-	"appointments:read", "appointments:write", "access-codes:read", "access-codes:write",
-	"workflow:read", "workflow:write", "entities:read", "entities:write",
-	"analytics:read", "webhooks:read", "webhooks:write",
 }
 
 func call(stdout io.Writer, method, url, token string, body any) error {

@@ -67,3 +67,12 @@ func (set ScopeSet) Allows(required Scope) bool {
 	}
 	return false
 }
+
+// AllScopeNames returns every scope as the strings a key-creation body takes.
+func AllScopeNames() []string {
+	names := make([]string, len(AllScopes))
+	for i, s := range AllScopes {
+		names[i] = string(s)
+	}
+	return names
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/qms-dev/qms/bootstrap"
 	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/test/pgtest"
 )
@@ -146,8 +147,7 @@ func (a *App) NewKey(accountID, scopes string) string {
 	a.T.Helper()
 	list := strings.Split(scopes, ",")
 	if scopes == "all" {
-		list = []string{"queues:write", "turns:write", "dispatch:write", "appointments:write",
-			"access-codes:write", "workflow:write", "entities:write", "analytics:read", "webhooks:write"}
+		list = accounts.AllScopeNames()
 	}
 	var k struct{ Key string }
 	a.Admin(http.MethodPost, "/admin/v1/accounts/"+accountID+"/api-keys", map[string]any{"scopes": list}, &k)
