@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -33,6 +34,9 @@ type DB struct {
 	Pool *pgxpool.Pool
 	// Logger, when set, hears what Migrate applies. Nil keeps it silent.
 	Logger *slog.Logger
+
+	// retries counts transactions Do ran again (see TxRetries).
+	retries atomic.Int64
 }
 
 // Open connects to the database at url (a postgres:// URL or a key=value

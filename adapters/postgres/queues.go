@@ -82,7 +82,9 @@ func (r *Queues) getQueue(ctx context.Context, id string, lock bool) (queues.Que
 	var row queueRow
 	q := r.db.IDB(ctx).NewSelect().Model(&row).Where("id = ?", id)
 	if lock {
-		q = q.For("UPDATE")
+		// NO KEY UPDATE: a settings change must not hold up the intakes
+		// whose new turns' foreign key takes KEY SHARE on the queue.
+		q = q.For("NO KEY UPDATE")
 	}
 	if err := q.Scan(ctx); err != nil {
 		return queues.Queue{}, notFound(err, "queue", id)
@@ -194,7 +196,11 @@ func (r *Queues) getRun(ctx context.Context, id string, lock bool) (queues.Run, 
 	var row runRow
 	q := r.db.IDB(ctx).NewSelect().Model(&row).Where("id = ?", id)
 	if lock {
-		q = q.For("UPDATE")
+		// NO KEY UPDATE, not UPDATE: the foreign keys of the rows a locked
+		// run's transaction and its neighbours insert (turns,
+		// turn_line_changes, turn_counters) take KEY SHARE on the run,
+		// which FOR UPDATE would block (docs/turns.md, the lock order).
+		q = q.For("NO KEY UPDATE")
 	}
 	if err := q.Scan(ctx); err != nil {
 		return queues.Run{}, notFound(err, "queue run", id)

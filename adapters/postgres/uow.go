@@ -2,9 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 
 	"github.com/qms-dev/qms/core/platform"
@@ -52,10 +56,66 @@ func (db *DB) IDB(ctx context.Context) bun.IDB {
 // identity) or panics (the panic goes on after the rollback). A nested Do
 // joins the outer transaction. Hooks registered with AfterCommit run once
 // the commit succeeded.
-func (db *DB) Do(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+//
+// A transaction that fails with a serialization failure or a deadlock
+// (SQLSTATE 40001, 40P01) is run again whole, up to maxTxAttempts times
+// with a jittered pause: the lock order of docs/turns.md rules deadlocks
+// out by construction, and this is the second line of defence, so a client
+// never sees a 500 for a conflict the database resolved by killing one
+// side. fn must be safe to run again (use cases are: they read everything
+// they decide on inside the transaction).
+func (db *DB) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	if db.txFrom(ctx) != nil {
 		return fn(ctx)
 	}
+	for attempt := 1; ; attempt++ {
+		err := db.do(ctx, fn)
+		if attempt >= maxTxAttempts || !retryable(err) {
+			return err
+		}
+		db.retries.Add(1)
+		if werr := sleepCtx(ctx, txRetryPause(attempt)); werr != nil {
+			return err
+		}
+	}
+}
+
+// maxTxAttempts bounds how often Do runs a transaction that keeps failing
+// with a serialization failure or deadlock.
+const maxTxAttempts = 5
+
+// retryable reports whether err is a transaction failure that running the
+// transaction again can cure.
+func retryable(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (pg.Code == "40001" || pg.Code == "40P01")
+}
+
+// txRetryPause is the pause before attempt+1: up to 2, 4, 8, 16 ms, drawn
+// at random (full jitter), so the two sides of a deadlock do not meet
+// again in step.
+func txRetryPause(attempt int) time.Duration {
+	ceiling := time.Millisecond << attempt
+	return time.Duration(rand.Int64N(int64(ceiling))) + time.Millisecond/2
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TxRetries returns how many transactions Do has run again after a
+// serialization failure or deadlock since the database was opened.
+func (db *DB) TxRetries() int64 { return db.retries.Load() }
+
+// do is one attempt of Do.
+func (db *DB) do(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	conn, err := db.Bun.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: unit of work: get connection: %w", err)
