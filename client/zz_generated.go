@@ -979,9 +979,13 @@ type QueueForward struct {
 	FromTurnID     string     `json:"fromTurnId"`
 	ID             string     `json:"id"`
 	LinkID         string     `json:"linkId"`
-	Status         string     `json:"status"`
-	ToQueueID      string     `json:"toQueueId"`
-	ToQueueRunID   *string    `json:"toQueueRunId"`
+	// NumberKept: True when the destination turn kept the source turn's number
+	// and display code (the link's keepNumber, and no unfinished turn of the
+	// destination run showed that code); false when it drew a number of its own.
+	NumberKept   bool    `json:"numberKept"`
+	Status       string  `json:"status"`
+	ToQueueID    string  `json:"toQueueId"`
+	ToQueueRunID *string `json:"toQueueRunId"`
 	// ToTurnID: The turn created in the destination.
 	ToTurnID *string `json:"toTurnId"`
 	// Trigger: How the forward began.
@@ -1250,8 +1254,9 @@ type StreamPage struct {
 	HasMore bool `json:"hasMore"`
 }
 
-// Tolerance: All members are null when the queue has no tolerance (called
-// turns never expire).
+// Tolerance: graceMinutes is null when the queue has no tolerance (called
+// turns never expire). allowReentry and maxReentries are the re-entry rules
+// in force either way (defaults true and 1).
 type Tolerance struct {
 	AllowReentry *bool `json:"allowReentry"`
 	GraceMinutes *int  `json:"graceMinutes"`

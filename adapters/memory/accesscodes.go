@@ -130,6 +130,9 @@ func (r *AccessCodes) List(ctx context.Context, accountID string, page platform.
 	return out, nil
 }
 
+// Lock does nothing: units of work are serialised by the store.
+func (r *AccessCodes) Lock(context.Context, string) error { return nil }
+
 // TakeUse checks and counts a use under the store's write lock, which makes
 // the pair atomic as the conditional UPDATE does on Postgres.
 func (r *AccessCodes) TakeUse(ctx context.Context, id string, now time.Time) (c accesscodes.AccessCode, ok bool, err error) {

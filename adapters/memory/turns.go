@@ -15,8 +15,8 @@ import (
 type Turns struct {
 	s       *Store
 	turns   *table[turns.Turn]
-	numbers *table[int]   // by run id + "|" + day
-	lines   *table[int64] // line version by run id
+	numbers *table[counter] // by run id
+	lines   *table[int64]   // line version by run id
 	changes *table[[]turns.LineChange]
 	seq     *table[int64] // one row, the arrival sequence
 }
@@ -24,13 +24,14 @@ type Turns struct {
 // NewTurns builds the repository on s: deleting a run deletes its turns,
 // and deleting a station unassigns it from its turns.
 func NewTurns(s *Store) *Turns {
-	r := &Turns{s: s, turns: newTable[turns.Turn](s), numbers: newTable[int](s), lines: newTable[int64](s),
+	r := &Turns{s: s, turns: newTable[turns.Turn](s), numbers: newTable[counter](s), lines: newTable[int64](s),
 		changes: newTable[[]turns.LineChange](s), seq: newTable[int64](s)}
 	s.OnDelete("run", func(ctx context.Context, runID string) {
 		for _, t := range sorted(r.turns.rows, "", 0, func(t turns.Turn) bool { return t.RunID == runID }) {
 			r.s.write(ctx, func() func() { return r.turns.del(t.ID) })
 		}
 		r.s.write(ctx, func() func() { return r.lines.del(runID) })
+		r.s.write(ctx, func() func() { return r.numbers.del(runID) })
 		r.s.write(ctx, func() func() { return r.changes.del(runID) })
 	})
 	s.OnDelete("station", func(ctx context.Context, stationID string) {
@@ -119,14 +120,38 @@ func (r *Turns) ByIdempotencyKey(ctx context.Context, accountID, key string) (t 
 	return t, err
 }
 
-// NextNumber increments the run's counter for day.
-func (r *Turns) NextNumber(ctx context.Context, runID, day string) (n int, err error) {
-	k := runID + "|" + day
+// counter is a run's number counter in its numbering period.
+type counter struct {
+	period string
+	last   int
+}
+
+// NextNumber increments the run's counter in period.
+func (r *Turns) NextNumber(ctx context.Context, runID, period string) (n int, err error) {
 	r.s.write(ctx, func() func() {
-		n = r.numbers.rows[k] + 1
-		return r.numbers.put(k, n)
+		c := r.numbers.rows[runID]
+		if c.period != period && c.period != "" && period != "" {
+			c.last = 0 // a new local day
+		}
+		c.period = period
+		c.last++
+		n = c.last
+		return r.numbers.put(runID, c)
 	})
 	return n, nil
+}
+
+// CodeHeld reports whether an unfinished turn of the run shows code.
+func (r *Turns) CodeHeld(ctx context.Context, runID, code string) (held bool, err error) {
+	r.s.read(ctx, func() {
+		for _, o := range r.turns.rows {
+			if o.RunID == runID && o.DisplayCode == code && !o.Status.Finished() {
+				held = true
+				return
+			}
+		}
+	})
+	return held, nil
 }
 
 // NextSeq returns the next arrival sequence number.
@@ -163,16 +188,20 @@ func (r *Turns) TakeWaitlisted(ctx context.Context, runID string) (turns.Turn, b
 	return t, ok, nil
 }
 
-// CountActive counts the run's active turns.
-func (r *Turns) CountActive(ctx context.Context, runID string) (n int, err error) {
+// Occupancy counts the run's active and waitlisted turns.
+func (r *Turns) Occupancy(ctx context.Context, runID string) (occ turns.Occupancy, err error) {
 	r.s.read(ctx, func() {
 		for _, o := range r.turns.rows {
-			if o.RunID == runID && o.Status.Active() {
-				n++
+			switch {
+			case o.RunID != runID:
+			case o.Status.Active():
+				occ.Active++
+			case o.Status == turns.Waitlisted:
+				occ.Waitlisted++
 			}
 		}
 	})
-	return n, nil
+	return occ, nil
 }
 
 // AtStation returns the turn the station is serving.

@@ -186,6 +186,13 @@ func (r *AccessCodes) List(ctx context.Context, accountID string, page platform.
 	return out, nil
 }
 
+// Lock locks the code's row (NO KEY UPDATE, the strength of TakeUse's
+// UPDATE) until the unit of work ends.
+func (r *AccessCodes) Lock(ctx context.Context, id string) error {
+	_, err := r.db.IDB(ctx).NewRaw(`SELECT 1 FROM access_codes WHERE id = ? FOR NO KEY UPDATE`, id).Exec(ctx)
+	return wrap(err, "lock access code")
+}
+
 // TakeUse counts a use with one conditional UPDATE: the check and the
 // increment are a single statement, so under READ COMMITTED a taker that
 // waited for another's row lock re-checks the condition on the row that

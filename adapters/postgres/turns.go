@@ -185,15 +185,28 @@ func (r *Turns) ByIdempotencyKey(ctx context.Context, accountID, key string) (tu
 	return row.domain()
 }
 
-// NextNumber increments the run's counter for day. The upsert locks the
-// counter row until the transaction ends, so concurrent intakes of a run
-// number one after the other, and a rollback gives the number back.
-func (r *Turns) NextNumber(ctx context.Context, runID, day string) (int, error) {
+// NextNumber increments the run's counter in period, in one upsert. The
+// row lock it takes is held to the end of the transaction, so concurrent
+// intakes of a run number one after the other, and a rollback gives the
+// number back.
+func (r *Turns) NextNumber(ctx context.Context, runID, period string) (int, error) {
 	var n int
-	err := r.db.IDB(ctx).NewRaw(`INSERT INTO turn_numbers (run_id, day, last_number) VALUES (?, ?, 1)
-		ON CONFLICT (run_id, day) DO UPDATE SET last_number = turn_numbers.last_number + 1
-		RETURNING last_number`, runID, day).Scan(ctx, &n)
+	err := r.db.IDB(ctx).NewRaw(`INSERT INTO turn_counters AS c (run_id, period, last_number) VALUES (?, ?, 1)
+		ON CONFLICT (run_id) DO UPDATE SET
+			last_number = CASE WHEN c.period = EXCLUDED.period OR c.period = '' OR EXCLUDED.period = ''
+				THEN c.last_number + 1 ELSE 1 END,
+			period = EXCLUDED.period
+		RETURNING last_number`, runID, period).Scan(ctx, &n)
 	return n, wrap(err, "next turn number")
+}
+
+// CodeHeld reports whether an unfinished turn of the run shows code.
+func (r *Turns) CodeHeld(ctx context.Context, runID, code string) (bool, error) {
+	var held bool
+	err := r.db.IDB(ctx).NewRaw(`SELECT EXISTS (SELECT 1 FROM turns
+		WHERE run_id = ? AND display_code = ? AND status NOT IN (?))`,
+		runID, code, bun.List(finishedStatuses)).Scan(ctx, &held)
+	return held, wrap(err, "display code in use")
 }
 
 // NextSeq draws an arrival sequence number.
@@ -231,13 +244,19 @@ func (r *Turns) TakeWaitlisted(ctx context.Context, runID string) (turns.Turn, b
 	return r.take(ctx, runID, turns.Waitlisted)
 }
 
-var activeStatuses = []string{string(turns.Waiting), string(turns.Held), string(turns.Called), string(turns.InService)}
+var (
+	activeStatuses     = []string{string(turns.Waiting), string(turns.Held), string(turns.Called), string(turns.InService)}
+	unfinishedStatuses = append([]string{string(turns.Waitlisted)}, activeStatuses...)
+	finishedStatuses   = []string{string(turns.Completed), string(turns.NoShow), string(turns.Cancelled)}
+)
 
-// CountActive counts the run's active turns.
-func (r *Turns) CountActive(ctx context.Context, runID string) (int, error) {
-	n, err := r.db.IDB(ctx).NewSelect().Model((*turnRow)(nil)).
-		Where("run_id = ?", runID).Where("status IN (?)", bun.List(activeStatuses)).Count(ctx)
-	return int(n), wrap(err, "count active turns")
+// Occupancy counts the run's active and waitlisted turns, in one index
+// scan of the line index.
+func (r *Turns) Occupancy(ctx context.Context, runID string) (turns.Occupancy, error) {
+	var occ turns.Occupancy
+	err := r.db.IDB(ctx).NewRaw(`SELECT count(*) FILTER (WHERE status <> 'WAITLISTED'), count(*) FILTER (WHERE status = 'WAITLISTED')
+		FROM turns WHERE run_id = ? AND status IN (?)`, runID, bun.List(unfinishedStatuses)).Scan(ctx, &occ.Active, &occ.Waitlisted)
+	return occ, wrap(err, "count the run's turns")
 }
 
 // AtStation returns the turn the station is serving.
@@ -283,7 +302,7 @@ func (r *Turns) List(ctx context.Context, runID string, statuses []turns.Status,
 // ListArrivals pages the run's unfinished turns that have arrived.
 func (r *Turns) ListArrivals(ctx context.Context, runID string, page platform.PageRequest) ([]turns.Turn, error) {
 	q := r.db.IDB(ctx).NewSelect().Where("run_id = ?", runID).Where("arrived_at IS NOT NULL").
-		Where("status NOT IN (?)", bun.List([]string{string(turns.Completed), string(turns.NoShow), string(turns.Cancelled)}))
+		Where("status NOT IN (?)", bun.List(finishedStatuses))
 	return r.page(ctx, q, page)
 }
 
@@ -316,12 +335,16 @@ func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineCha
 // changes.
 const lineChangesPruneEvery = 256
 
-// A line key as one bigint: the rank in the top byte, seq below it (a
-// sequence would need 2^56 turns to reach the rank's bits).
+// A line key as one bigint: the rank in the top byte, seq below it,
+// biased by seqBias so that the negative seqs of turns put back at the head
+// of the line encode too (a sequence would need 2^55 turns to reach the
+// bias).
+const seqBias = 1 << 55
+
 func encodeKeys(keys []turns.LineKey) []int64 {
 	out := make([]int64, len(keys))
 	for i, k := range keys {
-		out[i] = int64(k.Rank)<<56 | k.Seq
+		out[i] = int64(k.Rank)<<56 | (k.Seq + seqBias)
 	}
 	return out
 }
@@ -329,7 +352,7 @@ func encodeKeys(keys []turns.LineKey) []int64 {
 func decodeKeys(codes []int64) []turns.LineKey {
 	out := make([]turns.LineKey, len(codes))
 	for i, c := range codes {
-		out[i] = turns.LineKey{Rank: int(c >> 56), Seq: c & (1<<56 - 1)}
+		out[i] = turns.LineKey{Rank: int(c >> 56), Seq: c&(1<<56-1) - seqBias}
 	}
 	return out
 }

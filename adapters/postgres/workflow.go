@@ -147,6 +147,7 @@ type forwardRow struct {
 	Status        string     `bun:"status"`
 	ToTurnID      *string    `bun:"to_turn_id"`
 	ToRunID       *string    `bun:"to_run_id"`
+	NumberKept    bool       `bun:"number_kept"`
 	Attempts      int        `bun:"attempts"`
 	ErrorCode     *string    `bun:"error_code"`
 	ErrorMessage  *string    `bun:"error_message"`
@@ -159,14 +160,14 @@ type forwardRow struct {
 func forwardToRow(f workflow.Forward) *forwardRow {
 	return &forwardRow{ID: f.ID, AccountID: f.AccountID, LinkID: f.LinkID, FromTurnID: f.FromTurnID, FromQueueID: f.FromQueueID,
 		FromRunID: f.FromRunID, ToQueueID: f.ToQueueID, Trigger: f.Trigger, Status: f.Status, ToTurnID: f.ToTurnID,
-		ToRunID: f.ToRunID, Attempts: f.Attempts, ErrorCode: f.ErrorCode, ErrorMessage: f.ErrorMessage,
+		ToRunID: f.ToRunID, NumberKept: f.NumberKept, Attempts: f.Attempts, ErrorCode: f.ErrorCode, ErrorMessage: f.ErrorMessage,
 		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt, ForwardedAt: f.ForwardedAt, FailedAt: f.FailedAt}
 }
 
 func (row *forwardRow) domain() workflow.Forward {
 	return workflow.Forward{ID: row.ID, AccountID: row.AccountID, LinkID: row.LinkID, FromTurnID: row.FromTurnID,
 		FromQueueID: row.FromQueueID, FromRunID: row.FromRunID, ToQueueID: row.ToQueueID, Trigger: row.Trigger,
-		Status: row.Status, ToTurnID: row.ToTurnID, ToRunID: row.ToRunID, Attempts: row.Attempts,
+		Status: row.Status, ToTurnID: row.ToTurnID, ToRunID: row.ToRunID, NumberKept: row.NumberKept, Attempts: row.Attempts,
 		ErrorCode: row.ErrorCode, ErrorMessage: row.ErrorMessage, CreatedAt: row.CreatedAt.UTC(),
 		UpdatedAt: row.UpdatedAt.UTC(), ForwardedAt: utcPtr(row.ForwardedAt), FailedAt: utcPtr(row.FailedAt)}
 }

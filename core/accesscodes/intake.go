@@ -59,7 +59,10 @@ type Guard struct {
 	clock platform.Clock
 }
 
-var _ turns.IntakeShaper = (*Guard)(nil)
+var (
+	_ turns.IntakeShaper = (*Guard)(nil)
+	_ turns.ReturnGuard  = (*Guard)(nil)
+)
 
 // NewGuard builds the intake guard.
 func NewGuard(svc *Service, codes TurnCodes, clock platform.Clock) *Guard {
@@ -105,6 +108,36 @@ func (g *Guard) Shape(ctx context.Context, in turns.Intake) (turns.Shaping, erro
 		sh.Priority = &p
 	}
 	return sh, nil
+}
+
+// Returning keeps carpool.oneActiveTurnPerCode when a finished turn taken
+// with a code comes back (a no-show's re-entry, a reopen): refused with
+// ACCESS_CODE_IN_USE while another turn of the queue holds the code. The
+// code's row is locked first, as an intake's use of it is, so the two
+// cannot both pass.
+func (g *Guard) Returning(ctx context.Context, q queues.Queue, t turns.Turn) error {
+	if !platform.Deref(q.Carpool.OneActiveTurnPerCode, false) {
+		return nil
+	}
+	tc, err := g.codes.ForTurn(ctx, t.ID)
+	if platform.IsCode(err, platform.CodeNotFound) {
+		return nil // taken without a code
+	}
+	if err != nil {
+		return err
+	}
+	if err := g.svc.repo.Lock(ctx, tc.AccessCodeID); err != nil {
+		return err
+	}
+	other, busy, err := g.codes.ActiveTurn(ctx, tc.AccessCodeID, q.ID)
+	if err != nil {
+		return err
+	}
+	if busy && other != t.ID {
+		return platform.Conflict(CodeInUse, "the access code already has an active turn in this queue",
+			map[string]any{"accessCodeId": tc.AccessCodeID, "turnId": other})
+	}
+	return nil
 }
 
 // Admitted records which code the stored turn took.

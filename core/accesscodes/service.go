@@ -53,6 +53,10 @@ type Repository interface {
 	// false (and no change) when the check failed. Concurrent takers of a
 	// code's last use: exactly one gets true.
 	TakeUse(ctx context.Context, id string, now time.Time) (AccessCode, bool, error)
+	// Lock locks the code's row until the unit of work ends, as TakeUse
+	// does: a turn coming back with the code and an intake taking it happen
+	// one after the other.
+	Lock(ctx context.Context, id string) error
 }
 
 // Entities is what this module needs of the entities module.

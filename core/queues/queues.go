@@ -236,8 +236,10 @@ func newQueue(accountID string, in *CreateInput, now time.Time) Queue {
 	}
 	if in.Tolerance != nil {
 		q.Tolerance = *in.Tolerance
-		q.Tolerance.defaults()
 	}
+	// The re-entry rules apply with or without a grace period (which alone
+	// makes calls expire), so a read shows the ones enforced.
+	q.Tolerance.defaults()
 	if in.DispatchFlow != nil {
 		q.DispatchFlow = *in.DispatchFlow
 	}

@@ -28,29 +28,26 @@ type change struct {
 
 // mutate runs fn on the locked turn of the account in one unit of work,
 // then stores the turn and does what follows from the change (event,
-// tolerance job, promotion from the waitlist, line version).
+// tolerance job, promotion from the waitlist, line version). The answer is
+// the turn as committed.
 func (s *Service) mutate(ctx context.Context, accountID, id string, op Operation, fn func(ctx context.Context, c *change) error) (View, error) {
 	var out Turn
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
-		t, err := s.repo.GetForUpdate(ctx, id)
+		c, err := s.lock(ctx, accountID, id, op)
 		if err != nil {
 			return err
 		}
-		if t.AccountID != accountID {
-			return platform.ForeignResource("turn")
-		}
-		if err := check(t, op); err != nil {
-			return err
-		}
-		c, err := s.load(ctx, op, t)
-		if err != nil {
+		if err := check(c.t, op); err != nil {
 			return err
 		}
 		if err := fn(ctx, c); err != nil {
 			return err
 		}
+		if err := s.commit(ctx, c); err != nil {
+			return err
+		}
 		out = c.t
-		return s.commit(ctx, c)
+		return nil
 	})
 	if err != nil {
 		return View{}, err
@@ -58,8 +55,23 @@ func (s *Service) mutate(ctx context.Context, accountID, id string, op Operation
 	return s.View(ctx, out)
 }
 
-func (s *Service) load(ctx context.Context, op Operation, t Turn) (*change, error) {
-	run, err := s.queues.GetRun(ctx, t.RunID)
+// lock takes the locks of an operation on one turn in the order of the
+// lock protocol (docs/turns.md): the turn's run first, then the turn. The
+// unlocked read before them only finds the run, which a turn never
+// changes. accountID "" is a job acting for the turn's own account.
+func (s *Service) lock(ctx context.Context, accountID, id string, op Operation) (*change, error) {
+	peek, err := s.repo.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if accountID != "" && peek.AccountID != accountID {
+		return nil, platform.ForeignResource("turn")
+	}
+	run, err := s.queues.GetRunForUpdate(ctx, peek.RunID)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.repo.GetForUpdate(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +87,24 @@ func (s *Service) load(ctx context.Context, op Operation, t Turn) (*change, erro
 // for as short a time as possible.
 func (s *Service) commit(ctx context.Context, c *change) error {
 	c.t.UpdatedAt = c.now
+	if err := s.returning(ctx, c); err != nil {
+		return err
+	}
 	if err := s.repo.Update(ctx, c.t); err != nil {
 		return err
+	}
+	lc := lineDelta(c.before, c.t)
+	if c.mayPromote() {
+		promoted, _, err := s.promote(ctx, c.q, c.run)
+		if err != nil {
+			return err
+		}
+		for _, p := range promoted {
+			if p.ID == c.t.ID {
+				c.t = p // its own change sent it to the waitlist, and there was room
+			}
+		}
+		lc.Added = append(lc.Added, keys(promoted)...)
 	}
 	if c.event != "" {
 		if err := s.emit(ctx, c.event, c.t, c.extra); err != nil {
@@ -88,17 +116,30 @@ func (s *Service) commit(ctx context.Context, c *change) error {
 			return err
 		}
 	}
-	lc := lineDelta(c.before, c.t)
-	if c.before.Status.Active() && !c.t.Status.Active() {
-		promoted, err := s.promote(ctx, c.q, c.t.RunID)
-		if err != nil {
-			return err
-		}
-		lc.Added = append(lc.Added, promoted...)
+	return s.bumpLine(ctx, c.t.RunID, lc)
+}
+
+// mayPromote reports whether the change can have made room for the
+// waitlist or put a turn on it: an active turn finished, or a turn went
+// (back) to the waitlist.
+func (c *change) mayPromote() bool {
+	left := c.before.Status.Active() && !c.t.Status.Active()
+	return left || (c.t.Status == Waitlisted && c.before.Status != Waitlisted)
+}
+
+// returning applies the intake guards that rule on a finished turn coming
+// back (re-entry, reopen): a rule on the turns a customer may hold at once
+// holds then too.
+func (s *Service) returning(ctx context.Context, c *change) error {
+	if !c.before.Status.Finished() || c.t.Status.Finished() {
+		return nil
 	}
-	if len(lc.Added) > 0 || len(lc.Removed) > 0 {
-		_, err := s.repo.BumpLine(ctx, c.t.RunID, lc)
-		return err
+	for _, g := range s.guards {
+		if rg, ok := g.(ReturnGuard); ok {
+			if err := rg.Returning(ctx, c.q, c.t); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -117,34 +158,36 @@ func lineDelta(before, after Turn) LineChange {
 	return lc
 }
 
-// promote moves waitlisted turns into the line, in line order, while there
-// is room, when the queue promotes automatically, and returns their keys.
-// It takes the run's lock, like intake, so promotions and new turns count
-// active turns one at a time.
-func (s *Service) promote(ctx context.Context, q queues.Queue, runID string) ([]LineKey, error) {
+// promote moves WAITLISTED turns of an open run into the line, first in
+// line order, while there is room under capacity.maxTurns, when the queue
+// promotes automatically (capacity.autoPromote, the default). The caller
+// holds the run's lock, so promotions and admissions count one at a time.
+// It returns the promoted turns (as stored) and the run's occupancy after
+// them (zero without maxTurns, where nothing is counted).
+func (s *Service) promote(ctx context.Context, q queues.Queue, run queues.Run) ([]Turn, Occupancy, error) {
 	c := q.Capacity
-	if c.MaxTurns == nil || !platform.Deref(c.WaitlistEnabled, false) || !platform.Deref(c.AutoPromote, true) {
-		return nil, nil
+	if c.MaxTurns == nil {
+		return nil, Occupancy{}, nil
 	}
-	if _, err := s.queues.GetRunForUpdate(ctx, runID); err != nil {
-		return nil, err
+	occ, err := s.repo.Occupancy(ctx, run.ID)
+	if err != nil || !run.Open() || !platform.Deref(c.AutoPromote, true) {
+		return nil, occ, err
 	}
-	var promoted []LineKey
-	for {
-		n, err := s.repo.CountActive(ctx, runID)
-		if err != nil || n >= *c.MaxTurns {
-			return promoted, err
-		}
-		w, ok, err := s.repo.TakeWaitlisted(ctx, runID)
+	var promoted []Turn
+	for occ.Waitlisted > 0 && occ.Active < *c.MaxTurns {
+		w, ok, err := s.repo.TakeWaitlisted(ctx, run.ID)
 		if err != nil || !ok {
-			return promoted, err
+			return promoted, occ, err
 		}
 		w.Status, w.UpdatedAt = Waiting, s.clock.Now()
 		if err := s.repo.Update(ctx, w); err != nil {
-			return promoted, err
+			return promoted, occ, err
 		}
-		promoted = append(promoted, w.Key())
+		promoted = append(promoted, w)
+		occ.Waitlisted--
+		occ.Active++
 	}
+	return promoted, occ, nil
 }
 
 // station resolves a station id for a turn of queue q: it must be one of
@@ -184,15 +227,11 @@ func (s *Service) Next(ctx context.Context, accountID, runID string, in CallInpu
 	}
 	var out Turn
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
-		run, err := s.run(ctx, accountID, runID)
+		run, q, err := s.lockRun(ctx, accountID, runID)
 		if err != nil {
 			return err
 		}
 		if err := closedRun(run, OpNext); err != nil {
-			return err
-		}
-		q, err := s.queues.GetQueue(ctx, run.QueueID)
-		if err != nil {
 			return err
 		}
 		if in.StationID != nil {
@@ -216,8 +255,11 @@ func (s *Service) Next(ctx context.Context, accountID, runID string, in CallInpu
 		// made while the turn waited gives way to who actually calls it.
 		c.t.StationID = in.StationID
 		callTurn(c, !platform.Deref(q.DispatchFlow.CallOnNext, true) && platform.Deref(q.DispatchFlow.TrackService, true))
+		if err := s.commit(ctx, c); err != nil {
+			return err
+		}
 		out = c.t
-		return s.commit(ctx, c)
+		return nil
 	})
 	if err != nil {
 		return View{}, err
@@ -327,8 +369,17 @@ func (s *Service) reenter(ctx context.Context, c *change) error {
 		return platform.Conflict(CodeReentryLimitReached, "the turn has used every re-entry the queue allows",
 			map[string]any{"turnId": c.t.ID, "status": string(c.t.Status), "reentries": c.t.Reentries, "maxReentries": limit})
 	}
-	if err := s.readmit(ctx, c, Waiting); err != nil {
-		return err
+	// A turn held by expiry still holds its place against capacity; a
+	// no-show comes back as a new arrival would, behind any waitlist.
+	c.t.Status = Waiting
+	if !c.before.Status.Active() {
+		occ, err := s.repo.Occupancy(ctx, c.run.ID)
+		if err != nil {
+			return err
+		}
+		if c.t.Status, err = admission(c.q, c.run.ID, occ); err != nil {
+			return err
+		}
 	}
 	seq, err := s.repo.NextSeq(ctx)
 	if err != nil {
@@ -337,32 +388,6 @@ func (s *Service) reenter(ctx context.Context, c *change) error {
 	c.t.Seq = seq
 	c.t.Reentries++
 	c.t.HeldFrom, c.t.ReopenTo, c.t.FinishedAt = "", Status(""), nil
-	return nil
-}
-
-// readmit gives c's turn the status target if the run has room for another
-// active turn; a turn bound for the line goes to the waitlist instead when
-// the run is full and waitlistEnabled.
-func (s *Service) readmit(ctx context.Context, c *change, target Status) error {
-	if !target.Active() || c.before.Status.Active() {
-		c.t.Status = target
-		return nil
-	}
-	if _, err := s.queues.GetRunForUpdate(ctx, c.t.RunID); err != nil {
-		return err
-	}
-	st, err := s.admission(ctx, c.q, c.t.RunID)
-	if err != nil {
-		return err
-	}
-	if st == Waitlisted && target != Waiting {
-		return platform.Conflict(CodeCapacityReached, "the queue run is at capacity",
-			map[string]any{"queueRunId": c.t.RunID, "maxTurns": *c.q.Capacity.MaxTurns})
-	}
-	if st == Waitlisted {
-		target = Waitlisted
-	}
-	c.t.Status = target
 	return nil
 }
 
@@ -439,31 +464,43 @@ func (s *Service) Release(ctx context.Context, accountID, id string) (View, erro
 			return err
 		}
 		if c.t.Status == Waitlisted {
-			st, err := s.lockedAdmission(ctx, c)
+			return s.promoteByHand(ctx, c)
+		}
+		switch c.t.HeldFrom {
+		case HeldByExpiry:
+			return s.reenter(ctx, c)
+		case HeldAfterCall:
+			// Its call was interrupted: it is the next one called, at the
+			// head of its priority. Arrival numbers only grow, so the
+			// negated next one sorts before every other turn's; the most
+			// recently released goes first.
+			seq, err := s.repo.NextSeq(ctx)
 			if err != nil {
 				return err
 			}
-			if st != Waiting {
-				return platform.Conflict(CodeCapacityReached, "the queue run is at capacity",
-					map[string]any{"queueRunId": c.t.RunID, "maxTurns": *c.q.Capacity.MaxTurns})
-			}
-			c.t.Status = Waiting
-			return nil
-		}
-		if c.t.HeldFrom == HeldByExpiry {
-			return s.reenter(ctx, c)
+			c.t.Seq = -seq
 		}
 		c.t.Status, c.t.HeldFrom = Waiting, ""
 		return nil
 	})
 }
 
-// lockedAdmission is admission under the run's lock.
-func (s *Service) lockedAdmission(ctx context.Context, c *change) (Status, error) {
-	if _, err := s.queues.GetRunForUpdate(ctx, c.t.RunID); err != nil {
-		return "", err
+// promoteByHand moves a waitlisted turn into the line on staff's word
+// (release), when the run has room under capacity.maxTurns, whatever its
+// place on the waitlist.
+func (s *Service) promoteByHand(ctx context.Context, c *change) error {
+	if max := c.q.Capacity.MaxTurns; max != nil {
+		occ, err := s.repo.Occupancy(ctx, c.run.ID)
+		if err != nil {
+			return err
+		}
+		if occ.Active >= *max {
+			return platform.Conflict(CodeCapacityReached, "the queue run is at capacity",
+				map[string]any{"queueRunId": c.t.RunID, "maxTurns": *max, "activeTurns": occ.Active})
+		}
 	}
-	return s.admission(ctx, c.q, c.t.RunID)
+	c.t.Status = Waiting
+	return nil
 }
 
 // Cancel cancels an unfinished turn as staff (POST /turns/{turnId}/cancel).
@@ -506,9 +543,9 @@ func (s *Service) Reopen(ctx context.Context, accountID, id string) (View, error
 		if target != Held {
 			c.t.HeldFrom = ""
 		}
-		if err := s.readmit(ctx, c, target); err != nil {
-			return err
-		}
+		// An undo needs no room: the turn returns to exactly where it was,
+		// even past capacity.maxTurns (promotion then waits for room).
+		c.t.Status = target
 		if from == Completed {
 			c.t.ServiceSeconds = nil
 		}

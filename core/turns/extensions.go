@@ -45,3 +45,13 @@ type IntakeGuard interface {
 	Check(ctx context.Context, in Intake) error
 	Admitted(ctx context.Context, in Intake, t Turn) error
 }
+
+// ReturnGuard is an IntakeGuard that also rules on a finished turn coming
+// back into the run (a no-show's re-entry, a reopen): a rule on the turns
+// one customer may hold at once (access codes' oneActiveTurnPerCode) must
+// hold then as it did at intake. Returning runs in the change's unit of
+// work, after the run and the turn were locked; an error refuses the
+// change.
+type ReturnGuard interface {
+	Returning(ctx context.Context, q queues.Queue, t Turn) error
+}

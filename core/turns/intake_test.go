@@ -189,15 +189,22 @@ func TestNumberingResetsDailyInTheQueuesZone(t *testing.T) {
 	_, daily := f.queue(queues.CreateInput{Location: loc, Schedule: &queues.Schedule{
 		Mode: platform.Ptr(queues.ScheduleAlways), ResetNumberingDaily: platform.Ptr(true)}})
 	_, plain := f.queue(queues.CreateInput{Location: loc})
-	if f.take(daily, turns.CreateInput{}).Number != 1 || f.take(daily, turns.CreateInput{}).Number != 2 {
+	first, second := f.take(daily, turns.CreateInput{}), f.take(daily, turns.CreateInput{})
+	if first.Number != 1 || second.Number != 2 {
 		t.Fatal("first day numbering")
 	}
 	f.take(plain, turns.CreateInput{})
 	f.take(plain, turns.CreateInput{})
 	// 23:10 UTC is still March 2 in UTC, but 00:10 on March 3 in Madrid.
+	// The first turn is done; the second still waits, so its code is not
+	// given again.
+	f.force(first.ID, func(t *turns.Turn) { t.Status = turns.Completed })
 	f.clock.Set(time.Date(2026, 3, 2, 23, 10, 0, 0, time.UTC))
 	if n := f.take(daily, turns.CreateInput{}).Number; n != 1 {
 		t.Fatalf("new local day: want 1, got %d", n)
+	}
+	if n := f.take(daily, turns.CreateInput{}).Number; n != 3 {
+		t.Fatalf("the code of yesterday's waiting turn 2 is skipped: want 3, got %d", n)
 	}
 	if n := f.take(plain, turns.CreateInput{}).Number; n != 3 {
 		t.Fatalf("without the reset numbering goes on: want 3, got %d", n)

@@ -167,6 +167,9 @@ type viewer struct {
 	basis   string
 	samples []float64
 	lines   map[string]*lineSnapshot
+	// open says, per run, whether it is open (read on its first waiting
+	// turn): a closed run calls nobody, so it promises no wait.
+	open map[string]bool
 }
 
 func (s *Service) viewer(ctx context.Context, q queues.Queue) (*viewer, error) {
@@ -174,7 +177,8 @@ func (s *Service) viewer(ctx context.Context, q queues.Queue) (*viewer, error) {
 	if err != nil {
 		return nil, err
 	}
-	vb := &viewer{s: s, q: q, stations: make(map[string]queues.Station, len(sts)), lines: map[string]*lineSnapshot{}}
+	vb := &viewer{s: s, q: q, stations: make(map[string]queues.Station, len(sts)), lines: map[string]*lineSnapshot{},
+		open: map[string]bool{}}
 	for _, st := range sts {
 		vb.stations[st.ID] = st
 	}
@@ -231,6 +235,10 @@ func (vb *viewer) view(ctx context.Context, t Turn) (View, error) {
 		return v, nil
 	}
 	v.Position = &pos
+	open, err := vb.runOpen(ctx, t.RunID)
+	if err != nil || !open {
+		return v, err // its place in line, but no wait estimate while nobody is called
+	}
 	if vb.basis == "" {
 		samples, err := vb.s.repo.RecentServiceSeconds(ctx, vb.q.ID, ServiceSamples)
 		if err != nil {
@@ -242,6 +250,19 @@ func (vb *viewer) view(ctx context.Context, t Turn) (View, error) {
 	v.WaitEstimate = estimate(pos, vb.avg, vb.basis, vb.servers)
 	v.WaitEstimate.Range = waitRange(pos, vb.samples, vb.servers)
 	return v, nil
+}
+
+// runOpen reports whether the run is open, once per run and view.
+func (vb *viewer) runOpen(ctx context.Context, runID string) (bool, error) {
+	if open, ok := vb.open[runID]; ok {
+		return open, nil
+	}
+	run, err := vb.s.queues.GetRun(ctx, runID)
+	if err != nil {
+		return false, err
+	}
+	vb.open[runID] = run.Open()
+	return run.Open(), nil
 }
 
 // averageService is the mean of the samples, or the default when there are

@@ -30,10 +30,17 @@ type Repository interface {
 	// (platform NotFound when none).
 	ByIdempotencyKey(ctx context.Context, accountID, key string) (Turn, error)
 
-	// NextNumber increments the run's counter for day and returns the new
-	// value, in the caller's transaction: a rolled-back intake gives its
-	// number back, so committed numbers have no gap.
-	NextNumber(ctx context.Context, runID, day string) (int, error)
+	// NextNumber increments the run's number counter and returns the new
+	// number, in the caller's transaction: a rolled-back intake gives its
+	// number back, so committed numbers have no gap. A run has one counter,
+	// tagged with the numbering period it counts in ("" for the run's
+	// whole life, or a local day). A day that follows another day restarts
+	// the count at 1; a switch between "" and a day carries the count on,
+	// so switching resetNumberingDaily neither restarts numbering in the
+	// middle of a day nor rewinds it to an older count.
+	NextNumber(ctx context.Context, runID, period string) (int, error)
+	// CodeHeld reports whether an unfinished turn of the run shows code.
+	CodeHeld(ctx context.Context, runID, code string) (bool, error)
 	// NextSeq returns a new arrival sequence number, increasing over time.
 	NextSeq(ctx context.Context) (int64, error)
 
@@ -43,9 +50,9 @@ type Repository interface {
 	TakeNext(ctx context.Context, runID string) (Turn, bool, error)
 	// TakeWaitlisted is TakeNext for the WAITLISTED turns.
 	TakeWaitlisted(ctx context.Context, runID string) (Turn, bool, error)
-	// CountActive counts the run's WAITING, HELD, CALLED and IN_SERVICE
-	// turns.
-	CountActive(ctx context.Context, runID string) (int, error)
+	// Occupancy counts the run's active (WAITING, HELD, CALLED,
+	// IN_SERVICE) and WAITLISTED turns.
+	Occupancy(ctx context.Context, runID string) (Occupancy, error)
 	// AtStation returns the CALLED or IN_SERVICE turn at the station;
 	// false when the station is free.
 	AtStation(ctx context.Context, stationID string) (Turn, bool, error)
@@ -78,6 +85,13 @@ type Repository interface {
 	RecentServiceSeconds(ctx context.Context, queueID string, n int) ([]float64, error)
 }
 
+// Occupancy is how many of a run's turns count against its capacity
+// (Active) and how many wait for room (Waitlisted).
+type Occupancy struct {
+	Active     int
+	Waitlisted int
+}
+
 // LineChange is what one committed change did to a run's waiting line:
 // keys that left it and keys that joined it. Version is set by BumpLine.
 // Reset marks a change the keys do not describe; a reader reloads the line.
@@ -93,8 +107,10 @@ type LineChange struct {
 type Queues interface {
 	GetQueue(ctx context.Context, id string) (queues.Queue, error)
 	GetRun(ctx context.Context, id string) (queues.Run, error)
-	// GetRunForUpdate locks the run: intake and the capacity rules
-	// serialise on it.
+	// GetRunForUpdate locks the run. Every use case that changes a run's
+	// turns takes it first (docs/turns.md, the lock order), so intake,
+	// dispatch, promotion and the capacity rules of a run happen one at a
+	// time.
 	GetRunForUpdate(ctx context.Context, id string) (queues.Run, error)
 	GetStation(ctx context.Context, id string) (queues.Station, error)
 	ListStations(ctx context.Context, queueID string) ([]queues.Station, error)

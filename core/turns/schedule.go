@@ -9,11 +9,13 @@ import (
 	"github.com/qms-dev/qms/core/queues"
 )
 
-// numberingDay is the key of the run's number counter a turn taken at now
-// counts on: the day in the queue's time zone with
-// schedule.resetNumberingDaily, so numbering restarts at 1 each local
-// midnight; a single all-time counter ("") otherwise.
-func numberingDay(q queues.Queue, now time.Time) string {
+// numberingPeriod is the numbering period a turn taken at now counts in:
+// the day in the queue's time zone with schedule.resetNumberingDaily, so
+// numbering starts again at 1 each local midnight; one period for the
+// run's life ("") otherwise. A switch of the setting takes effect at the
+// next local midnight: Repository.NextNumber carries the count on until
+// then.
+func numberingPeriod(q queues.Queue, now time.Time) string {
 	if !platform.Deref(q.Schedule.ResetNumberingDaily, false) {
 		return ""
 	}

@@ -103,7 +103,9 @@ func (s *Service) replay(ctx context.Context, accountID, key, hash string) (Turn
 	return t, true, nil
 }
 
-// lockRun loads and locks a run of the account, and its queue.
+// lockRun loads and locks a run of the account, and its queue. The run's
+// lock is the first every use case that changes the run's turns takes
+// (docs/turns.md, the lock order).
 func (s *Service) lockRun(ctx context.Context, accountID, runID string) (queues.Run, queues.Queue, error) {
 	run, err := s.queues.GetRunForUpdate(ctx, runID)
 	if err != nil {
@@ -216,17 +218,20 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, error) {
 	if err := s.shape(ctx, in, &d); err != nil {
 		return Turn{}, err
 	}
-	status, err := s.admission(ctx, in.Queue, in.Run.ID)
+	// Room a finished turn left, and not yet given to the waitlist, goes to
+	// the waitlist first: nobody passes those waiting for room.
+	promoted, occ, err := s.promote(ctx, in.Queue, in.Run)
+	if err != nil {
+		return Turn{}, err
+	}
+	status, err := admission(in.Queue, in.Run.ID, occ)
 	if err != nil {
 		return Turn{}, err
 	}
 	now := s.clock.Now()
-	number, code := d.number, d.code
-	if code == "" {
-		if number, err = s.repo.NextNumber(ctx, in.Run.ID, numberingDay(in.Queue, now)); err != nil {
-			return Turn{}, err
-		}
-		code = displayCode(d.prefix, in.Queue.TurnPadding, number)
+	number, code, err := s.number(ctx, in, d, now)
+	if err != nil {
+		return Turn{}, err
 	}
 	seq, err := s.repo.NextSeq(ctx)
 	if err != nil {
@@ -249,33 +254,83 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, error) {
 	if err := s.emit(ctx, platform.EventTurnCreated, t, nil); err != nil {
 		return Turn{}, err
 	}
+	lc := LineChange{Added: keys(promoted)}
 	if status == Waiting {
-		_, err := s.repo.BumpLine(ctx, t.RunID, LineChange{Added: []LineKey{t.Key()}})
-		return t, err
+		lc.Added = append(lc.Added, t.Key())
 	}
-	return t, nil
+	return t, s.bumpLine(ctx, t.RunID, lc)
 }
 
-// admission decides how a turn enters a run's line: WAITING when there is
-// room under capacity.maxTurns active turns (or no limit), WAITLISTED when
-// full with waitlistEnabled, else CAPACITY_REACHED. The caller holds the
-// run's lock, so concurrent admissions count one after the other.
-func (s *Service) admission(ctx context.Context, q queues.Queue, runID string) (Status, error) {
-	if q.Capacity.MaxTurns == nil {
+// number gives a new turn its number and display code: those it keeps (a
+// forward with keepNumber) unless an unfinished turn of the run already
+// shows that code; else the run's next number, skipping any whose code an
+// unfinished turn shows (a kept one), so a display code never repeats
+// among a run's unfinished turns.
+func (s *Service) number(ctx context.Context, in Intake, d draft, now time.Time) (int, string, error) {
+	if d.code != "" {
+		held, err := s.repo.CodeHeld(ctx, in.Run.ID, d.code)
+		if err != nil || !held {
+			return d.number, d.code, err
+		}
+	}
+	period := numberingPeriod(in.Queue, now)
+	for {
+		n, err := s.repo.NextNumber(ctx, in.Run.ID, period)
+		if err != nil {
+			return 0, "", err
+		}
+		code := displayCode(d.prefix, in.Queue.TurnPadding, n)
+		held, err := s.repo.CodeHeld(ctx, in.Run.ID, code)
+		if err != nil {
+			return 0, "", err
+		}
+		if !held {
+			return n, code, nil
+		}
+	}
+}
+
+// admission decides how a new turn enters a run, given the run's occupancy
+// once its waitlist has been promoted as far as room allows. A waitlist is
+// a queue: while anyone is WAITLISTED a new turn joins them there (with
+// autoPromote off, until staff release them). Otherwise the turn is
+// WAITING under capacity.maxTurns active turns (or without a limit),
+// WAITLISTED when the run is full and waitlistEnabled, else refused with
+// CAPACITY_REACHED.
+func admission(q queues.Queue, runID string, occ Occupancy) (Status, error) {
+	c := q.Capacity
+	if c.MaxTurns == nil {
 		return Waiting, nil
 	}
-	n, err := s.repo.CountActive(ctx, runID)
-	if err != nil {
-		return "", err
-	}
-	if n < *q.Capacity.MaxTurns {
+	waitlist := platform.Deref(c.WaitlistEnabled, false)
+	switch {
+	case waitlist && occ.Waitlisted > 0:
+		return Waitlisted, nil
+	case occ.Active < *c.MaxTurns:
 		return Waiting, nil
-	}
-	if platform.Deref(q.Capacity.WaitlistEnabled, false) {
+	case waitlist:
 		return Waitlisted, nil
 	}
 	return "", platform.Conflict(CodeCapacityReached, "the queue run is at capacity",
-		map[string]any{"queueRunId": runID, "maxTurns": *q.Capacity.MaxTurns, "activeTurns": n})
+		map[string]any{"queueRunId": runID, "maxTurns": *c.MaxTurns, "activeTurns": occ.Active})
+}
+
+// bumpLine records a change of the run's waiting line, if there is one.
+func (s *Service) bumpLine(ctx context.Context, runID string, lc LineChange) error {
+	if len(lc.Added) == 0 && len(lc.Removed) == 0 {
+		return nil
+	}
+	_, err := s.repo.BumpLine(ctx, runID, lc)
+	return err
+}
+
+// keys returns the line keys of ts.
+func keys(ts []Turn) []LineKey {
+	out := make([]LineKey, len(ts))
+	for i, t := range ts {
+		out[i] = t.Key()
+	}
+	return out
 }
 
 // Admission is a turn another module puts in a run: a turn forwarded
@@ -395,6 +450,7 @@ func (s *Service) page(ctx context.Context, run queues.Run, items []Turn, limit 
 	if err != nil {
 		return platform.Page[View]{}, err
 	}
+	vb.open[run.ID] = run.Open()
 	out := platform.Page[View]{Items: make([]View, len(p.Items)), Next: p.Next}
 	for i, t := range p.Items {
 		if out.Items[i], err = vb.view(ctx, t); err != nil {

@@ -44,19 +44,15 @@ func (s *Service) scheduleExpiry(ctx context.Context, q queues.Queue, t Turn) er
 // changes nothing more than running it once.
 func (s *Service) ExpireTolerance(ctx context.Context, args ToleranceArgs) error {
 	return s.uow.Do(ctx, func(ctx context.Context) error {
-		t, err := s.repo.GetForUpdate(ctx, args.TurnID)
+		c, err := s.lock(ctx, "", args.TurnID, OpExpire)
 		if platform.IsCode(err, platform.CodeNotFound) {
 			return nil // deleted with its queue
 		}
 		if err != nil {
 			return err
 		}
-		if t.Status != Called || t.CallCount != args.CallCount || t.ArrivedAt != nil || t.StartedAt != nil {
+		if t := c.t; t.Status != Called || t.CallCount != args.CallCount || t.ArrivedAt != nil || t.StartedAt != nil {
 			return nil
-		}
-		c, err := s.load(ctx, OpExpire, t)
-		if err != nil {
-			return err
 		}
 		switch platform.Deref(c.q.DispatchFlow.OnToleranceExpired, queues.OnExpiredNoShow) {
 		case queues.OnExpiredNoShow:

@@ -50,7 +50,7 @@ type Rule struct {
 // drives every (operation, status) pair against it, and docs/turns.md is
 // generated from it.
 var Rules = []Rule{
-	{OpCreate, "", "WAITING/WAITLISTED", "WAITLISTED when capacity.maxTurns active turns exist and waitlistEnabled",
+	{OpCreate, "", "WAITING/WAITLISTED", "WAITLISTED while anyone is on the waitlist, or when capacity.maxTurns active turns exist, with waitlistEnabled",
 		"run open (else QUEUE_CLOSED) and intake open (else INTAKE_CLOSED); inside opening hours when the schedule is weekly, unless allowOutsideHours (else OUTSIDE_OPENING_HOURS); under capacity.maxTurns active turns, or waitlistEnabled (else CAPACITY_REACHED); answers match the questions; every IntakeGuard passes",
 		"turn.created"},
 
@@ -72,7 +72,7 @@ var Rules = []Rule{
 	{OpArrive, Waiting, "same", "arrivedAt set (once)", "", ""},
 	{OpArrive, Held, "same", "arrivedAt set (once)", "", ""},
 	{OpArrive, Called, "same", "arrivedAt set (once); tolerance no longer expires the call", "", ""},
-	{OpArrive, NoShow, "WAITING/WAITLISTED", "a re-entry: at the end of its priority; WAITLISTED at capacity with waitlistEnabled",
+	{OpArrive, NoShow, "WAITING/WAITLISTED", "a re-entry: at the end of its priority; WAITLISTED, as a new turn would be, while anyone is on the waitlist or at capacity, with waitlistEnabled",
 		"run open; tolerance.allowReentry (else REENTRY_NOT_ALLOWED); reentries < tolerance.maxReentries (else REENTRY_LIMIT_REACHED)", ""},
 
 	{OpStart, Called, "IN_SERVICE", "arrivedAt set if it was not", "dispatchFlow.trackService on (else SERVICE_NOT_TRACKED)", ""},
@@ -85,9 +85,9 @@ var Rules = []Rule{
 	{OpHold, Waiting, "HELD", "keeps its place for release", "", ""},
 	{OpHold, Called, "HELD", "frees the station; keeps its place at the head of the line for release", "", ""},
 
-	{OpRelease, Held, "WAITING", "back in its place when staff held it; when tolerance expiry held it, a re-entry at the end of its priority",
+	{OpRelease, Held, "WAITING", "back in its place when staff held it while waiting; at the head of its priority when staff held it after a call (the next one called); when tolerance expiry held it, a re-entry at the end of its priority",
 		"run open; a re-entry needs tolerance.allowReentry (else REENTRY_NOT_ALLOWED) and reentries < tolerance.maxReentries (else REENTRY_LIMIT_REACHED)", ""},
-	{OpRelease, Waitlisted, "WAITING", "promoted by hand", "run open; fewer than capacity.maxTurns active turns (else CAPACITY_REACHED)", ""},
+	{OpRelease, Waitlisted, "WAITING", "promoted by hand, whatever its place on the waitlist", "run open; fewer than capacity.maxTurns active turns (else CAPACITY_REACHED)", ""},
 
 	{OpCancel, Waitlisted, "CANCELLED", "", "", "turn.cancelled"},
 	{OpCancel, Waiting, "CANCELLED", "", "", "turn.cancelled"},
@@ -98,8 +98,8 @@ var Rules = []Rule{
 	{OpReopen, Completed, "IN_SERVICE/CALLED", "the status it was completed from",
 		"dispatchFlow.allowReopen (else REOPEN_NOT_ALLOWED); at most 5 minutes after it finished (else REOPEN_WINDOW_EXPIRED); run open; its station free", "turn.reopened"},
 	{OpReopen, NoShow, "CALLED", "", "as from COMPLETED", "turn.reopened"},
-	{OpReopen, Cancelled, "its status before", "the status it was cancelled from; back in its place if that was WAITING, WAITLISTED if the line is full and waitlistEnabled",
-		"as from COMPLETED; room under capacity.maxTurns when it returns to the line", "turn.reopened"},
+	{OpReopen, Cancelled, "its status before", "the status it was cancelled from; back in its place if that was WAITING, back on the waitlist if it was WAITLISTED (then promoted when there is room)",
+		"as from COMPLETED; an undo needs no room under capacity.maxTurns", "turn.reopened"},
 
 	{OpPriority, Waitlisted, "same", "new priority", "a PRIORITY", ""},
 	{OpPriority, Waiting, "same", "new priority; it keeps its arrival, so it sits among the turns of its new priority by arrival", "a PRIORITY", ""},
@@ -108,7 +108,7 @@ var Rules = []Rule{
 	{OpExpire, Called, "NO_SHOW/CANCELLED/HELD/same", "per dispatchFlow.onToleranceExpired: no_show, cancel, hold, none",
 		"the job of this very call (callCount); the turn has neither arrived nor started", "turn.cancelled when cancel"},
 
-	{OpPromote, Waitlisted, "WAITING", "automatic, first in line order, as room frees", "capacity.autoPromote; fewer than capacity.maxTurns active turns", ""},
+	{OpPromote, Waitlisted, "WAITING", "automatic, first in line order, as room frees (before any new turn is admitted)", "capacity.autoPromote; run open; fewer than capacity.maxTurns active turns", ""},
 }
 
 // applies reports whether op has a rule for a turn in status from.

@@ -62,10 +62,15 @@ type Forward struct {
 	ToQueueID   string `json:"toQueueId"`
 	// Trigger is how the forward started: complete (the turn completed) or
 	// manual (POST /turns/{turnId}/forward).
-	Trigger      string     `json:"trigger"`
-	Status       string     `json:"status"`
-	ToTurnID     *string    `json:"toTurnId"`
-	ToRunID      *string    `json:"toQueueRunId"`
+	Trigger  string  `json:"trigger"`
+	Status   string  `json:"status"`
+	ToTurnID *string `json:"toTurnId"`
+	ToRunID  *string `json:"toQueueRunId"`
+	// NumberKept is true when the destination turn kept the source turn's
+	// number and display code (the link's keepNumber, and no unfinished
+	// turn of the destination run showed that code); false when it drew a
+	// number of its own.
+	NumberKept   bool       `json:"numberKept"`
 	Attempts     int        `json:"attempts"`
 	ErrorCode    *string    `json:"errorCode"`
 	ErrorMessage *string    `json:"errorMessage"`
@@ -311,6 +316,7 @@ func (f *Forwarder) deliver(ctx context.Context, fw *Forward, link *Link) error 
 	}
 	now := f.clock.Now()
 	fw.Status, fw.ToTurnID, fw.ToRunID, fw.ForwardedAt, fw.UpdatedAt = ForwardDone, &t.ID, &t.RunID, &now, now
+	fw.NumberKept = link.KeepNumber && t.DisplayCode == src.DisplayCode
 	fw.ErrorCode, fw.ErrorMessage, fw.FailedAt = nil, nil, nil
 	return nil
 }

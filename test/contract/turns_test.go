@@ -162,21 +162,28 @@ func runTurnsRepository(t *testing.T, newHarness func(t *testing.T) turnsHarness
 		}
 	})
 
-	t.Run("numbers count per run and day and roll back", func(t *testing.T) {
+	t.Run("numbers count per run and period and roll back", func(t *testing.T) {
 		w := newTurnsWorld(t, newHarness(t))
-		next := func(day string) int {
-			n, err := w.h.Turns.NextNumber(ctx, w.runID, day)
+		next := func(period string) int {
+			n, err := w.h.Turns.NextNumber(ctx, w.runID, period)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return n
 		}
-		if next("") != 1 || next("") != 2 || next("2026-03-02") != 1 || next("2026-03-02") != 2 || next("2026-03-03") != 1 {
-			t.Fatal("counters")
+		// A switch between the run-long period and a day carries the count
+		// on; a day after a day restarts it.
+		for i, step := range []struct {
+			period string
+			want   int
+		}{{"", 1}, {"", 2}, {"2026-03-02", 3}, {"2026-03-02", 4}, {"2026-03-03", 1}, {"2026-03-03", 2}, {"", 3}, {"2026-03-04", 4}} {
+			if got := next(step.period); got != step.want {
+				t.Fatalf("step %d (%q): want %d, got %d", i, step.period, step.want, got)
+			}
 		}
 		boom := errors.New("boom")
 		err := w.h.UoW.Do(ctx, func(ctx context.Context) error {
-			if _, err := w.h.Turns.NextNumber(ctx, w.runID, ""); err != nil {
+			if _, err := w.h.Turns.NextNumber(ctx, w.runID, "2026-03-04"); err != nil {
 				return err
 			}
 			return boom
@@ -184,13 +191,60 @@ func runTurnsRepository(t *testing.T, newHarness func(t *testing.T) turnsHarness
 		if !errors.Is(err, boom) {
 			t.Fatal(err)
 		}
-		if n := next(""); n != 3 {
-			t.Fatalf("a rolled-back number comes back: want 3, got %d", n)
+		if n := next("2026-03-04"); n != 5 {
+			t.Fatalf("a rolled-back number comes back: want 5, got %d", n)
 		}
 		a, _ := w.h.Turns.NextSeq(ctx)
 		b, _ := w.h.Turns.NextSeq(ctx)
 		if b <= a {
 			t.Fatalf("seq must increase: %d then %d", a, b)
+		}
+	})
+
+	t.Run("a turn put back at the head of the line (negative seq) sorts and records first", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		w.turn(t, nil)
+		head := w.turn(t, func(tu *turns.Turn) { tu.Seq = -1000 })
+		_, line, err := w.h.Turns.WaitingLine(ctx, w.runID)
+		if err != nil || len(line) != 2 || line[0] != head.Key() {
+			t.Fatalf("line: %v %v, want %v first", line, err, head.Key())
+		}
+		var v int64
+		err = w.h.UoW.Do(ctx, func(ctx context.Context) error {
+			v, err = w.h.Turns.BumpLine(ctx, w.runID, turns.LineChange{Added: []turns.LineKey{head.Key()}, Removed: []turns.LineKey{{Rank: 3, Seq: 7}}})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		changes, err := w.h.Turns.LineChanges(ctx, w.runID, v-1, v)
+		if err != nil || len(changes) != 1 || changes[0].Added[0] != head.Key() || changes[0].Removed[0] != (turns.LineKey{Rank: 3, Seq: 7}) {
+			t.Fatalf("recorded change: %+v %v", changes, err)
+		}
+		if next, ok, err := w.h.Turns.TakeNext(ctx, w.runID); err != nil || !ok || next.ID != head.ID {
+			t.Fatalf("next takes the head: %s %v %v", next.ID, ok, err)
+		}
+	})
+
+	t.Run("a code is held while its turn is unfinished", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		a := w.turn(t, func(tu *turns.Turn) { tu.DisplayCode = "A007" })
+		held := func(code string) bool {
+			h, err := w.h.Turns.CodeHeld(ctx, w.runID, code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+		if !held("A007") || held("A008") {
+			t.Fatal("A007 is held, A008 is not")
+		}
+		a.Status = turns.Cancelled
+		if err := w.h.Turns.Update(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if held("A007") {
+			t.Fatal("a finished turn holds no code")
 		}
 	})
 
@@ -233,9 +287,9 @@ func runTurnsRepository(t *testing.T, newHarness func(t *testing.T) turnsHarness
 			t.Fatalf("waitlist order: want %s, got %s %v", wl1.ID, wl.ID, err)
 		}
 		_ = wl2
-		n, err := w.h.Turns.CountActive(ctx, w.runID)
-		if err != nil || n != 5 { // 4 called and 1 held
-			t.Fatalf("active: want 5, got %d %v", n, err)
+		occ, err := w.h.Turns.Occupancy(ctx, w.runID)
+		if err != nil || occ != (turns.Occupancy{Active: 5, Waitlisted: 2}) { // 4 called and 1 held; 2 waitlisted
+			t.Fatalf("occupancy: want 5 active and 2 waitlisted, got %+v %v", occ, err)
 		}
 	})
 

@@ -152,3 +152,39 @@ func TestAccessCodeLastUseUnderConcurrentIntake(t *testing.T) {
 		t.Fatalf("20 takers of one use: %d created, %d turns in the run", created, len(page.Data))
 	}
 }
+
+// TestOneActiveTurnPerCodeHoldsOnReturn: carpool.oneActiveTurnPerCode
+// holds when a finished turn comes back, by reopen or by a no-show's
+// re-entry, not only at intake.
+func TestOneActiveTurnPerCodeHoldsOnReturn(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		a := start(t)
+		_, _, runID := setupQueue(t, a, map[string]any{
+			"carpool":      map[string]any{"enabled": true, "oneActiveTurnPerCode": true},
+			"dispatchFlow": map[string]any{"allowReopen": true, "trackService": false},
+		})
+		a.API(http.MethodPost, "/access-codes", map[string]any{"code": "CAR"}).Must(http.StatusCreated, nil)
+		var first, second, third struct{ ID string }
+		takeTurn(a, runID, map[string]any{"accessCode": "CAR"}).Must(http.StatusCreated, &first)
+		a.API(http.MethodPost, "/turns/"+first.ID+"/cancel", nil).Must(http.StatusCreated, nil)
+		takeTurn(a, runID, map[string]any{"accessCode": "CAR"}).Must(http.StatusCreated, &second)
+		if r := a.API(http.MethodPost, "/turns/"+first.ID+"/reopen", nil); r.Status != http.StatusConflict || r.ErrorCode() != "ACCESS_CODE_IN_USE" {
+			t.Fatalf("reopen while the code has another active turn: %d %s", r.Status, r.Body)
+		}
+		// The second turn misses its call; a third takes the code; the
+		// second's late arrival may not bring back a second active turn.
+		a.API(http.MethodPost, "/turns/"+second.ID+"/call", nil).Must(http.StatusCreated, nil)
+		a.API(http.MethodPost, "/turns/"+second.ID+"/no-show", nil).Must(http.StatusCreated, nil)
+		takeTurn(a, runID, map[string]any{"accessCode": "CAR"}).Must(http.StatusCreated, &third)
+		if r := a.API(http.MethodPost, "/turns/"+second.ID+"/arrive", nil); r.Status != http.StatusConflict || r.ErrorCode() != "ACCESS_CODE_IN_USE" {
+			t.Fatalf("re-entry while the code has another active turn: %d %s", r.Status, r.Body)
+		}
+		// Once the third is done, the second may come back.
+		a.API(http.MethodPost, "/turns/"+third.ID+"/cancel", nil).Must(http.StatusCreated, nil)
+		var back struct{ Status string }
+		a.API(http.MethodPost, "/turns/"+second.ID+"/arrive", nil).Must(http.StatusCreated, &back)
+		if back.Status != "WAITING" {
+			t.Fatalf("re-entry with the code free: %s", back.Status)
+		}
+	})
+}

@@ -159,8 +159,8 @@ func TestTurnsLifecycle(t *testing.T) {
 		}
 		w.op(c.ID, "hold", nil).Must(http.StatusCreated, nil)
 		w.op(c.ID, "release", nil).Must(http.StatusCreated, &cv)
-		if cv.Status != "WAITING" || cv.Position == nil || *cv.Position != 2 {
-			t.Fatalf("released: back in its place by arrival, behind b: %+v", cv)
+		if cv.Status != "WAITING" || cv.Position == nil || *cv.Position != 1 {
+			t.Fatalf("released after its call: at the head of the line, before b: %+v", cv)
 		}
 		w.op(b.ID, "priority", map[string]any{"priority": "VERY_HIGH"}).Must(http.StatusCreated, nil)
 		if p := w.get(b.ID).Position; p == nil || *p != 1 {
