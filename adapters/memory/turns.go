@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/turns"
@@ -141,11 +142,16 @@ func (r *Turns) NextNumber(ctx context.Context, runID, period string) (n int, er
 	return n, nil
 }
 
-// CodeHeld reports whether an unfinished turn of the run shows code.
-func (r *Turns) CodeHeld(ctx context.Context, runID, code string) (held bool, err error) {
+// CodeInUse reports whether a turn of the run that is or may come back in
+// the line shows code.
+func (r *Turns) CodeInUse(ctx context.Context, runID, code string, since time.Time) (held bool, err error) {
 	r.s.read(ctx, func() {
 		for _, o := range r.turns.rows {
-			if o.RunID == runID && o.DisplayCode == code && !o.Status.Finished() {
+			if o.RunID != runID || o.DisplayCode != code {
+				continue
+			}
+			back := o.Status == turns.NoShow || (o.FinishedAt != nil && o.FinishedAt.After(since))
+			if !o.Status.Finished() || back {
 				held = true
 				return
 			}

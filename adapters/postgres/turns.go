@@ -200,12 +200,14 @@ func (r *Turns) NextNumber(ctx context.Context, runID, period string) (int, erro
 	return n, wrap(err, "next turn number")
 }
 
-// CodeHeld reports whether an unfinished turn of the run shows code.
-func (r *Turns) CodeHeld(ctx context.Context, runID, code string) (bool, error) {
+// CodeInUse reports whether a turn of the run that is or may come back in
+// the line shows code (turns_code_idx finds the run's turns with the code).
+func (r *Turns) CodeInUse(ctx context.Context, runID, code string, since time.Time) (bool, error) {
 	var held bool
 	err := r.db.IDB(ctx).NewRaw(`SELECT EXISTS (SELECT 1 FROM turns
-		WHERE run_id = ? AND display_code = ? AND status NOT IN (?))`,
-		runID, code, bun.List(finishedStatuses)).Scan(ctx, &held)
+		WHERE run_id = ? AND display_code = ?
+		AND (status NOT IN ('COMPLETED', 'CANCELLED') OR finished_at > ?))`,
+		runID, code, since).Scan(ctx, &held)
 	return held, wrap(err, "display code in use")
 }
 

@@ -87,6 +87,26 @@ func TestKeptNumbersNeverRepeatACode(t *testing.T) {
 	if got := f.take(run, turns.CreateInput{}).DisplayCode; got != "A4" {
 		t.Fatalf("own numbering goes on after the drawn one: want A4, got %s", got)
 	}
+	// A code whose turn may still come back is in use too: the walk-in's
+	// cancellation can be undone for 5 minutes, a no-show can re-enter.
+	must(t)(f.svc.Cancel(f.ctx, account, walkIn.ID))
+	again := admit(t, f, run, turns.Admission{Number: 1, DisplayCode: "A1"})
+	if again.DisplayCode == "A1" {
+		t.Fatal("kept A1 while the cancelled A1 can still be reopened")
+	}
+	f.clock.Advance(turns.ReopenWindow + time.Second)
+	if got := admit(t, f, run, turns.Admission{Number: 1, DisplayCode: "A1"}); got.DisplayCode != "A1" {
+		t.Fatalf("A1 is free once its turn can no longer come back: got %s", got.DisplayCode)
+	}
+}
+
+func admit(t *testing.T, f *fixture, run string, a turns.Admission) turns.Turn {
+	t.Helper()
+	got, err := f.svc.Admit(f.ctx, account, run, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 func TestAWaitlistIsAQueue(t *testing.T) {

@@ -3,6 +3,7 @@ package turns
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
@@ -39,8 +40,11 @@ type Repository interface {
 	// so switching resetNumberingDaily neither restarts numbering in the
 	// middle of a day nor rewinds it to an older count.
 	NextNumber(ctx context.Context, runID, period string) (int, error)
-	// CodeHeld reports whether an unfinished turn of the run shows code.
-	CodeHeld(ctx context.Context, runID, code string) (bool, error)
+	// CodeInUse reports whether a turn of the run that is, or may come
+	// back, in the line shows code: an unfinished turn, a NO_SHOW (its
+	// customer may still arrive and re-enter), or a turn that finished
+	// after since (it may still be reopened).
+	CodeInUse(ctx context.Context, runID, code string, since time.Time) (bool, error)
 	// NextSeq returns a new arrival sequence number, increasing over time.
 	NextSeq(ctx context.Context) (int64, error)
 

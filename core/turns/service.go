@@ -262,13 +262,15 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, error) {
 }
 
 // number gives a new turn its number and display code: those it keeps (a
-// forward with keepNumber) unless an unfinished turn of the run already
-// shows that code; else the run's next number, skipping any whose code an
-// unfinished turn shows (a kept one), so a display code never repeats
-// among a run's unfinished turns.
+// forward with keepNumber) unless the code is in use in the run; else the
+// run's next number, skipping any whose code is in use (a kept one, or
+// yesterday's after a daily restart). In use counts the turns that may
+// still come back (a no-show's re-entry, a reopen), so a display code
+// never repeats among a run's unfinished turns, then or later.
 func (s *Service) number(ctx context.Context, in Intake, d draft, now time.Time) (int, string, error) {
+	since := now.Add(-ReopenWindow)
 	if d.code != "" {
-		held, err := s.repo.CodeHeld(ctx, in.Run.ID, d.code)
+		held, err := s.repo.CodeInUse(ctx, in.Run.ID, d.code, since)
 		if err != nil || !held {
 			return d.number, d.code, err
 		}
@@ -280,7 +282,7 @@ func (s *Service) number(ctx context.Context, in Intake, d draft, now time.Time)
 			return 0, "", err
 		}
 		code := displayCode(d.prefix, in.Queue.TurnPadding, n)
-		held, err := s.repo.CodeHeld(ctx, in.Run.ID, code)
+		held, err := s.repo.CodeInUse(ctx, in.Run.ID, code, since)
 		if err != nil {
 			return 0, "", err
 		}

@@ -226,25 +226,37 @@ func runTurnsRepository(t *testing.T, newHarness func(t *testing.T) turnsHarness
 		}
 	})
 
-	t.Run("a code is held while its turn is unfinished", func(t *testing.T) {
+	t.Run("a code is in use while its turn is, or may come back, in the line", func(t *testing.T) {
 		w := newTurnsWorld(t, newHarness(t))
 		a := w.turn(t, func(tu *turns.Turn) { tu.DisplayCode = "A007" })
-		held := func(code string) bool {
-			h, err := w.h.Turns.CodeHeld(ctx, w.runID, code)
+		since := w.now.Add(-turns.ReopenWindow)
+		inUse := func(code string) bool {
+			h, err := w.h.Turns.CodeInUse(ctx, w.runID, code, since)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return h
 		}
-		if !held("A007") || held("A008") {
-			t.Fatal("A007 is held, A008 is not")
+		if !inUse("A007") || inUse("A008") {
+			t.Fatal("A007 is in use, A008 is not")
 		}
-		a.Status = turns.Cancelled
-		if err := w.h.Turns.Update(ctx, a); err != nil {
-			t.Fatal(err)
+		set := func(status turns.Status, finished time.Time) {
+			a.Status, a.FinishedAt = status, &finished
+			if err := w.h.Turns.Update(ctx, a); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if held("A007") {
-			t.Fatal("a finished turn holds no code")
+		set(turns.Cancelled, w.now) // may still be reopened
+		if !inUse("A007") {
+			t.Fatal("a turn finished within the reopen window keeps its code")
+		}
+		set(turns.Cancelled, since.Add(-time.Second))
+		if inUse("A007") {
+			t.Fatal("a turn finished before the window frees its code")
+		}
+		set(turns.NoShow, since.Add(-time.Hour)) // its customer may still arrive
+		if !inUse("A007") {
+			t.Fatal("a no-show keeps its code")
 		}
 	})
 

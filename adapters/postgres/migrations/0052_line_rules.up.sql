@@ -13,10 +13,10 @@ SELECT DISTINCT ON (run_id) run_id, day, last_number
 FROM turn_numbers ORDER BY run_id, day DESC;
 DROP TABLE turn_numbers;
 
--- The display codes unfinished turns show: intake skips a code in use (a
--- number kept by a forward), so a code never repeats among them.
-CREATE INDEX turns_code_idx ON turns (run_id, display_code)
-    WHERE status NOT IN ('COMPLETED', 'NO_SHOW', 'CANCELLED');
+-- The display codes of a run's turns: intake skips a code in use (a
+-- number kept by a forward, yesterday's after a daily restart), so a code
+-- never repeats among the run's unfinished turns.
+CREATE INDEX turns_code_idx ON turns (run_id, display_code);
 
 -- Line keys now carry negative arrival numbers too (a called turn that was
 -- held and released goes to the head of its priority), so their encoding
