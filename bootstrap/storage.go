@@ -95,6 +95,7 @@ func openPostgres(lc fx.Lifecycle, cfg *config.Config, log *slog.Logger) (*postg
 	if err != nil {
 		return nil, fmt.Errorf("QMS_DATABASE_URL: %w", err)
 	}
+	db.Logger = log.With("component", "postgres")
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			if !cfg.Database.Migrate {

@@ -32,7 +32,8 @@ type DB struct {
 	Bun *bun.DB
 	// Pool is the pgx pool under Bun, for pgx-native users such as River.
 	Pool *pgxpool.Pool
-	// Logger, when set, hears what Migrate applies. Nil keeps it silent.
+	// Logger, when set, hears what Migrate applies and every unit of work
+	// run again after a conflict. Nil keeps it silent.
 	Logger *slog.Logger
 
 	// retries counts transactions Do ran again (see TxRetries).

@@ -70,10 +70,17 @@ func (db *DB) Do(ctx context.Context, fn func(ctx context.Context) error) error 
 	}
 	for attempt := 1; ; attempt++ {
 		err := db.do(ctx, fn)
-		if attempt >= maxTxAttempts || !retryable(err) {
+		code, ok := retryable(err)
+		if !ok || attempt >= maxTxAttempts {
 			return err
 		}
 		db.retries.Add(1)
+		if db.Logger != nil {
+			// Loud on purpose: the lock order of docs/turns.md should make
+			// this never happen, and the history checker counts these lines.
+			db.Logger.Warn("postgres: unit of work failed with a retryable conflict; running it again",
+				"sqlstate", code, "attempt", attempt)
+		}
 		if werr := sleepCtx(ctx, txRetryPause(attempt)); werr != nil {
 			return err
 		}
@@ -85,10 +92,13 @@ func (db *DB) Do(ctx context.Context, fn func(ctx context.Context) error) error 
 const maxTxAttempts = 5
 
 // retryable reports whether err is a transaction failure that running the
-// transaction again can cure.
-func retryable(err error) bool {
+// transaction again can cure, and its SQLSTATE.
+func retryable(err error) (string, bool) {
 	var pg *pgconn.PgError
-	return errors.As(err, &pg) && (pg.Code == "40001" || pg.Code == "40P01")
+	if errors.As(err, &pg) && (pg.Code == "40001" || pg.Code == "40P01") {
+		return pg.Code, true
+	}
+	return "", false
 }
 
 // txRetryPause is the pause before attempt+1: up to 2, 4, 8, 16 ms, drawn
