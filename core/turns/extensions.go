@@ -39,8 +39,9 @@ type Intake struct {
 // inside the intake's unit of work, with its context, so what they write
 // commits or rolls back with the turn; an error refuses the turn.
 //
-// Check runs after the run, schedule, capacity and answers were checked and
-// before the turn takes its number. Admitted runs once the turn is stored.
+// Check runs after the run, schedule and answers were checked, before
+// capacity (a refused code never takes a place in the run), and before the
+// turn takes its number. Admitted runs once the turn is stored.
 type IntakeGuard interface {
 	Check(ctx context.Context, in Intake) error
 	Admitted(ctx context.Context, in Intake, t Turn) error

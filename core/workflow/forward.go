@@ -420,13 +420,16 @@ func (f *Forwarder) ForwardNow(ctx context.Context, accountID, turnID string, in
 	return out, err
 }
 
-// OfLink pages through the forwards of a link of the account.
+// OfLink pages through the forwards of a link of the account. A deleted
+// link's forwards stay visible (its LINK_DELETED failures among them): its
+// owner is then the account its forwards name, and a deleted link that
+// forwarded nothing is 404 like one that never was.
 func (f *Forwarder) OfLink(ctx context.Context, accountID, linkID string, page platform.PageRequest) (platform.Page[Forward], error) {
-	l, err := f.links.GetLink(ctx, linkID)
+	owner, err := f.linkOwner(ctx, linkID)
 	if err != nil {
 		return platform.Page[Forward]{}, err
 	}
-	if l.AccountID != accountID {
+	if owner != accountID {
 		return platform.Page[Forward]{}, platform.ForeignResource("queue link")
 	}
 	items, err := f.repo.ForwardsOfLink(ctx, linkID, page)
@@ -434,6 +437,22 @@ func (f *Forwarder) OfLink(ctx context.Context, accountID, linkID string, page p
 		return platform.Page[Forward]{}, err
 	}
 	return platform.PageOf(items, page.Limit, func(fw Forward) string { return fw.ID }), nil
+}
+
+// linkOwner returns the account of a link, or of a deleted link's forwards.
+func (f *Forwarder) linkOwner(ctx context.Context, linkID string) (string, error) {
+	l, err := f.links.GetLink(ctx, linkID)
+	if err == nil || !platform.IsCode(err, platform.CodeNotFound) {
+		return l.AccountID, err
+	}
+	some, ferr := f.repo.ForwardsOfLink(ctx, linkID, platform.PageRequest{Limit: 1})
+	if ferr != nil {
+		return "", ferr
+	}
+	if len(some) == 0 {
+		return "", err
+	}
+	return some[0].AccountID, nil
 }
 
 // OfTurn lists the forwards of a turn of the account (at most one per

@@ -363,6 +363,17 @@ func TestPendingForwardOfADeletedLinkFails(t *testing.T) {
 	if fw := f.forwardsOf(src.ID)[0]; fw.Status != workflow.ForwardFailed || *fw.ErrorCode != workflow.CodeLinkDeleted {
 		t.Fatalf("forward of a deleted link: %+v", fw)
 	}
+	// The deleted link's forwards stay listed under it, for its account only.
+	page, err := f.fwd.OfLink(f.ctx, acct, l.ID, platform.PageRequest{Limit: 10})
+	if err != nil || len(page.Items) != 1 || *page.Items[0].ErrorCode != workflow.CodeLinkDeleted {
+		t.Fatalf("forwards of the deleted link: %+v %v", page.Items, err)
+	}
+	if _, err := f.fwd.OfLink(f.ctx, "acc_other", l.ID, platform.PageRequest{Limit: 10}); !platform.IsCode(err, platform.CodeForbidden) {
+		t.Fatalf("another account: %v", err)
+	}
+	if _, err := f.fwd.OfLink(f.ctx, acct, "lnk_never", platform.PageRequest{Limit: 10}); !platform.IsCode(err, platform.CodeNotFound) {
+		t.Fatalf("a link that never was: %v", err)
+	}
 }
 
 func TestAppointmentQueueCannotReceiveForwards(t *testing.T) {
