@@ -1491,7 +1491,12 @@ const (
 	WebhookEventNameAppointmentCompleted WebhookEventName = "appointment.completed"
 )
 
-// WeeklyHoursInput: One opening interval; close must be after open.
+// WeeklyHoursInput: One opening interval, from open to close in the queue's
+// time zone. close may be 24:00 (the end of the day) and may be earlier than
+// open, for an interval that runs past midnight into the next day (22:00 to
+// 02:00); close equal to open is refused. Intervals that touch (Monday 22:00
+// to 24:00 and Tuesday 00:00 to 02:00) make one shift, and opensBeforeMinutes
+// and closesBeforeMinutes apply to the start and end of the shift.
 type WeeklyHoursInput struct {
 	Close string `json:"close"`
 	// Day: 0 is Sunday.

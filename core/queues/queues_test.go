@@ -107,6 +107,10 @@ func TestCreateReportsEveryFailingFieldByPath(t *testing.T) {
 		Dispatchers: platform.Ptr(101),
 		Schedule: &queues.Schedule{Mode: platform.Ptr(queues.ScheduleWeekly), Weekly: []queues.WeeklyHours{
 			{Day: platform.Ptr(7), Open: platform.Ptr("24:00"), Close: platform.Ptr("10:00")},
+			{Day: platform.Ptr(1), Open: platform.Ptr("09:00"), Close: platform.Ptr("09:00")},
+			{Day: platform.Ptr(1), Open: platform.Ptr("09:00"), Close: platform.Ptr("24:01")},
+			{Day: platform.Ptr(1), Open: platform.Ptr("22:00"), Close: platform.Ptr("02:00")}, // past midnight: fine
+			{Day: platform.Ptr(2), Open: platform.Ptr("00:00"), Close: platform.Ptr("24:00")}, // the whole day: fine
 		}},
 		Tolerance: &queues.Tolerance{},
 		PreAttention: &queues.PreAttention{Questions: []queues.Question{
@@ -116,14 +120,16 @@ func TestCreateReportsEveryFailingFieldByPath(t *testing.T) {
 	}
 	_, err := f.svc.Create(context.Background(), account, bad)
 	want := map[string]string{
-		"name":                    "min_length",
-		"type":                    "oneof",
-		"turnPrefix":              "max_length",
-		"turnPadding":             "max",
-		"dispatchers":             "max",
-		"schedule.weekly[0].day":  "max",
-		"schedule.weekly[0].open": "time_hhmm",
-		"tolerance.graceMinutes":  "required",
+		"name":                     "min_length",
+		"type":                     "oneof",
+		"turnPrefix":               "max_length",
+		"turnPadding":              "max",
+		"dispatchers":              "max",
+		"schedule.weekly[0].day":   "max",
+		"schedule.weekly[0].open":  "time_hhmm",
+		"schedule.weekly[1].close": "not_open",
+		"schedule.weekly[2].close": "time_hhmm",
+		"tolerance.graceMinutes":   "required",
 		"preAttention.questions[0].options[0].label": "min_length",
 		"stations[0].label":                          "min_length",
 	}
@@ -131,6 +137,11 @@ func TestCreateReportsEveryFailingFieldByPath(t *testing.T) {
 	for path, rule := range want {
 		if got[path] != rule {
 			t.Errorf("%s: want rule %q, got %q (all: %v)", path, rule, got[path], got)
+		}
+	}
+	for _, path := range []string{"schedule.weekly[3].close", "schedule.weekly[4].close"} {
+		if rule, refused := got[path]; refused {
+			t.Errorf("%s refused (%s): hours past midnight and 24:00 are allowed", path, rule)
 		}
 	}
 }

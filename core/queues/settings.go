@@ -60,7 +60,11 @@ type Schedule struct {
 	ResetNumberingDaily *bool         `json:"resetNumberingDaily"`
 }
 
-// WeeklyHours is one opening interval: day 0 is Sunday.
+// EndOfDay is the close time of an interval that runs to midnight.
+const EndOfDay = "24:00"
+
+// WeeklyHours is one opening interval: day 0 is Sunday. Close may be
+// EndOfDay, or earlier than Open for an interval that ends the next day.
 type WeeklyHours struct {
 	Day   *int    `json:"day"`
 	Open  *string `json:"open"`
@@ -195,9 +199,12 @@ func (s *Schedule) validate(v *platform.Validator, path string) {
 			v.Range(platform.Path(p, "day"), *w.Day, 0, 6)
 		}
 		okOpen := v.Required(platform.Path(p, "open"), w.Open != nil) && v.ClockTime(platform.Path(p, "open"), *w.Open)
-		okClose := v.Required(platform.Path(p, "close"), w.Close != nil) && v.ClockTime(platform.Path(p, "close"), *w.Close)
-		if okOpen && okClose && *w.Close <= *w.Open {
-			v.Fail(platform.Path(p, "close"), "after_open", "must be after open")
+		// close may be 24:00 (the end of the day), and may be earlier than
+		// open: the interval then runs past midnight into the next day.
+		okClose := v.Required(platform.Path(p, "close"), w.Close != nil) &&
+			(*w.Close == EndOfDay || v.ClockTime(platform.Path(p, "close"), *w.Close))
+		if okOpen && okClose && *w.Close == *w.Open {
+			v.Fail(platform.Path(p, "close"), "not_open", "must differ from open (00:00 to 24:00 is the whole day)")
 		}
 	}
 	v.OptRange(platform.Path(path, "opensBeforeMinutes"), s.OpensBeforeMinutes, 0, 1440)

@@ -2,6 +2,7 @@ package turns
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -29,37 +30,67 @@ func displayCode(prefix string, padding, number int) string {
 }
 
 // openAt reports whether a weekly schedule takes turns at now. Each weekly
-// interval is taken on its own day in the queue's time zone, from open
-// minus opensBeforeMinutes to close minus closesBeforeMinutes (close
-// exclusive). Intervals of the day before and after are looked at too,
-// since opensBeforeMinutes can reach back past midnight. Mode "always"
-// (or no mode) is always open.
+// interval is taken on its own day in the queue's time zone, from open to
+// close, past midnight into the next day when close is earlier than open
+// (24:00 is the end of the day). Intervals that touch or overlap make one
+// shift; the schedule takes turns from a shift's start minus
+// opensBeforeMinutes to its end minus closesBeforeMinutes (end exclusive).
+// A queue open around the clock has one endless shift and never closes.
+// Mode "always" (or no mode) is always open.
 func openAt(s queues.Schedule, zone *time.Location, now time.Time) bool {
 	if s.Mode == nil || *s.Mode != queues.ScheduleWeekly {
 		return true
 	}
 	before := time.Duration(platform.Deref(s.OpensBeforeMinutes, 0)) * time.Minute
 	closesBefore := time.Duration(platform.Deref(s.ClosesBeforeMinutes, 0)) * time.Minute
-	local := now.In(zone)
-	y, m, d := local.Date()
-	for shift := -1; shift <= 1; shift++ {
-		day := time.Date(y, m, d+shift, 0, 0, 0, 0, zone)
-		for _, w := range s.Weekly {
-			if w.Day == nil || w.Open == nil || w.Close == nil || time.Weekday(*w.Day) != day.Weekday() {
-				continue
-			}
-			start := at(day, *w.Open).Add(-before)
-			end := at(day, *w.Close).Add(-closesBefore)
-			if !now.Before(start) && now.Before(end) {
-				return true
-			}
+	for _, sh := range shifts(s.Weekly, zone, now) {
+		if !now.Before(sh.start.Add(-before)) && now.Before(sh.end.Add(-closesBefore)) {
+			return true
 		}
 	}
 	return false
 }
 
-// at is the wall-clock time hhmm on day (in day's zone). Wall times that a
-// DST jump skips resolve the way time.Date resolves them.
+// shift is a stretch of opening hours, as instants.
+type shift struct{ start, end time.Time }
+
+// shifts returns the opening intervals of the days around now (three days
+// each way, which covers the longest lead, 1,440 minutes, on either side),
+// merged where they touch or overlap, in order.
+func shifts(weekly []queues.WeeklyHours, zone *time.Location, now time.Time) []shift {
+	local := now.In(zone)
+	y, m, d := local.Date()
+	var out []shift
+	for off := -3; off <= 3; off++ {
+		day := time.Date(y, m, d+off, 0, 0, 0, 0, zone)
+		for _, w := range weekly {
+			if w.Day == nil || w.Open == nil || w.Close == nil || time.Weekday(*w.Day) != day.Weekday() {
+				continue
+			}
+			start, end := at(day, *w.Open), at(day, *w.Close)
+			if !end.After(start) {
+				end = at(day.AddDate(0, 0, 1), *w.Close) // runs past midnight
+			}
+			out = append(out, shift{start, end})
+		}
+	}
+	slices.SortFunc(out, func(a, b shift) int { return a.start.Compare(b.start) })
+	merged := out[:0]
+	for _, sh := range out {
+		if n := len(merged); n > 0 && !sh.start.After(merged[n-1].end) {
+			if sh.end.After(merged[n-1].end) {
+				merged[n-1].end = sh.end
+			}
+			continue
+		}
+		merged = append(merged, sh)
+	}
+	return merged
+}
+
+// at is the wall-clock time hhmm on day (in day's zone); 24:00 is the
+// next midnight. Wall times that a DST jump skips resolve the way
+// time.Date resolves them.
 func at(day time.Time, hhmm string) time.Time {
 	h, _ := strconv.Atoi(hhmm[:2])
 	m, _ := strconv.Atoi(hhmm[3:])
