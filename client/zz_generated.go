@@ -922,13 +922,18 @@ type Queue struct {
 	Schedule           Schedule      `json:"schedule"`
 	SLA                SLA           `json:"sla"`
 	Subtitle           *string       `json:"subtitle"`
-	Tolerance          Tolerance     `json:"tolerance"`
-	TransferEnabled    bool          `json:"transferEnabled"`
-	TurnPadding        int           `json:"turnPadding"`
-	TurnPrefix         string        `json:"turnPrefix"`
-	Type               string        `json:"type"`
-	UpdatedAt          time.Time     `json:"updatedAt"`
-	WhatsappCapture    bool          `json:"whatsappCapture"`
+	// Timezone: The time zone in effect (read only): the queue's
+	// location.timezone, else its entity's location.timezone, else UTC. Opening
+	// hours, daily numbering, slots and analytics days all read local time in it;
+	// a change of the entity's zone is seen at once.
+	Timezone        string    `json:"timezone"`
+	Tolerance       Tolerance `json:"tolerance"`
+	TransferEnabled bool      `json:"transferEnabled"`
+	TurnPadding     int       `json:"turnPadding"`
+	TurnPrefix      string    `json:"turnPrefix"`
+	Type            string    `json:"type"`
+	UpdatedAt       time.Time `json:"updatedAt"`
+	WhatsappCapture bool      `json:"whatsappCapture"`
 }
 
 // QueueCreate is a schema of the API.

@@ -14,7 +14,16 @@ type Entities struct {
 }
 
 // NewEntities builds the repository on s.
-func NewEntities(s *Store) *Entities { return &Entities{s: s, rows: newTable[entities.Entity](s)} }
+func NewEntities(s *Store) *Entities {
+	r := &Entities{s: s, rows: newTable[entities.Entity](s)}
+	s.branchZone = func(entityID string) *string {
+		if e, ok := r.rows.rows[entityID]; ok && e.Location != nil {
+			return e.Location.Timezone
+		}
+		return nil
+	}
+	return r
+}
 
 // Create stores a new entity.
 func (r *Entities) Create(ctx context.Context, e entities.Entity) error {

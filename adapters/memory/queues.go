@@ -53,8 +53,19 @@ func (r *Queues) GetQueue(ctx context.Context, id string) (q queues.Queue, err e
 		if q, ok = r.queues.rows[id]; !ok {
 			err = platform.NotFound("queue", id)
 		}
+		q = r.inBranch(q)
 	})
 	return q, err
+}
+
+// inBranch gives q its entity's time zone, as the SQL repository's join
+// does; called under the store's lock.
+func (r *Queues) inBranch(q queues.Queue) queues.Queue {
+	if r.s.branchZone != nil {
+		q.BranchTimezone = r.s.branchZone(q.EntityID)
+	}
+	q.ResolveZone()
+	return q
 }
 
 // GetQueueForUpdate is GetQueue: memory units of work are serialised.
@@ -74,6 +85,9 @@ func (r *Queues) ListQueues(ctx context.Context, accountID, entityID string, pag
 		out = sorted(r.queues.rows, page.After, page.Limit+1, func(q queues.Queue) bool {
 			return q.AccountID == accountID && (entityID == "" || q.EntityID == entityID)
 		})
+		for i := range out {
+			out[i] = r.inBranch(out[i])
+		}
 	})
 	return out, nil
 }

@@ -17,6 +17,9 @@ import (
 type Store struct {
 	mu       sync.RWMutex
 	cascades map[string][]func(ctx context.Context, parentID string)
+	// branchZone reads an entity's location.timezone for the queues
+	// repository (a join, in SQL terms); called with the lock held.
+	branchZone func(entityID string) *string
 }
 
 // NewStore returns an empty store.

@@ -20,7 +20,12 @@ type queueRow struct {
 	Type          string          `bun:"type"`
 	Doc           json.RawMessage `bun:"doc,type:jsonb"`
 	CreatedAt     time.Time       `bun:"created_at"`
+	// BranchTimezone is read with the queue from its entity (branchZone).
+	BranchTimezone *string `bun:"branch_timezone,scanonly"`
 }
+
+// branchZone selects the queue's entity's time zone beside the queue.
+const branchZone = `(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = "queue_row"."entity_id") AS branch_timezone`
 
 type stationRow struct {
 	bun.BaseModel `bun:"table:stations"`
@@ -65,6 +70,8 @@ func (row queueRow) domain() (queues.Queue, error) {
 		return q, wrap(err, "decode queue "+row.ID)
 	}
 	q.AccountID = row.AccountID
+	q.BranchTimezone = row.BranchTimezone
+	q.ResolveZone()
 	return q, nil
 }
 
@@ -80,7 +87,7 @@ func (r *Queues) CreateQueue(ctx context.Context, q queues.Queue) error {
 
 func (r *Queues) getQueue(ctx context.Context, id string, lock bool) (queues.Queue, error) {
 	var row queueRow
-	q := r.db.IDB(ctx).NewSelect().Model(&row).Where("id = ?", id)
+	q := r.db.IDB(ctx).NewSelect().Model(&row).ColumnExpr(`"queue_row".*`).ColumnExpr(branchZone).Where("id = ?", id)
 	if lock {
 		// NO KEY UPDATE: a settings change must not hold up the intakes
 		// whose new turns' foreign key takes KEY SHARE on the queue.
@@ -116,7 +123,8 @@ func (r *Queues) UpdateQueue(ctx context.Context, q queues.Queue) error {
 // ListQueues pages the account's queues by id.
 func (r *Queues) ListQueues(ctx context.Context, accountID, entityID string, page platform.PageRequest) ([]queues.Queue, error) {
 	var rows []queueRow
-	q := r.db.IDB(ctx).NewSelect().Model(&rows).Where("account_id = ?", accountID).Order("id").Limit(int64(page.Limit + 1))
+	q := r.db.IDB(ctx).NewSelect().Model(&rows).ColumnExpr(`"queue_row".*`).ColumnExpr(branchZone).
+		Where("account_id = ?", accountID).Order("id").Limit(int64(page.Limit + 1))
 	if entityID != "" {
 		q = q.Where("entity_id = ?", entityID)
 	}

@@ -41,10 +41,28 @@ type Queue struct {
 	TurnPadding        int                `json:"turnPadding"`
 	CreatedAt          time.Time          `json:"createdAt"`
 	UpdatedAt          time.Time          `json:"updatedAt"`
+	// BranchTimezone is its entity's location.timezone, read with the
+	// queue (never stored with it), so a change of the branch's zone is
+	// seen by its queues at once.
+	BranchTimezone *string `json:"-"`
+	// Timezone is the name of Zone, shown read-only; ResolveZone sets it
+	// wherever a queue is read or changed.
+	Timezone string `json:"timezone"`
 }
 
-// Zone is the queue's time zone: location.timezone, UTC if unset.
-func (q Queue) Zone() *time.Location { return q.Location.Zone() }
+// ResolveZone sets Timezone to the zone in effect.
+func (q *Queue) ResolveZone() { q.Timezone = q.Zone().String() }
+
+// Zone is the time zone every rule of the queue that reads a local time
+// uses (schedule, daily numbering, slots, analytics days): its own
+// location.timezone, else its entity's, else UTC.
+func (q Queue) Zone() *time.Location {
+	if q.Location != nil && q.Location.Timezone != nil && *q.Location.Timezone != "" {
+		return q.Location.Zone()
+	}
+	return (&location.Location{Timezone: q.BranchTimezone}).Zone()
+}
+
 
 // Grace is how long a called turn has before tolerance expires. A queue
 // without a tolerance object has no expiry.

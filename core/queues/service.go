@@ -69,7 +69,8 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 	}
 	var out QueueView
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
-		if _, err := s.entities.Get(ctx, accountID, *in.EntityID); err != nil {
+		e, err := s.entities.Get(ctx, accountID, *in.EntityID)
+		if err != nil {
 			if platform.IsCode(err, platform.CodeNotFound) {
 				return platform.Unprocessable(CodeEntityNotFound, "entityId does not name an entity of this account",
 					map[string]any{"field": "entityId", "entityId": *in.EntityID})
@@ -78,6 +79,10 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 		}
 		now := s.clock.Now()
 		q := newQueue(accountID, &in, now)
+		if e.Location != nil {
+			q.BranchTimezone = e.Location.Timezone
+		}
+		q.ResolveZone()
 		if err := s.repo.CreateQueue(ctx, q); err != nil {
 			return err
 		}
@@ -162,6 +167,7 @@ func (s *Service) update(ctx context.Context, accountID, id string, change func(
 			return platform.ForeignResource("queue")
 		}
 		change(&q)
+		q.ResolveZone()
 		q.UpdatedAt = s.clock.Now()
 		if err := s.repo.UpdateQueue(ctx, q); err != nil {
 			return err
