@@ -63,7 +63,6 @@ func (q Queue) Zone() *time.Location {
 	return (&location.Location{Timezone: q.BranchTimezone}).Zone()
 }
 
-
 // Grace is how long a called turn has before tolerance expires. A queue
 // without a tolerance object has no expiry.
 func (q Queue) Grace() (time.Duration, bool) {
