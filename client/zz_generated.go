@@ -184,7 +184,17 @@ type AnalyticsSummary struct {
 	From   string                  `json:"from"`
 	Queues []AnalyticsQueueSummary `json:"queues"`
 	To     string                  `json:"to"`
-	Total  AnalyticsStats          `json:"total"`
+	Total  AnalyticsTotal          `json:"total"`
+}
+
+// AnalyticsTotal: Every queue together, each over its own local days;
+// periodStart and periodEnd (excluded) span the earliest queue's start to the
+// latest queue's end.
+type AnalyticsTotal struct {
+	AnalyticsStats
+	// PeriodEnd: Excluded.
+	PeriodEnd   time.Time `json:"periodEnd"`
+	PeriodStart time.Time `json:"periodStart"`
 }
 
 // Appointment is a schema of the API.
@@ -501,9 +511,12 @@ type GeofenceInput struct {
 
 // GetAnalyticsSummaryParams are the optional parameters of getAnalyticsSummary.
 type GetAnalyticsSummaryParams struct {
-	// From: First day, YYYY-MM-DD.
+	// From: First day, YYYY-MM-DD, in each queue's time zone. Default 29 days
+	// before to.
 	From *string
-	// To: Last day, YYYY-MM-DD.
+	// To: Last day, YYYY-MM-DD, in each queue's time zone. Default each queue's
+	// own local today, so a queue east of UTC sees the day its dashboard calls
+	// today; from alone runs to that day.
 	To *string
 }
 

@@ -131,7 +131,15 @@ type Summary struct {
 	Days   int            `json:"days"`
 	Queues []QueueSummary `json:"queues"`
 	// Total is every queue together, each over its own local days.
-	Total Stats `json:"total"`
+	Total TotalSummary `json:"total"`
+}
+
+// TotalSummary is the figures of every queue together, and the instants
+// their periods span together (from the earliest start to the latest end).
+type TotalSummary struct {
+	PeriodStart time.Time `json:"periodStart"`
+	PeriodEnd   time.Time `json:"periodEnd"`
+	Stats
 }
 
 // SummaryInput is the query of GET /analytics/summary.
@@ -213,29 +221,64 @@ func (s *Service) Dashboard(ctx context.Context, accountID string) (Dashboard, e
 	return out, nil
 }
 
+// Period is a summary's period as asked: local dates, both included.
+// Without To, the period of each queue ends on its own local today.
+type Period struct {
+	From, To time.Time // To is the latest local today anywhere when ToToday
+	FromSet  bool
+	ToToday  bool
+}
+
+// latestZone is the zone furthest ahead of UTC (Kiribati, UTC+14): no
+// queue's local today is later than its date.
+var latestZone = time.FixedZone("UTC+14", 14*60*60)
+
 // Validate reads the period: from and to are dates YYYY-MM-DD, from on or
 // before to, at most MaxDays days from and to included. to defaults to
-// today (UTC), from to DefaultDays days ending at to.
-func (in SummaryInput) Validate(now time.Time) (from, to time.Time, err error) {
+// each queue's local today (so a queue east of UTC sees the day its
+// dashboard calls today), from to DefaultDays days ending at to; from
+// alone runs to each queue's local today.
+func (in SummaryInput) Validate(now time.Time) (Period, error) {
 	var v platform.Validator
-	to = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	latest := now.In(latestZone)
+	p := Period{To: time.Date(latest.Year(), latest.Month(), latest.Day(), 0, 0, 0, 0, time.UTC), ToToday: true}
 	okTo, okFrom := true, true
 	if in.To != nil {
-		to, okTo = v.Date("to", *in.To)
+		p.To, okTo = v.Date("to", *in.To)
+		p.ToToday = false
 	}
-	from = to.AddDate(0, 0, -(DefaultDays - 1))
+	p.From = p.To.AddDate(0, 0, -(DefaultDays - 1))
 	if in.From != nil {
-		from, okFrom = v.Date("from", *in.From)
+		p.From, okFrom = v.Date("from", *in.From)
+		p.FromSet = true
 	}
 	if okTo && okFrom {
-		switch days := int(to.Sub(from).Hours()/24) + 1; {
+		switch days := daysOf(p.From, p.To); {
 		case days < 1:
-			v.Fail("to", "after_from", "must be on or after from")
+			v.Fail("to", "after_from", "must be on or after from (without to: each queue's local today)")
 		case days > MaxDays:
 			v.Fail("to", "max_range", "must be at most %d days after from (from and to included)", MaxDays-1)
 		}
 	}
-	return from, to, v.Err()
+	return p, v.Err()
+}
+
+// daysOf counts the dates from..to, both included.
+func daysOf(from, to time.Time) int { return int(to.Sub(from).Hours()/24) + 1 }
+
+// window is the period of one queue, as local dates: to is its own local
+// today when the period has no to, and from is then DefaultDays before it
+// unless given. A from after that today leaves the queue an empty period.
+func (p Period) window(q queues.Queue, now time.Time) (from, to time.Time) {
+	from, to = p.From, p.To
+	if p.ToToday {
+		local := now.In(q.Zone())
+		to = time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, time.UTC)
+		if !p.FromSet {
+			from = to.AddDate(0, 0, -(DefaultDays - 1))
+		}
+	}
+	return from, to
 }
 
 // Summary returns the figures of the period per queue of the account and
@@ -243,7 +286,8 @@ func (in SummaryInput) Validate(now time.Time) (from, to time.Time, err error) {
 // zone (location.timezone, UTC when unset), so "a day" at every branch
 // means its own opening day.
 func (s *Service) Summary(ctx context.Context, accountID string, in SummaryInput) (Summary, error) {
-	from, to, err := in.Validate(s.clock.Now())
+	now := s.clock.Now()
+	p, err := in.Validate(now)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -251,14 +295,35 @@ func (s *Service) Summary(ctx context.Context, accountID string, in SummaryInput
 	if err != nil {
 		return Summary{}, err
 	}
-	out := Summary{From: from.Format(time.DateOnly), To: to.Format(time.DateOnly),
-		Days: int(to.Sub(from).Hours()/24) + 1, Queues: make([]QueueSummary, len(qs)), Total: Stats{}}
+	out := Summary{Queues: make([]QueueSummary, len(qs))}
 	windows := make([]Window, len(qs))
+	var first, last time.Time // the dates the answer covers, over every queue
 	for i, q := range qs {
+		from, to := p.window(q, now)
 		start, end := localDays(from, to, q.Zone())
+		if end.Before(start) {
+			end = start // from after this queue's today: nothing to count
+		}
 		windows[i] = Window{QueueID: q.ID, From: start, To: end}
 		out.Queues[i] = QueueSummary{QueueID: q.ID, QueueName: q.Name, Timezone: q.Zone().String(), PeriodStart: start, PeriodEnd: end}
+		if i == 0 || from.Before(first) {
+			first = from
+		}
+		if i == 0 || to.After(last) {
+			last = to
+		}
+		if i == 0 || start.Before(out.Total.PeriodStart) {
+			out.Total.PeriodStart = start
+		}
+		if i == 0 || end.After(out.Total.PeriodEnd) {
+			out.Total.PeriodEnd = end
+		}
 	}
+	if len(qs) == 0 {
+		first, last = p.window(queues.Queue{}, now) // UTC days
+		out.Total.PeriodStart, out.Total.PeriodEnd = localDays(first, last, time.UTC)
+	}
+	out.From, out.To, out.Days = first.Format(time.DateOnly), last.Format(time.DateOnly), max(daysOf(first, last), 1)
 	if len(qs) == 0 {
 		return out, nil
 	}
@@ -269,6 +334,6 @@ func (s *Service) Summary(ctx context.Context, accountID string, in SummaryInput
 	for i := range out.Queues {
 		out.Queues[i].Stats = per[out.Queues[i].QueueID]
 	}
-	out.Total = total
+	out.Total.Stats = total
 	return out, nil
 }

@@ -22,9 +22,13 @@ func TestPeriodValidation(t *testing.T) {
 		path     string
 		rule     string
 	}{
-		{name: "defaults: the 30 days to today", from: "2026-02-14", to: "2026-03-15"},
+		// 23:30 UTC is already March 16 east of UTC: without to, the
+		// period reaches the latest local today anywhere (each queue then
+		// stops at its own).
+		{name: "defaults: the 30 days to today", from: "2026-02-15", to: "2026-03-16"},
 		{name: "to alone", in: analytics.SummaryInput{To: str("2026-01-31")}, from: "2026-01-02", to: "2026-01-31"},
-		{name: "from alone", in: analytics.SummaryInput{From: str("2026-03-01")}, from: "2026-03-01", to: "2026-03-15"},
+		{name: "from alone", in: analytics.SummaryInput{From: str("2026-03-01")}, from: "2026-03-01", to: "2026-03-16"},
+		{name: "from alone, the local today east of UTC", in: analytics.SummaryInput{From: str("2026-03-16")}, from: "2026-03-16", to: "2026-03-16"},
 		{name: "one day", in: analytics.SummaryInput{From: str("2026-03-01"), To: str("2026-03-01")}, from: "2026-03-01", to: "2026-03-01"},
 		{name: "366 days", in: analytics.SummaryInput{From: str("2024-01-01"), To: str("2024-12-31")}, from: "2024-01-01", to: "2024-12-31"},
 		{name: "367 days", in: analytics.SummaryInput{From: str("2024-01-01"), To: str("2025-01-01")}, path: "to", rule: "max_range"},
@@ -36,7 +40,8 @@ func TestPeriodValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			from, to, err := c.in.Validate(now)
+			p, err := c.in.Validate(now)
+			from, to := p.From, p.To
 			if c.path == "" {
 				if err != nil || from.Format(time.DateOnly) != c.from || to.Format(time.DateOnly) != c.to {
 					t.Fatalf("got %s..%s, %v; want %s..%s", from.Format(time.DateOnly), to.Format(time.DateOnly), err, c.from, c.to)
@@ -130,7 +135,7 @@ func TestPeriodsAreEachQueuesLocalDays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Days != 2 || s.Queues[1].TurnsCreated != 3 || s.Total.TurnsCreated != 3 ||
+	if s.Days != 2 || s.Queues[1].TurnsCreated != 3 || s.Total.TurnsCreated != 3 || !s.Total.PeriodStart.Equal(s.Queues[1].PeriodStart) ||
 		!s.Queues[1].PeriodStart.Equal(time.Date(2026, 3, 27, 23, 0, 0, 0, time.UTC)) ||
 		!s.Queues[1].PeriodEnd.Equal(time.Date(2026, 3, 29, 22, 0, 0, 0, time.UTC)) {
 		t.Fatalf("summary: %+v", s)
@@ -155,5 +160,39 @@ func TestManyQueuesArePaged(t *testing.T) {
 	}
 	if len(rec.windows) != 450 {
 		t.Fatalf("windows for 450 queues: %d", len(rec.windows))
+	}
+}
+
+// TestSummaryEndsOnEachQueuesLocalToday: without to, each queue's period
+// ends on its own local today, and from alone may name the day a queue east
+// of UTC calls today; the total states the instants it spans.
+func TestSummaryEndsOnEachQueuesLocalToday(t *testing.T) {
+	qs := queueList{zoned("que_a", "Asia/Tokyo"), zoned("que_b", "America/Lima")}
+	rec := &recorder{}
+	now := time.Date(2026, 3, 15, 23, 30, 0, 0, time.UTC) // March 16 in Tokyo, March 15 in Lima
+	svc := analytics.NewService(rec, qs, platformtest.NewClock(now))
+	tokyo, _ := time.LoadLocation("Asia/Tokyo")
+	lima, _ := time.LoadLocation("America/Lima")
+	s, err := svc.Summary(context.Background(), "acc_1", analytics.SummaryInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Queues[0].PeriodEnd.Equal(time.Date(2026, 3, 17, 0, 0, 0, 0, tokyo)) ||
+		!s.Queues[1].PeriodEnd.Equal(time.Date(2026, 3, 16, 0, 0, 0, 0, lima)) {
+		t.Fatalf("each period ends with its queue's local today: %v %v", s.Queues[0].PeriodEnd, s.Queues[1].PeriodEnd)
+	}
+	if s.To != "2026-03-16" || !s.Total.PeriodStart.Equal(s.Queues[1].PeriodStart) || !s.Total.PeriodEnd.Equal(s.Queues[0].PeriodEnd) {
+		t.Fatalf("total period: %s %v..%v", s.To, s.Total.PeriodStart, s.Total.PeriodEnd)
+	}
+	str := func(s string) *string { return &s }
+	s, err = svc.Summary(context.Background(), "acc_1", analytics.SummaryInput{From: str("2026-03-16")})
+	if err != nil {
+		t.Fatalf("from = Tokyo's today alone: %v", err)
+	}
+	if d := s.Queues[0].PeriodEnd.Sub(s.Queues[0].PeriodStart); d != 24*time.Hour {
+		t.Fatalf("Tokyo: one day, got %v", d)
+	}
+	if !s.Queues[1].PeriodEnd.Equal(s.Queues[1].PeriodStart) {
+		t.Fatalf("Lima has not reached March 16: an empty period, got %v..%v", s.Queues[1].PeriodStart, s.Queues[1].PeriodEnd)
 	}
 }
