@@ -218,7 +218,12 @@ type Appointment struct {
 	SlotStart    time.Time         `json:"slotStart"`
 	StartedAt    *time.Time        `json:"startedAt"`
 	Status       AppointmentStatus `json:"status"`
-	UpdatedAt    time.Time         `json:"updatedAt"`
+	// TurnID: In a HYBRID queue, the turn the checked-in appointment stands in
+	// the run's line as, from its effective join time (the later of its slot's
+	// start and its check-in): dispatch it with the turn endpoints, and the
+	// appointment follows. Null before that, and in APPOINTMENT queues.
+	TurnID    *string   `json:"turnId"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // AppointmentPage is a schema of the API.
@@ -1290,6 +1295,10 @@ type ToleranceInput struct {
 
 // Turn is a schema of the API.
 type Turn struct {
+	// AppointmentID: The checked-in appointment of a HYBRID queue this turn
+	// stands in the line for (its turnId names this turn); null for walk-ins and
+	// forwarded turns.
+	AppointmentID  *string           `json:"appointmentId"`
 	ArrivedAt      *time.Time        `json:"arrivedAt"`
 	CallCount      int               `json:"callCount"`
 	CalledAt       *time.Time        `json:"calledAt"`

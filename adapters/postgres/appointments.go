@@ -59,6 +59,7 @@ type appointmentRow struct {
 	CompletedAt    *time.Time        `bun:"completed_at"`
 	CancelledAt    *time.Time        `bun:"cancelled_at"`
 	NoShowAt       *time.Time        `bun:"no_show_at"`
+	TurnID         *string           `bun:"turn_id"`
 }
 
 func appointmentToRow(a appointments.Appointment) *appointmentRow {
@@ -70,7 +71,8 @@ func appointmentToRow(a appointments.Appointment) *appointmentRow {
 		SlotStart: a.SlotStart, SlotEnd: a.SlotEnd, LocalDate: a.Date, Status: string(a.Status),
 		CustomerName: a.CustomerName, Phone: a.Phone, Notes: a.Notes, FormResponse: form,
 		IdempotencyKey: a.IdempotencyKey, RequestHash: a.RequestHash, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
-		CheckedInAt: a.CheckedInAt, StartedAt: a.StartedAt, CompletedAt: a.CompletedAt, CancelledAt: a.CancelledAt, NoShowAt: a.NoShowAt}
+		CheckedInAt: a.CheckedInAt, StartedAt: a.StartedAt, CompletedAt: a.CompletedAt, CancelledAt: a.CancelledAt, NoShowAt: a.NoShowAt,
+		TurnID: a.TurnID}
 }
 
 func (row appointmentRow) domain() appointments.Appointment {
@@ -83,7 +85,7 @@ func (row appointmentRow) domain() appointments.Appointment {
 		CustomerName: row.CustomerName, Phone: row.Phone, Notes: row.Notes, FormResponse: form,
 		IdempotencyKey: row.IdempotencyKey, RequestHash: row.RequestHash, CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(),
 		CheckedInAt: aptUTC(row.CheckedInAt), StartedAt: aptUTC(row.StartedAt), CompletedAt: aptUTC(row.CompletedAt),
-		CancelledAt: aptUTC(row.CancelledAt), NoShowAt: aptUTC(row.NoShowAt)}
+		CancelledAt: aptUTC(row.CancelledAt), NoShowAt: aptUTC(row.NoShowAt), TurnID: row.TurnID}
 }
 
 func aptUTC(t *time.Time) *time.Time {
@@ -289,7 +291,7 @@ func (r *Appointments) FindByIdempotencyKey(ctx context.Context, accountID, key 
 // UpdateAppointment writes an appointment's status and times.
 func (r *Appointments) UpdateAppointment(ctx context.Context, a appointments.Appointment) error {
 	_, err := r.db.IDB(ctx).NewUpdate().Model(appointmentToRow(a)).
-		Column("status", "updated_at", "checked_in_at", "started_at", "completed_at", "cancelled_at", "no_show_at").
+		Column("status", "updated_at", "checked_in_at", "started_at", "completed_at", "cancelled_at", "no_show_at", "turn_id").
 		WherePK().Exec(ctx)
 	return wrap(err, "update appointment")
 }

@@ -45,6 +45,7 @@ type turnRow struct {
 	FinishedAt     *time.Time      `bun:"finished_at"`
 	CreatedAt      time.Time       `bun:"created_at"`
 	UpdatedAt      time.Time       `bun:"updated_at"`
+	AppointmentID  *string         `bun:"appointment_id"`
 }
 
 func turnToRow(t turns.Turn) (*turnRow, error) {
@@ -63,7 +64,7 @@ func turnToRow(t turns.Turn) (*turnRow, error) {
 		StationID: t.StationID, CallCount: t.CallCount, Reentries: t.Reentries, HeldFrom: t.HeldFrom,
 		ReopenTo: string(t.ReopenTo), ServiceSeconds: t.ServiceSeconds, IdempotencyKey: t.IdempotencyKey,
 		RequestHash: t.RequestHash, ArrivedAt: t.ArrivedAt, CalledAt: t.CalledAt, StartedAt: t.StartedAt,
-		FinishedAt: t.FinishedAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		FinishedAt: t.FinishedAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, AppointmentID: t.AppointmentID,
 	}, nil
 }
 
@@ -76,7 +77,7 @@ func (row *turnRow) domain() (turns.Turn, error) {
 		ReopenTo: turns.Status(row.ReopenTo), ServiceSeconds: row.ServiceSeconds, IdempotencyKey: row.IdempotencyKey,
 		RequestHash: row.RequestHash, ArrivedAt: turnUTC(row.ArrivedAt), CalledAt: turnUTC(row.CalledAt),
 		StartedAt: turnUTC(row.StartedAt), FinishedAt: turnUTC(row.FinishedAt),
-		CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(),
+		CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(), AppointmentID: row.AppointmentID,
 	}
 	if err := json.Unmarshal(row.FormResponse, &t.FormResponse); err != nil {
 		return t, wrap(err, "decode turn "+row.ID)

@@ -43,6 +43,12 @@ const (
 	CodeCancellationTooLate = "CANCELLATION_TOO_LATE"
 	// CodeSlotNotStarted: a no-show before the slot has started (409).
 	CodeSlotNotStarted = "SLOT_NOT_STARTED"
+	// CodeInLine: start, complete or no-show of an appointment that stands
+	// in a HYBRID line as a turn: dispatch the turn instead (409).
+	CodeInLine = "APPOINTMENT_IN_LINE"
+	// CodeAppointmentCancelled: a turn of a cancelled appointment cannot
+	// come back (reopen): the appointment's cancellation is final (409).
+	CodeAppointmentCancelled = "APPOINTMENT_CANCELLED"
 )
 
 // Slot is a bookable time window of a run. Start and End are instants
@@ -96,6 +102,10 @@ type Appointment struct {
 	CompletedAt  *time.Time        `json:"completedAt"`
 	CancelledAt  *time.Time        `json:"cancelledAt"`
 	NoShowAt     *time.Time        `json:"noShowAt"`
+	// TurnID is the turn a checked-in appointment of a HYBRID queue stands
+	// in the line as, from its effective join time (the later of its
+	// slot's start and its check-in); null before, and in other queues.
+	TurnID *string `json:"turnId"`
 
 	// IdempotencyKey and RequestHash identify the booking request that made
 	// the appointment, so a repeat finds it and a different request with the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
 )
 
 // ErrIdempotencyKeyTaken is what Repository.CreateAppointment returns when
@@ -76,7 +77,23 @@ type Service struct {
 	uow    platform.UnitOfWork
 	events platform.EventSink
 	clock  platform.Clock
+	// line and jobs put checked-in appointments of HYBRID queues in the
+	// run's line (UseLine); without them check-in only records arrival.
+	line Line
+	jobs platform.JobScheduler
 }
+
+// Line is what a HYBRID queue's appointments need of the turns module: a
+// turn admitted for a checked-in appointment, and its cancellation when
+// the appointment is cancelled. turns.Service provides it.
+type Line interface {
+	Admit(ctx context.Context, accountID, runID string, a turns.Admission) (turns.Turn, error)
+	CancelFor(ctx context.Context, accountID, turnID, reason string) (turns.View, error)
+}
+
+// UseLine lets check-in put HYBRID appointments in the line, scheduling
+// the ones checked in early on jobs. Call it while wiring.
+func (s *Service) UseLine(line Line, jobs platform.JobScheduler) { s.line, s.jobs = line, jobs }
 
 // NewService builds the service.
 func NewService(repo Repository, qs Queues, uow platform.UnitOfWork, events platform.EventSink, clock platform.Clock) *Service {
@@ -381,22 +398,151 @@ func (s *Service) Cancel(ctx context.Context, accountID, id string) (Appointment
 			}
 		}
 		return s.repo.ReturnSeat(ctx, a.SlotID)
+	}, func(ctx context.Context, _ queues.Queue, a *Appointment) error {
+		if a.TurnID == nil {
+			return nil
+		}
+		// Out of the line too; the turn's follower finds the appointment
+		// cancelled already and changes nothing.
+		_, err := s.line.CancelFor(ctx, a.AccountID, *a.TurnID, CancelReason)
+		return err
 	})
 }
 
-// CheckIn records the customer's arrival.
+// CancelReason is turn.cancelled's reason when the turn of a cancelled
+// appointment leaves the line.
+const CancelReason = "appointment_cancelled"
+
+// CheckIn records the customer's arrival. In a HYBRID queue the
+// appointment then stands in the run's line as a turn from its effective
+// join time: at once when its slot has started, else at the slot's start
+// (a job, JoinLine).
 func (s *Service) CheckIn(ctx context.Context, accountID, id string) (Appointment, error) {
-	return s.transition(ctx, accountID, id, ActionCheckIn, nil)
+	return s.transition(ctx, accountID, id, ActionCheckIn, nil, func(ctx context.Context, q queues.Queue, a *Appointment) error {
+		if q.Type != queues.TypeHybrid || s.line == nil {
+			return nil
+		}
+		if a.SlotStart.After(*a.CheckedInAt) {
+			return s.jobs.Schedule(ctx, platform.Job{Kind: JoinLineJobKind, Args: JoinLineArgs{AppointmentID: a.ID},
+				RunAt: a.SlotStart, UniqueKey: a.ID, MaxAttempts: joinLineMaxAttempts})
+		}
+		return s.join(ctx, a)
+	})
 }
+
+// JoinLineJobKind is the job that puts an appointment checked in before its
+// slot started in the line at the slot's start.
+const JoinLineJobKind = "appointments.join_line"
+
+// joinLineMaxAttempts: the job is quick and idempotent; retries cover the
+// database being away for a while.
+const joinLineMaxAttempts = 10
+
+// JoinLineArgs are the join job's arguments.
+type JoinLineArgs struct {
+	AppointmentID string `json:"appointmentId"`
+}
+
+// JoinLine is the join job: the appointment joins the line if it is still
+// checked in and not in it yet; anything else (cancelled, started, already
+// in line) means there is nothing to do, so running it twice is harmless.
+func (s *Service) JoinLine(ctx context.Context, args JoinLineArgs) error {
+	return s.uow.Do(ctx, func(ctx context.Context) error {
+		peek, err := s.repo.GetAppointment(ctx, args.AppointmentID)
+		if platform.IsCode(err, platform.CodeNotFound) {
+			return nil // deleted with its queue
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := s.queues.GetRunForUpdate(ctx, peek.RunID); err != nil {
+			return err
+		}
+		a, err := s.repo.GetAppointmentForUpdate(ctx, args.AppointmentID)
+		if err != nil || a.Status != StatusCheckedIn || a.TurnID != nil {
+			return err
+		}
+		return s.join(ctx, &a)
+	})
+}
+
+// join admits the appointment's turn into its run and links the two. The
+// turn takes the run's next number and joins at the end of the NORMAL
+// priority, as a walk-in arriving now would.
+func (s *Service) join(ctx context.Context, a *Appointment) error {
+	t, err := s.line.Admit(ctx, a.AccountID, a.RunID, turns.Admission{PeopleCount: 1, AppointmentID: &a.ID})
+	if err != nil {
+		return err
+	}
+	a.TurnID, a.UpdatedAt = &t.ID, s.now()
+	return s.repo.UpdateAppointment(ctx, *a)
+}
+
+// TurnChanged keeps an appointment in step with the turn it stands in the
+// line as (a turns.Follower): waiting, held or called is CHECKED_IN, in
+// service IN_SERVICE, and the turn's end is the appointment's, with
+// appointment.completed raised on completion. A cancelled turn gives the
+// seat back, as a cancelled appointment does. The appointment's
+// cancellation is final: its turn cannot be reopened.
+func (s *Service) TurnChanged(ctx context.Context, before, after turns.Turn) error {
+	a, err := s.repo.GetAppointmentForUpdate(ctx, *after.AppointmentID)
+	if err != nil {
+		return err
+	}
+	to := mirrored(after.Status)
+	if a.Status == to {
+		return nil
+	}
+	if a.Status == StatusCancelled {
+		return platform.Conflict(CodeAppointmentCancelled, "the turn's appointment was cancelled; it cannot come back",
+			map[string]any{"appointmentId": a.ID, "turnId": after.ID})
+	}
+	now := s.now()
+	if a.Status.Final() { // the turn came back (reopen, re-entry)
+		a.CompletedAt, a.NoShowAt = nil, nil
+	}
+	checkedIn := a.CheckedInAt
+	a.apply(to, now)
+	if checkedIn != nil {
+		a.CheckedInAt = checkedIn // arrived once, at check-in
+	}
+	if err := s.repo.UpdateAppointment(ctx, a); err != nil {
+		return err
+	}
+	switch to {
+	case StatusCancelled:
+		return s.repo.ReturnSeat(ctx, a.SlotID)
+	case StatusCompleted:
+		return s.emit(ctx, platform.EventAppointmentCompleted, a)
+	}
+	return nil
+}
+
+// mirrored is the appointment status that stands for a turn status.
+func mirrored(st turns.Status) Status {
+	switch st {
+	case turns.InService:
+		return StatusInService
+	case turns.Completed:
+		return StatusCompleted
+	case turns.NoShow:
+		return StatusNoShow
+	case turns.Cancelled:
+		return StatusCancelled
+	}
+	return StatusCheckedIn
+}
+
+var _ turns.Follower = (*Service)(nil)
 
 // Start starts the service; from SCHEDULED it records the arrival too.
 func (s *Service) Start(ctx context.Context, accountID, id string) (Appointment, error) {
-	return s.transition(ctx, accountID, id, ActionStart, nil)
+	return s.transition(ctx, accountID, id, ActionStart, nil, nil)
 }
 
 // Complete finishes the service and raises appointment.completed.
 func (s *Service) Complete(ctx context.Context, accountID, id string) (Appointment, error) {
-	return s.transition(ctx, accountID, id, ActionComplete, nil)
+	return s.transition(ctx, accountID, id, ActionComplete, nil, nil)
 }
 
 // NoShow records that the customer did not come; refused before the slot
@@ -408,7 +554,7 @@ func (s *Service) NoShow(ctx context.Context, accountID, id string) (Appointment
 				map[string]any{"slotStart": a.SlotStart})
 		}
 		return nil
-	})
+	}, nil)
 }
 
 // Do applies action by name; the HTTP adapter routes /appointments/{id}/
@@ -430,22 +576,37 @@ func (s *Service) Do(ctx context.Context, accountID, id string, action Action) (
 }
 
 // transition runs one lifecycle step on the locked appointment: the state
-// machine first, then the action's own rule (check), then the write and,
-// for complete, the event.
+// machine first, then the action's own rule (check), then the write, the
+// action's consequences (then) and, for complete, the event. The run is
+// locked before the appointment, the order of docs/turns.md, since a
+// HYBRID appointment's steps change the run's line.
 func (s *Service) transition(ctx context.Context, accountID, id string, action Action,
-	check func(ctx context.Context, a Appointment, now time.Time) error) (Appointment, error) {
+	check func(ctx context.Context, a Appointment, now time.Time) error,
+	then func(ctx context.Context, q queues.Queue, a *Appointment) error) (Appointment, error) {
 	var out Appointment
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		peek, err := s.repo.GetAppointment(ctx, id)
+		if err != nil {
+			return err
+		}
+		if peek.AccountID != accountID {
+			return platform.ForeignResource("appointment")
+		}
+		q, _, err := s.run(ctx, accountID, peek.RunID, true)
+		if err != nil {
+			return err
+		}
 		a, err := s.repo.GetAppointmentForUpdate(ctx, id)
 		if err != nil {
 			return err
 		}
-		if a.AccountID != accountID {
-			return platform.ForeignResource("appointment")
-		}
 		to, err := a.Status.Next(action)
 		if err != nil {
 			return err
+		}
+		if a.TurnID != nil && action != ActionCancel {
+			return platform.Conflict(CodeInLine, "the appointment stands in the line as a turn: "+string(action)+" its turn instead",
+				map[string]any{"appointmentId": a.ID, "turnId": *a.TurnID, "action": string(action)})
 		}
 		now := s.now()
 		if check != nil {
@@ -456,6 +617,11 @@ func (s *Service) transition(ctx context.Context, accountID, id string, action A
 		a.apply(to, now)
 		if err := s.repo.UpdateAppointment(ctx, a); err != nil {
 			return err
+		}
+		if then != nil {
+			if err := then(ctx, q, &a); err != nil {
+				return err
+			}
 		}
 		out = a
 		if to == StatusCompleted {

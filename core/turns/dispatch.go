@@ -106,6 +106,13 @@ func (s *Service) commit(ctx context.Context, c *change) error {
 		}
 		lc.Added = append(lc.Added, keys(promoted)...)
 	}
+	if c.t.AppointmentID != nil {
+		for _, f := range s.followers {
+			if err := f.TurnChanged(ctx, c.before, c.t); err != nil {
+				return err
+			}
+		}
+	}
 	if c.event != "" {
 		if err := s.emit(ctx, c.event, c.t, c.extra); err != nil {
 			return err
@@ -505,8 +512,14 @@ func (s *Service) promoteByHand(ctx context.Context, c *change) error {
 
 // Cancel cancels an unfinished turn as staff (POST /turns/{turnId}/cancel).
 func (s *Service) Cancel(ctx context.Context, accountID, id string) (View, error) {
+	return s.CancelFor(ctx, accountID, id, "staff")
+}
+
+// CancelFor cancels an unfinished turn for a reason (turn.cancelled's
+// reason): another module's cancel, such as an appointment's.
+func (s *Service) CancelFor(ctx context.Context, accountID, id, reason string) (View, error) {
 	return s.mutate(ctx, accountID, id, OpCancel, func(ctx context.Context, c *change) error {
-		cancelTurn(c, "staff")
+		cancelTurn(c, reason)
 		return nil
 	})
 }

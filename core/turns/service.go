@@ -20,7 +20,22 @@ type Service struct {
 	clock  platform.Clock
 	guards []IntakeGuard
 	line   *lineCache
+	// followers keep records of other modules in step with the turns they
+	// follow (Follow).
+	followers []Follower
 }
+
+// Follower keeps another module's record in step with a turn that stands
+// for it: the appointments module follows the turn of a checked-in HYBRID
+// appointment. TurnChanged runs inside the unit of work of every change of
+// such a turn (Turn.AppointmentID set), after the turn is stored and with
+// its run and the turn locked; an error refuses the change.
+type Follower interface {
+	TurnChanged(ctx context.Context, before, after Turn) error
+}
+
+// Follow adds a follower. Call it while wiring, before the service is used.
+func (s *Service) Follow(f Follower) { s.followers = append(s.followers, f) }
 
 // NewService builds the service. guards are the intake rules other modules
 // add (none is fine).
@@ -150,6 +165,9 @@ type draft struct {
 	code   string
 	key    *string
 	hash   string
+	// appointmentID is set for the turn of a checked-in appointment: its
+	// seat was booked, so capacity does not apply.
+	appointmentID *string
 }
 
 // draftFromInput checks the body against the queue and derives the turn's
@@ -219,14 +237,19 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, error) {
 		return Turn{}, err
 	}
 	// Room a finished turn left, and not yet given to the waitlist, goes to
-	// the waitlist first: nobody passes those waiting for room.
-	promoted, occ, err := s.promote(ctx, in.Queue, in.Run)
-	if err != nil {
-		return Turn{}, err
-	}
-	status, err := admission(in.Queue, in.Run.ID, occ)
-	if err != nil {
-		return Turn{}, err
+	// the waitlist first: nobody passes those waiting for room. A booked
+	// appointment's turn needs no room: its seat was taken at booking.
+	var promoted []Turn
+	status := Waiting
+	if d.appointmentID == nil {
+		var occ Occupancy
+		var err error
+		if promoted, occ, err = s.promote(ctx, in.Queue, in.Run); err != nil {
+			return Turn{}, err
+		}
+		if status, err = admission(in.Queue, in.Run.ID, occ); err != nil {
+			return Turn{}, err
+		}
 	}
 	now := s.clock.Now()
 	number, code, err := s.number(ctx, in, d, now)
@@ -241,7 +264,7 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, error) {
 		ID: platform.NewID(platform.PrefixTurn), AccountID: in.AccountID, QueueID: in.Queue.ID, RunID: in.Run.ID,
 		Number: number, DisplayCode: code, Status: status, Priority: d.priority, Seq: seq,
 		PeopleCount: d.peopleCount, Phone: d.phone, NotifyWhatsapp: d.notifyWhatsapp, FormResponse: d.formResponse,
-		IdempotencyKey: d.key, RequestHash: d.hash, CreatedAt: now, UpdatedAt: now,
+		IdempotencyKey: d.key, RequestHash: d.hash, CreatedAt: now, UpdatedAt: now, AppointmentID: d.appointmentID,
 	}
 	if err := s.repo.Create(ctx, t); err != nil {
 		return Turn{}, err
@@ -348,6 +371,10 @@ type Admission struct {
 	// keepNumber) instead of taking the run's next number.
 	Number      int
 	DisplayCode string
+	// AppointmentID makes the turn a checked-in appointment's place in the
+	// line (a HYBRID queue): it is admitted whatever the run's intake and
+	// capacity, since its seat was booked, and the appointment follows it.
+	AppointmentID *string
 }
 
 // Admit creates a turn in a run of the account from another module, in the
@@ -365,11 +392,12 @@ func (s *Service) Admit(ctx context.Context, accountID, runID string, a Admissio
 		if !run.Open() {
 			return platform.Conflict(CodeQueueClosed, "the queue run is closed", map[string]any{"queueRunId": run.ID})
 		}
-		if !run.IntakeOpen {
+		if !run.IntakeOpen && a.AppointmentID == nil {
 			return platform.Conflict(CodeIntakeClosed, "the queue run does not take new turns", map[string]any{"queueRunId": run.ID})
 		}
 		d := draft{peopleCount: max(a.PeopleCount, 1), phone: a.Phone, notifyWhatsapp: a.NotifyWhatsapp,
-			formResponse: a.FormResponse, priority: a.Priority, prefix: q.TurnPrefix, number: a.Number, code: a.DisplayCode}
+			formResponse: a.FormResponse, priority: a.Priority, prefix: q.TurnPrefix, number: a.Number, code: a.DisplayCode,
+			appointmentID: a.AppointmentID}
 		if !d.priority.Valid() {
 			d.priority = queues.PriorityNormal
 		}

@@ -106,6 +106,10 @@ type Turn struct {
 	FinishedAt     *time.Time `json:"finishedAt"`
 	CreatedAt      time.Time  `json:"createdAt"`
 	UpdatedAt      time.Time  `json:"updatedAt"`
+	// AppointmentID links the turn of a checked-in appointment of a HYBRID
+	// queue to it: the appointment stands in the line as this turn, and
+	// follows its changes (Follower).
+	AppointmentID *string `json:"appointmentId"`
 }
 
 // How a turn came to be HELD (Turn.HeldFrom).

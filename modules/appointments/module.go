@@ -1,22 +1,53 @@
 // Package appointments wires the appointments module: slots, appointments
-// and their lifecycle.
+// and their lifecycle, and the place of HYBRID queues' checked-in
+// appointments in the turns line.
 package appointments
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/http/appointmenthttp"
 	"github.com/qms-dev/qms/bootstrap/web"
 	core "github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
+	"github.com/qms-dev/qms/ports"
 )
 
 // Module provides the appointments service and mounts its routes. It reads
-// queues and runs through the queues repository the adapter set provides.
+// queues and runs through the queues repository the adapter set provides,
+// puts checked-in HYBRID appointments in the line through the turns
+// service, and follows their turns.
 var Module = fx.Module("appointments",
 	fx.Provide(
 		core.NewService,
 		func(r queues.Repository) core.Queues { return r },
+		fx.Annotate(joinLineJob, fx.ResultTags(`group:"jobs"`)),
 	),
+	fx.Invoke(func(s *core.Service, line *turns.Service, jobs platform.JobScheduler) {
+		s.UseLine(line, jobs)
+		line.Follow(s)
+	}),
 	fx.Invoke(func(srv *web.Server, s *core.Service) { appointmenthttp.Register(srv.API, s, srv.Cursors) }),
 )
+
+// joinLineJob is the job kind that puts an appointment checked in early in
+// the line when its slot starts.
+func joinLineJob(s *core.Service) ports.JobKind {
+	return ports.JobKind{
+		Name:        core.JoinLineJobKind,
+		MaxAttempts: 10,
+		Handler: func(ctx context.Context, job ports.JobContext) error {
+			var args core.JoinLineArgs
+			if err := json.Unmarshal(job.Args, &args); err != nil {
+				return fmt.Errorf("appointments: join job %s: bad args: %w", job.ID, err)
+			}
+			return s.JoinLine(ctx, args)
+		},
+	}
+}

@@ -1,0 +1,160 @@
+package appointments_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/qms-dev/qms/adapters/memory"
+	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/entities"
+	"github.com/qms-dev/qms/core/events"
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/platform/platformtest"
+	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
+)
+
+// jobs records the jobs of committed units of work.
+type jobs struct {
+	store *memory.Store
+	mu    sync.Mutex
+	all   []platform.Job
+}
+
+func (j *jobs) Schedule(ctx context.Context, job platform.Job) error {
+	j.store.AfterCommit(ctx, func() {
+		j.mu.Lock()
+		j.all = append(j.all, job)
+		j.mu.Unlock()
+	})
+	return nil
+}
+
+// hybrid is a HYBRID queue with the turns and appointments services
+// wired as modules/appointments wires them.
+type hybrid struct {
+	apts  *appointments.Service
+	turns *turns.Service
+	jobs  *jobs
+	clock *platformtest.Clock
+	run   string
+	slot  appointments.Slot
+}
+
+func newHybrid(t *testing.T) *hybrid {
+	t.Helper()
+	store := memory.NewStore()
+	clock := platformtest.NewClock(time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC))
+	bus := events.NewBus(memory.NewEvents(store))
+	ents := entities.NewService(memory.NewEntities(store), store, clock)
+	qrepo := memory.NewQueues(store)
+	qs := queues.NewService(qrepo, ents, store, bus, clock)
+	js := &jobs{store: store}
+	ts := turns.NewService(memory.NewTurns(store), qrepo, store, bus, js, clock, nil)
+	as := appointments.NewService(memory.NewAppointments(store), qrepo, store, bus, clock)
+	as.UseLine(ts, js)
+	ts.Follow(as)
+	e, err := ents.Create(ctx, account, entities.CreateInput{Name: platform.Ptr("Clinic")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := qs.Create(ctx, account, queues.CreateInput{EntityID: &e.ID, Name: platform.Ptr("Mixed"), Type: platform.Ptr(queues.TypeHybrid)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hybrid{apts: as, turns: ts, jobs: js, clock: clock, run: q.Runs[0].ID}
+	b, err := as.GenerateSlots(ctx, account, h.run, gen("2026-03-07", "13:00", "14:00", 30, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.slot = b.Slots[0]
+	return h
+}
+
+func (h *hybrid) book(t *testing.T) appointments.Appointment {
+	t.Helper()
+	a, err := h.apts.Schedule(ctx, account, h.run, appointments.ScheduleInput{SlotID: &h.slot.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func (h *hybrid) walkIn(t *testing.T) turns.View {
+	t.Helper()
+	v, _, err := h.turns.Create(ctx, account, h.run, turns.CreateInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestEarlyCheckInJoinsTheLineAtTheSlotsStart: checked in before its slot,
+// an appointment is not in the line; it joins at the slot's start (the
+// job), behind walk-ins who came before that and ahead of later ones.
+func TestEarlyCheckInJoinsTheLineAtTheSlotsStart(t *testing.T) {
+	h := newHybrid(t)
+	a := h.book(t)
+	h.clock.Set(time.Date(2026, 3, 7, 12, 50, 0, 0, time.UTC))
+	got, err := h.apts.CheckIn(ctx, account, a.ID)
+	if err != nil || got.TurnID != nil || got.Status != appointments.StatusCheckedIn {
+		t.Fatalf("early check-in: %+v %v", got, err)
+	}
+	before := h.walkIn(t) // 12:55, before the slot starts
+	if len(h.jobs.all) != 1 || h.jobs.all[0].Kind != appointments.JoinLineJobKind || !h.jobs.all[0].RunAt.Equal(h.slot.Start) {
+		t.Fatalf("the join job: %+v", h.jobs.all)
+	}
+	h.clock.Set(h.slot.Start)
+	args := h.jobs.all[0].Args.(appointments.JoinLineArgs)
+	if err := h.apts.JoinLine(ctx, args); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.apts.JoinLine(ctx, args); err != nil { // a second run changes nothing
+		t.Fatal(err)
+	}
+	after := h.walkIn(t)
+	a, _ = h.apts.Get(ctx, account, a.ID)
+	if a.TurnID == nil {
+		t.Fatal("joined at the slot's start")
+	}
+	for want, id := range []string{before.ID, *a.TurnID, after.ID} {
+		v, err := h.turns.Get(ctx, account, id)
+		if err != nil || v.Position == nil || *v.Position != want+1 {
+			t.Fatalf("position of %s: %v %v, want %d", id, v.Position, err, want+1)
+		}
+	}
+}
+
+// TestTheAppointmentFollowsItsTurn: no-show, re-entry, cancel and reopen
+// of the turn keep the appointment in step; a cancelled appointment's turn
+// cannot come back.
+func TestTheAppointmentFollowsItsTurn(t *testing.T) {
+	h := newHybrid(t)
+	a := h.book(t)
+	h.clock.Set(h.slot.Start.Add(time.Minute))
+	a, err := h.apts.CheckIn(ctx, account, a.ID)
+	if err != nil || a.TurnID == nil {
+		t.Fatalf("check-in after the slot started: %+v %v", a, err)
+	}
+	tid := *a.TurnID
+	status := func() appointments.Status {
+		got, _ := h.apts.Get(ctx, account, a.ID)
+		return got.Status
+	}
+	if _, err := h.turns.Call(ctx, account, tid, turns.CallInput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.turns.NoShow(ctx, account, tid); err != nil || status() != appointments.StatusNoShow {
+		t.Fatalf("no-show: %s %v", status(), err)
+	}
+	if _, err := h.turns.Arrive(ctx, account, tid); err != nil || status() != appointments.StatusCheckedIn {
+		t.Fatalf("the late customer re-enters: %s %v", status(), err)
+	}
+	_, err = h.apts.NoShow(ctx, account, a.ID)
+	wantCode(t, err, appointments.CodeInLine, platform.KindConflict)
+	if _, err := h.turns.Cancel(ctx, account, tid); err != nil || status() != appointments.StatusCancelled {
+		t.Fatalf("the turn cancelled: %s %v", status(), err)
+	}
+}
