@@ -97,7 +97,7 @@ type Queues interface {
 type QueueDashboard struct {
 	QueueID   string `json:"queueId"`
 	QueueName string `json:"queueName"`
-	// Timezone is the queue's (location.timezone, UTC when unset): "today"
+	// Timezone is the queue's zone in effect (queues.Queue.Zone): "today"
 	// is the queue's current day there.
 	Timezone string `json:"timezone"`
 	Today    string `json:"today"`

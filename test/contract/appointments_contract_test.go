@@ -258,6 +258,11 @@ func TestAppointmentsRepositoryContract(t *testing.T) {
 			if a, err = st.svc.CheckIn(ctx, st.account, a.ID); err != nil {
 				t.Fatal(err)
 			}
+			// The link to a HYBRID line's turn is written with the rest.
+			a.TurnID = platform.Ptr("turn_readback")
+			if err := st.repo.UpdateAppointment(ctx, a); err != nil {
+				t.Fatal(err)
+			}
 			got, err := st.svc.Get(ctx, st.account, a.ID)
 			if err != nil {
 				t.Fatal(err)

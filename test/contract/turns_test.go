@@ -107,6 +107,7 @@ func runTurnsRepository(t *testing.T, newHarness func(t *testing.T) turnsHarness
 			tu.HeldFrom, tu.ReopenTo, tu.ServiceSeconds = turns.HeldAfterCall, turns.InService, &secs
 			tu.IdempotencyKey, tu.RequestHash = platform.Ptr("key-12345"), "abc"
 			tu.ArrivedAt, tu.CalledAt, tu.StartedAt, tu.FinishedAt = &at, &at, &at, &at
+			tu.AppointmentID = platform.Ptr("apt_1")
 		})
 		got, err := w.h.Turns.Get(ctx, want.ID)
 		if err != nil {
@@ -495,5 +496,6 @@ func sameTurn(a, b turns.Turn) bool {
 		a.HeldFrom == b.HeldFrom && a.ReopenTo == b.ReopenTo && eqF(a.ServiceSeconds, b.ServiceSeconds) &&
 		eqS(a.IdempotencyKey, b.IdempotencyKey) && a.RequestHash == b.RequestHash &&
 		eqT(a.ArrivedAt, b.ArrivedAt) && eqT(a.CalledAt, b.CalledAt) && eqT(a.StartedAt, b.StartedAt) &&
-		eqT(a.FinishedAt, b.FinishedAt) && a.CreatedAt.Equal(b.CreatedAt) && a.UpdatedAt.Equal(b.UpdatedAt)
+		eqT(a.FinishedAt, b.FinishedAt) && a.CreatedAt.Equal(b.CreatedAt) && a.UpdatedAt.Equal(b.UpdatedAt) &&
+		eqS(a.AppointmentID, b.AppointmentID)
 }

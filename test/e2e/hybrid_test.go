@@ -19,7 +19,7 @@ import (
 func TestHybridQueueCallsCheckedInAppointments(t *testing.T) {
 	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
 		w := aptStart(t, start)
-		_, runID := w.queue("HYBRID", map[string]any{"turnPrefix": "H", "dispatchFlow": map[string]any{"trackService": true}})
+		queueID, runID := w.queue("HYBRID", map[string]any{"turnPrefix": "H", "dispatchFlow": map[string]any{"trackService": true}})
 		stream := openSSE(t, streamURL(w.app, "runId="+runID), keyHeader(w.app.Key))
 		defer stream.Close()
 		// aptEpoch is Saturday 12:00 UTC; slots from 12:30.
@@ -83,6 +83,24 @@ func TestHybridQueueCallsCheckedInAppointments(t *testing.T) {
 		w.call(http.MethodPost, "/appointments/"+q.ID+"/cancel", nil).Must(http.StatusCreated, nil)
 		if st := get(qt).Status; st != "CANCELLED" {
 			t.Fatalf("the cancelled appointment's turn: %s", st)
+		}
+
+		// The dashboard counts the appointment among those waiting.
+		var dash struct {
+			Queues []struct {
+				QueueID string `json:"queueId"`
+				Waiting int    `json:"waiting"`
+			} `json:"queues"`
+		}
+		w.call(http.MethodGet, "/analytics/dashboard", nil).Must(http.StatusOK, &dash)
+		waiting := -1
+		for _, q := range dash.Queues {
+			if q.QueueID == queueID {
+				waiting = q.Waiting
+			}
+		}
+		if waiting != 3 {
+			t.Fatalf("dashboard waiting: %d, want 3 (two walk-ins and the appointment)", waiting)
 		}
 
 		var order []string
