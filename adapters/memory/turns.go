@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -15,7 +16,7 @@ import (
 // skip a row another transaction holds.
 type Turns struct {
 	s       *Store
-	turns   *table[turns.Turn]
+	turns   *turnRows
 	numbers *table[counter] // by run id
 	lines   *table[int64]   // line version by run id
 	changes *table[[]turns.LineChange]
@@ -25,11 +26,11 @@ type Turns struct {
 // NewTurns builds the repository on s: deleting a run deletes its turns,
 // and deleting a station unassigns it from its turns.
 func NewTurns(s *Store) *Turns {
-	r := &Turns{s: s, turns: newTable[turns.Turn](s), numbers: newTable[counter](s), lines: newTable[int64](s),
+	r := &Turns{s: s, turns: newTurnRows(), numbers: newTable[counter](s), lines: newTable[int64](s),
 		changes: newTable[[]turns.LineChange](s), seq: newTable[int64](s)}
 	s.OnDelete("run", func(ctx context.Context, runID string) {
-		for _, t := range sorted(r.turns.rows, "", 0, func(t turns.Turn) bool { return t.RunID == runID }) {
-			r.s.write(ctx, func() func() { return r.turns.del(t.ID) })
+		for id := range maps.Clone(r.turns.byRun[runID]) {
+			r.s.write(ctx, func() func() { return r.turns.del(id) })
 		}
 		r.s.write(ctx, func() func() { return r.lines.del(runID) })
 		r.s.write(ctx, func() func() { return r.numbers.del(runID) })
@@ -38,7 +39,7 @@ func NewTurns(s *Store) *Turns {
 	s.OnDelete("station", func(ctx context.Context, stationID string) {
 		for _, t := range sorted(r.turns.rows, "", 0, func(t turns.Turn) bool { return t.StationID != nil && *t.StationID == stationID }) {
 			t.StationID = nil
-			r.s.write(ctx, func() func() { return r.turns.put(t.ID, t) })
+			r.s.write(ctx, func() func() { return r.turns.put(t) })
 		}
 	})
 	return r
@@ -61,14 +62,12 @@ func cloneTurn(t turns.Turn) turns.Turn {
 func (r *Turns) Create(ctx context.Context, t turns.Turn) (err error) {
 	r.s.write(ctx, func() func() {
 		if t.IdempotencyKey != nil {
-			for _, o := range r.turns.rows {
-				if o.AccountID == t.AccountID && o.IdempotencyKey != nil && *o.IdempotencyKey == *t.IdempotencyKey {
-					err = turns.ErrDuplicateKey
-					return nil
-				}
+			if _, taken := r.turns.byKey[keyOf(t.AccountID, t.IdempotencyKey)]; taken {
+				err = turns.ErrDuplicateKey
+				return nil
 			}
 		}
-		return r.turns.put(t.ID, cloneTurn(t))
+		return r.turns.put(cloneTurn(t))
 	})
 	return err
 }
@@ -94,15 +93,14 @@ func (r *Turns) GetForUpdate(ctx context.Context, id string) (turns.Turn, error)
 func (r *Turns) Update(ctx context.Context, t turns.Turn) (err error) {
 	r.s.write(ctx, func() func() {
 		if t.StationID != nil && t.Status.AtStation() {
-			for _, o := range r.turns.rows {
-				if o.ID != t.ID && o.StationID != nil && *o.StationID == *t.StationID && o.Status.AtStation() {
-					err = platform.Conflict(turns.CodeStationBusy, "the station is serving another turn",
-						map[string]any{"stationId": *t.StationID, "turnId": o.ID, "turnStatus": string(o.Status)})
-					return nil
-				}
+			if id, busy := r.turns.atStation[*t.StationID]; busy && id != t.ID {
+				o := r.turns.rows[id]
+				err = platform.Conflict(turns.CodeStationBusy, "the station is serving another turn",
+					map[string]any{"stationId": *t.StationID, "turnId": o.ID, "turnStatus": string(o.Status)})
+				return nil
 			}
 		}
-		return r.turns.put(t.ID, cloneTurn(t))
+		return r.turns.put(cloneTurn(t))
 	})
 	return err
 }
@@ -111,11 +109,8 @@ func (r *Turns) Update(ctx context.Context, t turns.Turn) (err error) {
 func (r *Turns) ByIdempotencyKey(ctx context.Context, accountID, key string) (t turns.Turn, err error) {
 	err = platform.NotFound("turn", key)
 	r.s.read(ctx, func() {
-		for _, o := range r.turns.rows {
-			if o.AccountID == accountID && o.IdempotencyKey != nil && *o.IdempotencyKey == key {
-				t, err = cloneTurn(o), nil
-				return
-			}
+		if id, ok := r.turns.byKey[keyOf(accountID, &key)]; ok {
+			t, err = cloneTurn(r.turns.rows[id]), nil
 		}
 	})
 	return t, err
@@ -146,10 +141,8 @@ func (r *Turns) NextNumber(ctx context.Context, runID, period string) (n int, er
 // the line shows code.
 func (r *Turns) CodeInUse(ctx context.Context, runID, code string, since time.Time) (held bool, err error) {
 	r.s.read(ctx, func() {
-		for _, o := range r.turns.rows {
-			if o.RunID != runID || o.DisplayCode != code {
-				continue
-			}
+		for id := range r.turns.byCode[codeOf(runID, code)] {
+			o := r.turns.rows[id]
 			back := o.Status == turns.NoShow || (o.FinishedAt != nil && o.FinishedAt.After(since))
 			if !o.Status.Finished() || back {
 				held = true
@@ -172,8 +165,8 @@ func (r *Turns) NextSeq(ctx context.Context) (n int64, err error) {
 // first returns the run's turn in status that comes first in line order.
 func (r *Turns) first(ctx context.Context, runID string, status turns.Status) (t turns.Turn, ok bool) {
 	r.s.read(ctx, func() {
-		for _, o := range r.turns.rows {
-			if o.RunID == runID && o.Status == status && (!ok || o.Key().Less(t.Key())) {
+		for id := range r.turns.byStatus[runStatus{runID, status}] {
+			if o := r.turns.rows[id]; !ok || o.Key().Less(t.Key()) {
 				t, ok = o, true
 			}
 		}
@@ -197,15 +190,10 @@ func (r *Turns) TakeWaitlisted(ctx context.Context, runID string) (turns.Turn, b
 // Occupancy counts the run's active and waitlisted turns.
 func (r *Turns) Occupancy(ctx context.Context, runID string) (occ turns.Occupancy, err error) {
 	r.s.read(ctx, func() {
-		for _, o := range r.turns.rows {
-			switch {
-			case o.RunID != runID:
-			case o.Status.Active():
-				occ.Active++
-			case o.Status == turns.Waitlisted:
-				occ.Waitlisted++
-			}
+		for _, st := range []turns.Status{turns.Waiting, turns.Held, turns.Called, turns.InService} {
+			occ.Active += len(r.turns.byStatus[runStatus{runID, st}])
 		}
+		occ.Waitlisted = len(r.turns.byStatus[runStatus{runID, turns.Waitlisted}])
 	})
 	return occ, nil
 }
@@ -213,11 +201,8 @@ func (r *Turns) Occupancy(ctx context.Context, runID string) (occ turns.Occupanc
 // AtStation returns the turn the station is serving.
 func (r *Turns) AtStation(ctx context.Context, stationID string) (t turns.Turn, ok bool, err error) {
 	r.s.read(ctx, func() {
-		for _, o := range r.turns.rows {
-			if o.StationID != nil && *o.StationID == stationID && o.Status.AtStation() {
-				t, ok = cloneTurn(o), true
-				return
-			}
+		if id, busy := r.turns.atStation[stationID]; busy {
+			t, ok = cloneTurn(r.turns.rows[id]), true
 		}
 	})
 	return t, ok, nil
@@ -226,8 +211,8 @@ func (r *Turns) AtStation(ctx context.Context, stationID string) (t turns.Turn, 
 // List pages a run's turns by id.
 func (r *Turns) List(ctx context.Context, runID string, statuses []turns.Status, page platform.PageRequest) (out []turns.Turn, err error) {
 	r.s.read(ctx, func() {
-		out = sorted(r.turns.rows, page.After, page.Limit+1, func(t turns.Turn) bool {
-			return t.RunID == runID && (len(statuses) == 0 || slices.Contains(statuses, t.Status))
+		out = sorted(r.turns.of(r.turns.byRun[runID]), page.After, page.Limit+1, func(t turns.Turn) bool {
+			return len(statuses) == 0 || slices.Contains(statuses, t.Status)
 		})
 		for i := range out {
 			out[i] = cloneTurn(out[i])
@@ -239,8 +224,8 @@ func (r *Turns) List(ctx context.Context, runID string, statuses []turns.Status,
 // ListArrivals pages the run's unfinished turns that have arrived.
 func (r *Turns) ListArrivals(ctx context.Context, runID string, page platform.PageRequest) (out []turns.Turn, err error) {
 	r.s.read(ctx, func() {
-		out = sorted(r.turns.rows, page.After, page.Limit+1, func(t turns.Turn) bool {
-			return t.RunID == runID && t.ArrivedAt != nil && !t.Status.Finished()
+		out = sorted(r.turns.of(r.turns.byRun[runID]), page.After, page.Limit+1, func(t turns.Turn) bool {
+			return t.ArrivedAt != nil && !t.Status.Finished()
 		})
 		for i := range out {
 			out[i] = cloneTurn(out[i])
@@ -290,10 +275,8 @@ func (r *Turns) LineVersion(ctx context.Context, runID string) (v int64, err err
 func (r *Turns) WaitingLine(ctx context.Context, runID string) (v int64, keys []turns.LineKey, err error) {
 	r.s.read(ctx, func() {
 		v = r.lines.rows[runID]
-		for _, t := range r.turns.rows {
-			if t.RunID == runID && t.Status == turns.Waiting {
-				keys = append(keys, t.Key())
-			}
+		for id := range r.turns.byStatus[runStatus{runID, turns.Waiting}] {
+			keys = append(keys, r.turns.rows[id].Key())
 		}
 	})
 	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
@@ -301,19 +284,13 @@ func (r *Turns) WaitingLine(ctx context.Context, runID string) (v int64, keys []
 }
 
 // RecentServiceSeconds returns the queue's latest service times, newest
-// first.
+// first, from the queue's services in finishing order.
 func (r *Turns) RecentServiceSeconds(ctx context.Context, queueID string, n int) (out []float64, err error) {
-	var done []turns.Turn
 	r.s.read(ctx, func() {
-		for _, t := range r.turns.rows {
-			if t.QueueID == queueID && t.ServiceSeconds != nil && t.FinishedAt != nil {
-				done = append(done, t)
-			}
+		list := r.turns.served[queueID]
+		for i := len(list) - 1; i >= 0 && len(out) < n; i-- {
+			out = append(out, list[i].seconds)
 		}
 	})
-	sort.Slice(done, func(i, j int) bool { return done[i].FinishedAt.After(*done[j].FinishedAt) })
-	for i := 0; i < len(done) && i < n; i++ {
-		out = append(out, *done[i].ServiceSeconds)
-	}
 	return out, nil
 }
