@@ -1,0 +1,371 @@
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+)
+
+// checkAnswers: no 5xx and no transport error, on any request.
+func checkAnswers(ck *checker, ops []*Op) {
+	for _, o := range ops {
+		ck.check("no 5xx answer", o.Err != "" || o.Status < 500, "%s", o)
+		ck.check("no transport error", o.Err == "", "%s", o)
+	}
+}
+
+// checkCreates: every acknowledged create is there afterwards, one key
+// gives one turn, and a run holds exactly the turns acknowledged creates
+// and forwards explain (so a refused create left nothing).
+func (wl *workload) checkCreates(ck *checker, ops []*Op, s *state) {
+	acked := map[string]map[string]bool{} // run id -> turn ids
+	byKey := map[string]string{}
+	for _, o := range ops {
+		if o.Kind != "intake" || o.Status != http.StatusCreated {
+			continue
+		}
+		v := o.TurnView()
+		got, ok := s.byID[v.ID]
+		ck.check("acknowledged create is visible afterwards", ok && got.QueueRunID == v.QueueRunID,
+			"%s: turn %s is not in its run afterwards", o, v.ID)
+		if acked[v.QueueRunID] == nil {
+			acked[v.QueueRunID] = map[string]bool{}
+		}
+		acked[v.QueueRunID][v.ID] = true
+		if o.Key != "" {
+			first, seen := byKey[o.Key]
+			if !seen {
+				byKey[o.Key] = v.ID
+			}
+			ck.check("one idempotency key gives one turn", !seen || first == v.ID,
+				"%s: key %s answered turn %s before and %s now", o, o.Key, first, v.ID)
+		}
+	}
+	forwarded := map[string]bool{}
+	for _, f := range s.forwards {
+		if f.Status == "FORWARDED" && f.ToTurnID != nil {
+			forwarded[*f.ToTurnID] = true
+		}
+	}
+	for _, r := range wl.w.runs {
+		explained := 0
+		for _, v := range s.turns[r.runID] {
+			ok := acked[r.runID][v.ID] || forwarded[v.ID]
+			if ok {
+				explained++
+			}
+			ck.check("every turn of a run comes from an acknowledged create or forward", ok,
+				"run %s: turn %s (%s, created %s) matches no 201 create and no forward: a refused create left it",
+				r.name, v.ID, v.DisplayCode, v.CreatedAt.Format("15:04:05.000"))
+		}
+		want := len(acked[r.runID])
+		for id := range forwarded {
+			if v, ok := s.byID[id]; ok && v.QueueRunID == r.runID {
+				want++
+			}
+		}
+		ck.check("turns in a run == distinct acknowledged creates + forwards into it", len(s.turns[r.runID]) == want,
+			"run %s: %d turns, %d acknowledged creates and forwards", r.name, len(s.turns[r.runID]), want)
+	}
+}
+
+// checkCalls: no turn was handed to two next (or call) answers: the pairs
+// (turn, callCount) of acknowledged calls are unique.
+func checkCalls(ck *checker, ops []*Op) map[string]*Op {
+	calls := map[string]*Op{}
+	for _, o := range ops {
+		if (o.Kind != "next" && o.Kind != "call") || o.Status != http.StatusCreated {
+			continue
+		}
+		v := o.TurnView()
+		k := fmt.Sprintf("%s#%d", v.ID, v.CallCount)
+		prev, dup := calls[k]
+		msg := ""
+		if dup {
+			msg = prev.String()
+		}
+		ck.check("no turn handed to two next/call answers: (turnId, callCount) unique", !dup,
+			"turn %s call %d answered twice:\n    %s\n    %s", v.ID, v.CallCount, msg, o)
+		calls[k] = o
+	}
+	return calls
+}
+
+// dispatchKinds are the operations whose acknowledged answer is a change of
+// the turn, so its updatedAt is the change's, made during the request.
+var dispatchKinds = map[string]bool{"next": true, "call": true, "start": true, "complete": true, "cancel": true,
+	"no-show": true, "hold": true, "release": true, "reopen": true}
+
+// clockSlack covers the storage's rounding of timestamps (microseconds in
+// PostgreSQL) against the client's nanosecond clock on the same machine.
+const clockSlack = 2 * time.Millisecond
+
+// checkUpdatedAt: every dispatch answer shows the turn as committed, so its
+// updatedAt falls within the request (issue 10: answers carried the
+// previous updatedAt).
+func checkUpdatedAt(ck *checker, ops []*Op) {
+	for _, o := range ops {
+		if o.Status != http.StatusCreated {
+			continue
+		}
+		v := o.TurnView()
+		switch {
+		case dispatchKinds[o.Kind]:
+		case o.Kind == "arrive" && v.ArrivedAt != nil && !v.ArrivedAt.Before(o.Start.Add(-clockSlack)):
+			// this arrive set arrivedAt: a change
+		default:
+			continue
+		}
+		ok := !v.UpdatedAt.Before(o.Start.Add(-clockSlack)) && !v.UpdatedAt.After(o.End.Add(clockSlack))
+		ck.check("dispatch answer shows the committed updatedAt (within the request)", ok,
+			"%s %s: updatedAt %s outside the request %s..%s", o.Kind, v.ID, v.UpdatedAt.Format("15:04:05.000000"),
+			o.Start.Format("15:04:05.000000"), o.End.Format("15:04:05.000000"))
+	}
+}
+
+// checkWaitlistOrder: with autoPromote off (run C) a WAITLISTED turn stays
+// WAITLISTED until an op on it (release, cancel) moves it, so a create
+// acknowledged entirely inside that window must be WAITLISTED too: no later
+// arrival overtakes the waitlist (issue 10, item 3).
+func (wl *workload) checkWaitlistOrder(ck *checker, ops []*Op) {
+	byTurn := opsByTurn(ops)
+	for _, r := range wl.w.runs {
+		if !r.waitlist || r.autoPromote {
+			continue
+		}
+		type window struct {
+			turn     string
+			from, to time.Time
+		}
+		var windows []window
+		for _, o := range ops {
+			if o.Run != r.name || o.Status != http.StatusCreated || o.Replayed {
+				continue
+			}
+			v := o.TurnView()
+			if v.Status != "WAITLISTED" || (o.Kind != "intake" && o.Kind != "reopen" && o.Kind != "arrive") {
+				continue
+			}
+			w := window{turn: v.ID, from: o.End, to: time.Now()}
+			for _, later := range byTurn[v.ID] {
+				if later != o && later.Method != http.MethodGet && later.Start.After(o.Start) && later.Start.Before(w.to) {
+					w.to = later.Start
+				}
+			}
+			windows = append(windows, w)
+		}
+		for _, o := range ops {
+			if o.Kind != "intake" || o.Run != r.name || o.Status != http.StatusCreated || o.Replayed {
+				continue
+			}
+			v := o.TurnView()
+			var inside *window
+			for i, w := range windows {
+				if w.turn != v.ID && !o.Start.Before(w.from) && !o.End.After(w.to) {
+					inside = &windows[i]
+					break
+				}
+			}
+			if inside == nil {
+				continue
+			}
+			ck.check("no later arrival overtakes a WAITLISTED turn (autoPromote off)", v.Status == "WAITLISTED",
+				"run %s: intake %s answered %s (%s..%s) while %s was WAITLISTED (from %s, untouched until %s)",
+				r.name, v.ID, v.Status, o.Start.Format("15:04:05.000"), o.End.Format("15:04:05.000"),
+				inside.turn, inside.from.Format("15:04:05.000"), inside.to.Format("15:04:05.000"))
+		}
+	}
+}
+
+// streamCursor starts reading the event log at the moment of the call.
+func (wl *workload) streamCursor(t *testing.T) string {
+	o := wl.c.do(req{client: -1, kind: "events", method: http.MethodGet, path: "/events/stream"})
+	var p struct{ Cursor string }
+	if o.Status != http.StatusOK || json.Unmarshal(o.Body, &p) != nil || p.Cursor == "" {
+		t.Fatalf("events: %s", o)
+	}
+	return p.Cursor
+}
+
+type event struct {
+	ID    string
+	Event string
+	Data  map[string]any
+}
+
+// readEvents reads the log from the cursor until it has nothing more, then
+// once again a moment later (events of transactions still running are
+// held back by the stream's horizon).
+func (wl *workload) readEvents(t *testing.T, cursor string) []event {
+	var out []event
+	empty := 0
+	for empty < 2 {
+		o := wl.c.do(req{client: -1, kind: "events", method: http.MethodGet,
+			path: "/events/stream?limit=200&cursor=" + url.QueryEscape(cursor)})
+		var p struct {
+			Data    []event
+			Cursor  string
+			HasMore bool
+			Gap     bool
+		}
+		if o.Status != http.StatusOK || json.Unmarshal(o.Body, &p) != nil {
+			t.Fatalf("events: %s", o)
+		}
+		if p.Gap {
+			t.Fatalf("events: the stream reports a gap: %s", o)
+		}
+		out = append(out, p.Data...)
+		cursor = p.Cursor
+		if len(p.Data) == 0 && !p.HasMore {
+			empty++
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	return out
+}
+
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+// checkEvents: one event per acknowledged change, none for a refused one.
+func (wl *workload) checkEvents(ck *checker, ops []*Op, s *state, calls map[string]*Op, events []event) {
+	created := map[string]int{}
+	called := map[string]int{}
+	completed := map[string]int{}
+	reopened := map[string]int{}
+	staffCancel := map[string]int{}
+	expiryCancel := map[string]int{}
+	scheduled := map[string]int{}
+	for _, e := range events {
+		id := str(e.Data, "turnId")
+		switch e.Event {
+		case "turn.created":
+			created[id]++
+		case "turn.called":
+			n, _ := e.Data["callCount"].(float64)
+			called[fmt.Sprintf("%s#%d", id, int(n))]++
+		case "turn.completed":
+			completed[id]++
+		case "turn.reopened":
+			reopened[id]++
+		case "turn.cancelled":
+			if str(e.Data, "reason") == "tolerance_expired" {
+				expiryCancel[id]++
+			} else {
+				staffCancel[id]++
+			}
+		case "appointment.scheduled":
+			scheduled[str(e.Data, "appointmentId")]++
+		}
+	}
+	for id, v := range s.byID {
+		ck.check("turn.created once per turn", created[id] == 1, "turn %s (%s, run %s): %d turn.created events", id, v.DisplayCode, v.QueueRunID, created[id])
+	}
+	for id, n := range created {
+		_, ok := s.byID[id]
+		ck.check("no turn.created for a turn that does not exist (refused create)", ok, "turn.created ×%d for unknown turn %s", n, id)
+	}
+	for k, o := range calls {
+		ck.check("turn.called once per acknowledged (turnId, callCount)", called[k] == 1, "%s: %d turn.called events for %s", o, called[k], k)
+	}
+	for k, n := range called {
+		_, ok := calls[k]
+		ck.check("no turn.called without an acknowledged next/call", ok, "%d turn.called events for %s, which no 201 next/call answered", n, k)
+	}
+	acks := func(kind string) map[string]int {
+		m := map[string]int{}
+		for _, o := range ops {
+			if o.Kind == kind && o.Status == http.StatusCreated {
+				m[o.Turn]++
+			}
+		}
+		return m
+	}
+	compare := func(name string, want, got map[string]int) {
+		for id := range union(want, got) {
+			ck.check(name, want[id] == got[id], "turn %s: %d acknowledged, %d events", id, want[id], got[id])
+		}
+	}
+	compare("turn.completed per turn == acknowledged completes", acks("complete"), completed)
+	compare("turn.reopened per turn == acknowledged reopens", acks("reopen"), reopened)
+	compare("turn.cancelled (staff) per turn == acknowledged cancels", acks("cancel"), staffCancel)
+	callsOf := map[string]int{}
+	for _, o := range calls {
+		callsOf[o.TurnView().ID]++
+	}
+	for id, n := range expiryCancel {
+		v := s.byID[id]
+		r := wl.w.byRun[v.QueueRunID]
+		ok := r != nil && r.tolerance && n <= callsOf[id]
+		ck.check("turn.cancelled (tolerance_expired) only on the grace-0 run, at most once per call", ok,
+			"turn %s: %d expiry cancels, %d calls", id, n, callsOf[id])
+	}
+	booked := map[string]int{}
+	for _, o := range ops {
+		if o.Kind == "book" && o.Status == http.StatusCreated && !o.Replayed {
+			var a struct{ ID string }
+			_ = json.Unmarshal(o.Body, &a)
+			booked[a.ID] = 1 // concurrent sends of one key may both answer without the replay header
+		}
+	}
+	compare("appointment.scheduled once per booked appointment", booked, scheduled)
+}
+
+func union(a, b map[string]int) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// checkSlots: every acknowledged booking is there, nothing else is, and no
+// slot holds more active appointments than its capacity.
+func (wl *workload) checkSlots(t *testing.T, ck *checker, ops []*Op) {
+	d := wl.w.appt
+	acked := map[string]bool{}
+	for _, o := range ops {
+		if o.Kind == "book" && o.Status == http.StatusCreated {
+			var a struct{ ID string }
+			_ = json.Unmarshal(o.Body, &a)
+			acked[a.ID] = true
+		}
+	}
+	activeIn := map[string]int{}
+	listed := map[string]bool{}
+	for _, raw := range wl.list(t, 0, "/queue-runs/"+d.runID+"/appointments") {
+		var a struct{ ID, SlotID, Status string }
+		if err := json.Unmarshal(raw, &a); err != nil {
+			t.Fatal(err)
+		}
+		listed[a.ID] = true
+		ck.check("every appointment comes from an acknowledged booking", acked[a.ID], "appointment %s matches no 201 booking", a.ID)
+		if a.Status != "CANCELLED" {
+			activeIn[a.SlotID]++
+		}
+	}
+	for id := range acked {
+		ck.check("acknowledged booking is visible afterwards", listed[id], "appointment %s answered 201 is not listed", id)
+	}
+	for _, raw := range wl.list(t, 0, "/queue-runs/"+d.runID+"/slots") {
+		var sl struct {
+			ID                  string
+			Capacity, Remaining int
+		}
+		if err := json.Unmarshal(raw, &sl); err != nil {
+			t.Fatal(err)
+		}
+		ck.check("a booked slot is never over capacity", activeIn[sl.ID] <= sl.Capacity,
+			"slot %s: %d active appointments, capacity %d", sl.ID, activeIn[sl.ID], sl.Capacity)
+		ck.check("slot remaining == capacity - active appointments", sl.Remaining == sl.Capacity-activeIn[sl.ID],
+			"slot %s: remaining %d, capacity %d, %d active", sl.ID, sl.Remaining, sl.Capacity, activeIn[sl.ID])
+	}
+}
