@@ -126,56 +126,116 @@ func checkUpdatedAt(ck *checker, ops []*Op) {
 	}
 }
 
+// window is a time a turn was certainly in one status: from the end of an
+// acknowledged answer showing it to the start of the first other op on the
+// turn that may have committed after that answer (no background job moves
+// a turn out of the statuses windows are taken for).
+type window struct {
+	turn     string
+	status   string
+	from, to time.Time
+}
+
+func (w window) covers(o *Op) bool {
+	return w.turn != o.TurnView().ID && !o.Start.Before(w.from) && !o.End.After(w.to)
+}
+
+// windowsOf finds the windows of the run's turns in the given statuses.
+func windowsOf(ops []*Op, byTurn map[string][]*Op, run string, statuses map[string]bool) []window {
+	var out []window
+	end := time.Now()
+	for _, o := range ops {
+		if o.Run != run || o.Status != http.StatusCreated || o.Replayed {
+			continue
+		}
+		v := o.TurnView()
+		if v.ID == "" || !statuses[v.Status] {
+			continue
+		}
+		w := window{turn: v.ID, status: v.Status, from: o.End, to: end}
+		for _, other := range byTurn[v.ID] {
+			if other != o && other.Method != http.MethodGet && other.End.After(o.Start) && other.Start.Before(w.to) {
+				w.to = other.Start
+			}
+		}
+		if w.to.After(w.from) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // checkWaitlistOrder: with autoPromote off (run C) a WAITLISTED turn stays
 // WAITLISTED until an op on it (release, cancel) moves it, so a create
 // acknowledged entirely inside that window must be WAITLISTED too: no later
 // arrival overtakes the waitlist (issue 10, item 3).
-func (wl *workload) checkWaitlistOrder(ck *checker, ops []*Op) {
-	byTurn := opsByTurn(ops)
+func (wl *workload) checkWaitlistOrder(ck *checker, ops []*Op, byTurn map[string][]*Op) {
 	for _, r := range wl.w.runs {
 		if !r.waitlist || r.autoPromote {
 			continue
 		}
-		type window struct {
-			turn     string
-			from, to time.Time
-		}
-		var windows []window
-		for _, o := range ops {
-			if o.Run != r.name || o.Status != http.StatusCreated || o.Replayed {
-				continue
-			}
-			v := o.TurnView()
-			if v.Status != "WAITLISTED" || (o.Kind != "intake" && o.Kind != "reopen" && o.Kind != "arrive") {
-				continue
-			}
-			w := window{turn: v.ID, from: o.End, to: time.Now()}
-			for _, later := range byTurn[v.ID] {
-				if later != o && later.Method != http.MethodGet && later.Start.After(o.Start) && later.Start.Before(w.to) {
-					w.to = later.Start
-				}
-			}
-			windows = append(windows, w)
-		}
+		windows := windowsOf(ops, byTurn, r.name, map[string]bool{"WAITLISTED": true})
 		for _, o := range ops {
 			if o.Kind != "intake" || o.Run != r.name || o.Status != http.StatusCreated || o.Replayed {
 				continue
 			}
+			for _, w := range windows {
+				if !w.covers(o) {
+					continue
+				}
+				v := o.TurnView()
+				ck.check("no later arrival overtakes a WAITLISTED turn (autoPromote off)", v.Status == "WAITLISTED",
+					"run %s: intake %s answered %s (%s..%s) while %s was WAITLISTED (from %s, untouched until %s)",
+					r.name, v.ID, v.Status, o.Start.Format("15:04:05.000"), o.End.Format("15:04:05.000"),
+					w.turn, w.from.Format("15:04:05.000"), w.to.Format("15:04:05.000"))
+				break
+			}
+		}
+	}
+}
+
+// checkCodeInUse: with carpool.oneActiveTurnPerCode, while a turn of an
+// access code is certainly unfinished (WAITLISTED, WAITING or HELD: no job
+// moves those in run C), no acknowledged answer shows another turn of that
+// code unfinished: not an intake, nor a re-entry (arrive) or a reopen
+// (issue 10, item 3).
+func (wl *workload) checkCodeInUse(ck *checker, ops []*Op, byTurn map[string][]*Op) {
+	codeOf := wl.accessCodes()
+	for _, r := range wl.w.runs {
+		if !r.oneTurnPerCode {
+			continue
+		}
+		windows := windowsOf(ops, byTurn, r.name, map[string]bool{"WAITLISTED": true, "WAITING": true, "HELD": true})
+		byCode := map[string][]window{}
+		for _, w := range windows {
+			if c := codeOf[w.turn]; c != "" {
+				byCode[c] = append(byCode[c], w)
+			}
+		}
+		for _, o := range ops {
+			if o.Run != r.name || o.Status != http.StatusCreated || o.Method == http.MethodGet {
+				continue
+			}
 			v := o.TurnView()
-			var inside *window
-			for i, w := range windows {
-				if w.turn != v.ID && !o.Start.Before(w.from) && !o.End.After(w.to) {
-					inside = &windows[i]
+			c := codeOf[v.ID]
+			if c == "" || !unfinished[v.Status] {
+				continue
+			}
+			var in *window
+			for i, w := range byCode[c] {
+				if w.covers(o) {
+					in = &byCode[c][i]
 					break
 				}
 			}
-			if inside == nil {
+			if in == nil {
+				ck.check("oneActiveTurnPerCode: no second unfinished turn of a code (intake, re-entry, reopen)", true, "")
 				continue
 			}
-			ck.check("no later arrival overtakes a WAITLISTED turn (autoPromote off)", v.Status == "WAITLISTED",
-				"run %s: intake %s answered %s (%s..%s) while %s was WAITLISTED (from %s, untouched until %s)",
-				r.name, v.ID, v.Status, o.Start.Format("15:04:05.000"), o.End.Format("15:04:05.000"),
-				inside.turn, inside.from.Format("15:04:05.000"), inside.to.Format("15:04:05.000"))
+			ck.check("oneActiveTurnPerCode: no second unfinished turn of a code (intake, re-entry, reopen)", false,
+				"run %s: %s %s answered %s (%s..%s) with access code %s while %s of the same code was %s (%s..%s)",
+				r.name, o.Kind, v.ID, v.Status, o.Start.Format("15:04:05.000"), o.End.Format("15:04:05.000"),
+				c, in.turn, in.status, in.from.Format("15:04:05.000"), in.to.Format("15:04:05.000"))
 		}
 	}
 }

@@ -135,6 +135,7 @@ func (wl *workload) quiesce(t *testing.T, ck *checker, final bool) *state {
 func (wl *workload) checkState(ck *checker, s *state) {
 	reopenedIntoService := wl.reopenedIntoService()
 	kept := keptNumbers(s)
+	codeOf := wl.accessCodes()
 	for _, r := range wl.w.runs {
 		turns := s.turns[r.runID]
 		// One turn per station.
@@ -158,6 +159,20 @@ func (wl *workload) checkState(ck *checker, s *state) {
 		for code, ids := range codes {
 			ck.check("display code unique among a run's unfinished turns", len(ids) == 1,
 				"run %s: code %s held by %v", r.name, code, ids)
+		}
+		// carpool.oneActiveTurnPerCode (run C): one unfinished turn per
+		// access code, also after re-entry and reopen.
+		if r.oneTurnPerCode {
+			perCode := map[string][]string{}
+			for _, v := range turns {
+				if c := codeOf[v.ID]; c != "" && unfinished[v.Status] {
+					perCode[c] = append(perCode[c], v.ID+" "+v.Status)
+				}
+			}
+			for _, c := range wl.w.codes {
+				ck.check("oneActiveTurnPerCode: at most one unfinished turn per access code", len(perCode[c]) <= 1,
+					"run %s: access code %s has unfinished turns %v", r.name, c, perCode[c])
+			}
 		}
 		// Numbers drawn by intake are 1..N; a gap is explained only by a
 		// number kept by a keepNumber forward.
@@ -204,6 +219,22 @@ func (wl *workload) checkState(ck *checker, s *state) {
 				"run %s: %d active of maxTurns %d while %v wait on the waitlist", r.name, act, r.maxTurns, waitlisted)
 		}
 	}
+}
+
+// accessCodes maps the turns acknowledged creates made with an access
+// code to that code.
+func (wl *workload) accessCodes() map[string]string {
+	out := map[string]string{}
+	for _, o := range wl.c.h.Ops() {
+		if o.Kind != "intake" || o.Status != http.StatusCreated {
+			continue
+		}
+		var body struct{ AccessCode string }
+		if json.Unmarshal(o.Req, &body) == nil && body.AccessCode != "" {
+			out[o.TurnView().ID] = body.AccessCode
+		}
+	}
+	return out
 }
 
 // keptNumbers are the turns a keepNumber forward made with the source's

@@ -55,7 +55,9 @@ func runHistory(t *testing.T, b *backend) {
 	wl.checkCreates(ck, ops, s)
 	calls := checkCalls(ck, ops)
 	checkUpdatedAt(ck, ops)
-	wl.checkWaitlistOrder(ck, ops)
+	byTurn := opsByTurn(ops)
+	wl.checkWaitlistOrder(ck, ops, byTurn)
+	wl.checkCodeInUse(ck, ops, byTurn)
 	wl.checkEvents(ck, ops, s, calls, wl.readEvents(t, cursor))
 	wl.checkSlots(t, ck, ops)
 	if len(b.logs) > 0 {

@@ -18,7 +18,9 @@ type runInfo struct {
 	waitlist    bool
 	autoPromote bool
 	tolerance   bool // graceMinutes 0: every call expires at once
-	slots       []slotInfo
+	// oneTurnPerCode is carpool.oneActiveTurnPerCode.
+	oneTurnPerCode bool
+	slots          []slotInfo
 }
 
 type slotInfo struct {
@@ -31,8 +33,9 @@ type world struct {
 	runs   []*runInfo // the turn runs, A B C
 	byRun  map[string]*runInfo
 	appt   *runInfo
-	linkAB string // A -> B on completion, keepNumber
-	linkBC string // B -> C by hand, a new number
+	linkAB string   // A -> B on completion, keepNumber
+	linkBC string   // B -> C by hand, a new number
+	codes  []string // access codes of C, which allows one active turn per code
 }
 
 // setup creates, through the API, the queues of the workload:
@@ -43,7 +46,8 @@ type world struct {
 //     (trackService off), reopen allowed, prefix T.
 //   - C: maxTurns 5 with a waitlist and autoPromote off (staff promote by
 //     release), tolerance graceMinutes 0 with onToleranceExpired cancel, so
-//     calls expire at once and the expiry is told apart by its reason.
+//     calls expire at once and the expiry is told apart by its reason;
+//     carpool.oneActiveTurnPerCode, with four access codes some intakes use.
 //   - D: an APPOINTMENT queue with 3-seat slots tomorrow.
 //
 // Links: A -> B on completion with keepNumber; B -> C manual.
@@ -99,8 +103,9 @@ func setup(t *testing.T, c *caller) *world {
 	cq := mk("C", map[string]any{"turnPrefix": "C", "stations": stations(2),
 		"capacity":     map[string]any{"maxTurns": 5, "waitlistEnabled": true, "autoPromote": false},
 		"tolerance":    map[string]any{"graceMinutes": 0, "allowReentry": true, "maxReentries": 3},
-		"dispatchFlow": map[string]any{"allowReopen": true, "onToleranceExpired": "cancel"}})
-	cq.maxTurns, cq.waitlist, cq.tolerance = 5, true, true
+		"dispatchFlow": map[string]any{"allowReopen": true, "onToleranceExpired": "cancel"},
+		"carpool":      map[string]any{"enabled": true, "oneActiveTurnPerCode": true}})
+	cq.maxTurns, cq.waitlist, cq.tolerance, cq.oneTurnPerCode = 5, true, true, true
 	d := mk("D", map[string]any{"type": "APPOINTMENT"})
 
 	// Tomorrow in UTC (the queue has no time zone), so no slot has started.
@@ -122,6 +127,11 @@ func setup(t *testing.T, c *caller) *world {
 	w := &world{runs: []*runInfo{a, b, cq}, appt: d, byRun: map[string]*runInfo{}}
 	for _, r := range w.runs {
 		w.byRun[r.runID] = r
+	}
+	for i := range 4 {
+		code := fmt.Sprintf("CAR%d", i+1)
+		post("/access-codes", map[string]any{"code": code, "scopeType": "queue", "scopeId": cq.queueID}, nil)
+		w.codes = append(w.codes, code)
 	}
 	var l struct{ ID string }
 	post("/queue-links", map[string]any{"fromQueueDefinitionId": a.queueID, "toQueueDefinitionId": b.queueID, "keepNumber": true}, &l)

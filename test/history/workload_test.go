@@ -19,7 +19,9 @@ type registry struct {
 	seen  map[string]bool
 	// hint is the last status an answer showed for a turn: only a hint for
 	// picking turns an op may apply to (others change them concurrently).
-	hint  map[string]string
+	hint map[string]string
+	// coded are the turns made with an access code (run C).
+	coded []string
 	keys  []keyed
 	appts []string
 	// returned are turns one client called, held and released with nothing
@@ -157,6 +159,7 @@ var mix = []op{
 	{3, (*workload).priority},
 	{2, (*workload).forward},
 	{2, (*workload).callHoldRelease},
+	{3, (*workload).codedReturn},
 	{1, (*workload).runFlip},
 	{1, (*workload).numberingReset},
 	{6, (*workload).book},
@@ -208,12 +211,20 @@ func (wl *workload) intake(client int, rng *rand.Rand) {
 	if rng.Intn(3) == 0 {
 		body["peopleCount"] = 1 + rng.Intn(3)
 	}
+	if r == wl.w.runs[2] && rng.Intn(2) == 0 {
+		body["accessCode"] = wl.w.codes[rng.Intn(len(wl.w.codes))]
+	}
 	send := func(proc int, k keyed) *Op {
 		o := wl.c.do(req{client: client, proc: proc, kind: "intake", run: k.run.name, method: http.MethodPost,
 			path: "/queue-runs/" + k.run.runID + "/turns", body: k.body, key: k.key})
 		if o.Status == http.StatusCreated {
 			v := o.TurnView()
 			wl.reg.addTurn(k.run.runID, v.ID, v.Status)
+			if _, ok := k.body["accessCode"]; ok {
+				wl.reg.mu.Lock()
+				wl.reg.coded = append(wl.reg.coded, v.ID)
+				wl.reg.mu.Unlock()
+			}
 		}
 		return o
 	}
@@ -348,6 +359,25 @@ func (wl *workload) forward(client int, rng *rand.Rand) {
 			}
 		}
 	}
+}
+
+// codedReturn brings a finished turn made with an access code back: a
+// re-entry (arrive) or a reopen, which must respect oneActiveTurnPerCode.
+func (wl *workload) codedReturn(client int, rng *rand.Rand) {
+	wl.reg.mu.Lock()
+	var id string
+	if n := len(wl.reg.coded); n > 0 {
+		id = wl.reg.coded[max(0, n-1-rng.Intn(20))]
+	}
+	wl.reg.mu.Unlock()
+	if id == "" {
+		return
+	}
+	kind := "reopen"
+	if rng.Intn(3) == 0 {
+		kind = "arrive"
+	}
+	wl.turnReq(client, wl.w.runs[2], id, kind, nil)
 }
 
 // callHoldRelease calls a turn of A or B, holds it and releases it: a called
