@@ -128,7 +128,53 @@ func (wl *workload) quiesce(t *testing.T, ck *checker, final bool) *state {
 		}
 		wl.checkPositions(ck, r, s, drain)
 	}
+	wl.probeClosedRun(t, ck)
 	return s
+}
+
+// probeClosedRun: nothing enters the line of a closed run automatically
+// (issue 10, item 3). On the run with autoPromote, when it has waitlisted
+// and active turns: close it, cancel an active turn (which frees a place),
+// and the waitlisted turns must all still be WAITLISTED; then open it again.
+func (wl *workload) probeClosedRun(t *testing.T, ck *checker) {
+	for _, r := range wl.w.runs {
+		if !r.autoPromote {
+			continue
+		}
+		var waitlisted []string
+		victim := ""
+		for _, raw := range wl.list(t, 0, "/queue-runs/"+r.runID+"/turns") {
+			var v turnView
+			_ = json.Unmarshal(raw, &v)
+			switch {
+			case v.Status == "WAITLISTED":
+				waitlisted = append(waitlisted, v.ID)
+			case active[v.Status] && victim == "":
+				victim = v.ID
+			}
+		}
+		if len(waitlisted) == 0 || victim == "" {
+			continue
+		}
+		run := func(kind string) {
+			o := wl.c.do(req{client: -1, kind: "run-" + kind, run: r.name, method: http.MethodPost, path: "/queue-runs/" + r.runID + "/" + kind})
+			ck.check("quiescent: runs reopen between bursts", o.OK(), "%s", o)
+		}
+		run("close")
+		o := wl.c.do(req{client: -1, kind: "cancel", run: r.name, turn: victim, method: http.MethodPost, path: "/turns/" + victim + "/cancel"})
+		ck.check("cancel of an active turn in a closed run is accepted", o.Status == http.StatusCreated, "%s", o)
+		now := map[string]string{}
+		for _, raw := range wl.list(t, 1, "/queue-runs/"+r.runID+"/turns") {
+			var v turnView
+			_ = json.Unmarshal(raw, &v)
+			now[v.ID] = v.Status
+		}
+		for _, id := range waitlisted {
+			ck.check("closed run: no WAITLISTED turn promoted automatically", now[id] == "WAITLISTED",
+				"run %s closed, %s cancelled (%s): waitlisted turn %s is now %s", r.name, victim, o.End.Format("15:04:05.000"), id, now[id])
+		}
+		run("open")
+	}
 }
 
 // checkState checks the invariants a snapshot shows on its own.
