@@ -1,15 +1,12 @@
 package history
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 )
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // invariant counts how often one rule was checked and how often it failed,
 // with the first failures spelled out.

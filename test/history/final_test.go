@@ -72,6 +72,38 @@ func (wl *workload) checkCreates(ck *checker, ops []*Op, s *state) {
 	}
 }
 
+// checkLastChanges: the last acknowledged change of a turn, when no other
+// change of it overlapped, is what a quiescent read shows afterwards,
+// unless a job may have moved the turn since (tolerance expiry of a CALLED
+// turn on the grace-0 run, promotion of a WAITLISTED turn with autoPromote).
+func (wl *workload) checkLastChanges(ck *checker, byTurn map[string][]*Op, s *state) {
+	for id, now := range s.byID {
+		var last *Op
+		for _, o := range byTurn[id] {
+			if o.OK() && o.Method != http.MethodGet && o.Kind != "forward" && !o.Replayed && o.End.Before(s.readAt) &&
+				(last == nil || o.Start.After(last.Start)) {
+				last = o
+			}
+		}
+		if last == nil {
+			continue
+		}
+		overlapped := false
+		for _, o := range byTurn[id] {
+			if o != last && o.Method != http.MethodGet && o.End.After(last.Start) && o.End.Before(s.readAt) {
+				overlapped = true
+			}
+		}
+		r := wl.w.byRun[now.QueueRunID]
+		st := last.TurnView().Status
+		if overlapped || r == nil || (r.tolerance && st == "CALLED") || (r.autoPromote && st == "WAITLISTED") {
+			continue
+		}
+		ck.check("the last acknowledged change of a turn is visible afterwards", now.Status == st,
+			"%s: answered %s, the turn reads %s afterwards", last, st, now.Status)
+	}
+}
+
 // checkCalls: no turn was handed to two next (or call) answers: the pairs
 // (turn, callCount) of acknowledged calls are unique.
 func checkCalls(ck *checker, ops []*Op) map[string]*Op {

@@ -30,6 +30,7 @@ type state struct {
 	turns    map[string][]turnView // run id -> turns, by creation
 	byID     map[string]turnView
 	forwards []forwardView
+	readAt   time.Time // when the reading began: every client op ended before
 }
 
 // list reads every page of a list endpoint from process proc.
@@ -62,7 +63,7 @@ func (wl *workload) list(t *testing.T, proc int, path string) []json.RawMessage 
 }
 
 func (wl *workload) readState(t *testing.T) *state {
-	s := &state{turns: map[string][]turnView{}, byID: map[string]turnView{}}
+	s := &state{turns: map[string][]turnView{}, byID: map[string]turnView{}, readAt: time.Now()}
 	for _, r := range wl.w.runs {
 		for _, raw := range wl.list(t, 0, "/queue-runs/"+r.runID+"/turns") {
 			var v turnView

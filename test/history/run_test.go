@@ -53,6 +53,7 @@ func runHistory(t *testing.T, b *backend) {
 
 	checkAnswers(ck, ops)
 	wl.checkCreates(ck, ops, s)
+	wl.checkLastChanges(ck, opsByTurn(ops), s)
 	calls := checkCalls(ck, ops)
 	checkUpdatedAt(ck, ops)
 	byTurn := opsByTurn(ops)

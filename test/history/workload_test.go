@@ -1,6 +1,7 @@
 package history
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"net/http"
@@ -353,7 +354,7 @@ func (wl *workload) forward(client int, rng *rand.Rand) {
 		o := wl.turnReq(client, b, id, "forward", map[string]any{"linkId": wl.w.linkBC})
 		if o.Status == http.StatusCreated {
 			var f struct{ ToTurnID *string }
-			_ = jsonUnmarshal(o.Body, &f)
+			_ = json.Unmarshal(o.Body, &f)
 			if f.ToTurnID != nil {
 				wl.reg.addTurn(wl.w.runs[2].runID, *f.ToTurnID, "")
 			}
@@ -453,7 +454,7 @@ func (wl *workload) book(client int, rng *rand.Rand) {
 			path: "/queue-runs/" + d.runID + "/appointments", body: body, key: k.key})
 		if o.Status == http.StatusCreated {
 			var a struct{ ID string }
-			_ = jsonUnmarshal(o.Body, &a)
+			_ = json.Unmarshal(o.Body, &a)
 			wl.reg.mu.Lock()
 			wl.reg.appts = append(wl.reg.appts, a.ID)
 			wl.reg.mu.Unlock()
