@@ -104,6 +104,34 @@ func (wl *workload) checkLastChanges(ck *checker, byTurn map[string][]*Op, s *st
 	}
 }
 
+// checkReentryLimits: a re-entry refused for its limit names the limit a
+// read of the queue shows (issue 10: a queue created without tolerance
+// reads maxReentries null but enforces 1).
+func (wl *workload) checkReentryLimits(ck *checker, ops []*Op) {
+	for _, o := range ops {
+		if o.Code() != "REENTRY_LIMIT_REACHED" {
+			continue
+		}
+		var e struct {
+			Error struct{ Details struct{ MaxReentries int } }
+		}
+		_ = json.Unmarshal(o.Body, &e)
+		var r *runInfo
+		for _, x := range wl.w.runs {
+			if x.name == o.Run {
+				r = x
+			}
+		}
+		ok := r != nil && r.readMaxReentries != nil && *r.readMaxReentries == e.Error.Details.MaxReentries
+		read := "null"
+		if r != nil && r.readMaxReentries != nil {
+			read = fmt.Sprint(*r.readMaxReentries)
+		}
+		ck.check("a queue read shows the re-entry limit that is enforced", ok,
+			"%s: enforced maxReentries %d, the queue reads %s", o, e.Error.Details.MaxReentries, read)
+	}
+}
+
 // checkCalls: no turn was handed to two next (or call) answers: the pairs
 // (turn, callCount) of acknowledged calls are unique.
 func checkCalls(ck *checker, ops []*Op) map[string]*Op {

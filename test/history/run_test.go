@@ -56,6 +56,7 @@ func runHistory(t *testing.T, b *backend) {
 	wl.checkLastChanges(ck, opsByTurn(ops), s)
 	calls := checkCalls(ck, ops)
 	checkUpdatedAt(ck, ops)
+	wl.checkReentryLimits(ck, ops)
 	byTurn := opsByTurn(ops)
 	wl.checkWaitlistOrder(ck, ops, byTurn)
 	wl.checkCodeInUse(ck, ops, byTurn)

@@ -20,7 +20,10 @@ type runInfo struct {
 	tolerance   bool // graceMinutes 0: every call expires at once
 	// oneTurnPerCode is carpool.oneActiveTurnPerCode.
 	oneTurnPerCode bool
-	slots          []slotInfo
+	// readMaxReentries is tolerance.maxReentries as a read of the queue
+	// shows it (null for a queue created without tolerance, today).
+	readMaxReentries *int
+	slots            []slotInfo
 }
 
 type slotInfo struct {
@@ -82,6 +85,9 @@ func setup(t *testing.T, c *caller) *world {
 		}
 		post("/queues", body, &q)
 		r := &runInfo{name: name, queueID: q.ID, runID: q.Runs[0].ID}
+		var read struct{ Tolerance struct{ MaxReentries *int } }
+		must(c.do(req{client: -1, kind: "setup", method: http.MethodGet, path: "/queues/" + q.ID}), &read)
+		r.readMaxReentries = read.Tolerance.MaxReentries
 		for _, s := range q.Stations {
 			r.stations = append(r.stations, s.ID)
 		}
