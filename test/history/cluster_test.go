@@ -51,11 +51,15 @@ func qmsBinary(dir string) (string, error) {
 	return path, nil
 }
 
-// clusterBackend starts n `qms serve` processes on one fresh database.
-// Their output is kept in files (printed at the end) so that deadlocks the
-// clients never saw can still be counted.
-func clusterBackend(t *testing.T, bin string, n int) *backend {
-	dbURL := pgtest.URL(t)
+// clusterBackend starts n `qms serve` processes on one fresh database. Their output is kept in files (their directory is
+// printed) so that deadlocks the clients never saw can still be counted.
+func clusterBackend(t *testing.T, n int) *backend {
+	dbURL := pgtest.URL(t) // skips, or fails with CI=true, when there is no server
+	// Removed after the processes are stopped (cleanups run last first).
+	bin, err := qmsBinary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	logDir, err := os.MkdirTemp("", "qms-history-logs-")
 	if err != nil {
 		t.Fatal(err)

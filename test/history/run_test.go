@@ -10,14 +10,7 @@ import (
 // database, and checks the history and the quiescent states.
 func TestHistory(t *testing.T) {
 	t.Run("memory", func(t *testing.T) { runHistory(t, memoryBackend(t)) })
-	binDir := t.TempDir() // the binary outlives the subtest that builds it
-	t.Run("postgres-cluster", func(st *testing.T) {
-		bin, err := qmsBinary(binDir)
-		if err != nil {
-			st.Fatal(err)
-		}
-		runHistory(st, clusterBackend(st, bin, 3))
-	})
+	t.Run("postgres-cluster", func(t *testing.T) { runHistory(t, clusterBackend(t, 3)) })
 }
 
 func runHistory(t *testing.T, b *backend) {
