@@ -44,6 +44,7 @@ func (wl *workload) checkCreates(ck *checker, ops []*Op, s *state) {
 				"%s: key %s answered turn %s before and %s now", o, o.Key, first, v.ID)
 		}
 	}
+	checkReplays(ck, ops, "intake")
 	forwarded := map[string]bool{}
 	for _, f := range s.forwards {
 		if f.Status == "FORWARDED" && f.ToTurnID != nil {
@@ -129,6 +130,45 @@ func (wl *workload) checkReentryLimits(ck *checker, ops []*Op) {
 		}
 		ck.check("a queue read shows the re-entry limit that is enforced", ok,
 			"%s: enforced maxReentries %d, the queue reads %s", o, e.Error.Details.MaxReentries, read)
+	}
+}
+
+// checkReplays: of the 201 answers to one idempotency key, exactly one made
+// the resource; every other says it is a replay (Idempotent-Replayed), also
+// when the requests raced (docs/turns.md). Bookings are left out: their
+// replays carry no header (docs/appointments.md promises none).
+func checkReplays(ck *checker, ops []*Op, kind string) {
+	type tally struct {
+		made, replayed int
+		ops            []*Op
+	}
+	byKey := map[string]*tally{}
+	var keys []string
+	for _, o := range ops {
+		if o.Kind != kind || o.Key == "" || o.Status != http.StatusCreated {
+			continue
+		}
+		tl := byKey[o.Key]
+		if tl == nil {
+			tl = &tally{}
+			byKey[o.Key] = tl
+			keys = append(keys, o.Key)
+		}
+		if o.Replayed {
+			tl.replayed++
+		} else {
+			tl.made++
+			tl.ops = append(tl.ops, o)
+		}
+	}
+	for _, k := range keys {
+		tl := byKey[k]
+		msg := ""
+		for _, o := range tl.ops {
+			msg += "\n    " + o.String()
+		}
+		ck.check(kind+": one key, one answer that made it, the others Idempotent-Replayed", tl.made == 1,
+			"key %s: %d answers without the replay header, %d with it:%s", k, tl.made, tl.replayed, msg)
 	}
 }
 
