@@ -265,16 +265,24 @@ func windowsOf(ops []*Op, byTurn map[string][]*Op, run string, statuses map[stri
 	return out
 }
 
-// checkWaitlistOrder: with autoPromote off (run C) a WAITLISTED turn stays
-// WAITLISTED until an op on it (release, cancel) moves it, so a create
-// acknowledged entirely inside that window must be WAITLISTED too: no later
-// arrival overtakes the waitlist (issue 10, item 3).
+// checkWaitlistOrder: no later arrival overtakes the waitlist (issue 10,
+// item 3). A WAITLISTED turn stays WAITLISTED until an op on it (release,
+// cancel) moves it, or, with autoPromote, until a promotion, which only
+// follows another change of the run; so an intake acknowledged entirely
+// inside such a window must be WAITLISTED too.
 func (wl *workload) checkWaitlistOrder(ck *checker, ops []*Op, byTurn map[string][]*Op) {
 	for _, r := range wl.w.runs {
-		if !r.waitlist || r.autoPromote {
+		if !r.waitlist {
 			continue
 		}
 		windows := windowsOf(ops, byTurn, r.name, map[string]bool{"WAITLISTED": true})
+		if r.autoPromote {
+			windows = cutAtPromotions(windows, ops, r.name)
+		}
+		name := "no later arrival overtakes a WAITLISTED turn (autoPromote off)"
+		if r.autoPromote {
+			name = "no later arrival overtakes a WAITLISTED turn (autoPromote on)"
+		}
 		for _, o := range ops {
 			if o.Kind != "intake" || o.Run != r.name || o.Status != http.StatusCreated || o.Replayed {
 				continue
@@ -284,14 +292,38 @@ func (wl *workload) checkWaitlistOrder(ck *checker, ops []*Op, byTurn map[string
 					continue
 				}
 				v := o.TurnView()
-				ck.check("no later arrival overtakes a WAITLISTED turn (autoPromote off)", v.Status == "WAITLISTED",
-					"run %s: intake %s answered %s (%s..%s) while %s was WAITLISTED (from %s, untouched until %s)",
+				ck.check(name, v.Status == "WAITLISTED",
+					"run %s: intake %s answered %s (%s..%s) while %s was WAITLISTED (from %s, nothing could move it until %s)",
 					r.name, v.ID, v.Status, o.Start.Format("15:04:05.000"), o.End.Format("15:04:05.000"),
 					w.turn, w.from.Format("15:04:05.000"), w.to.Format("15:04:05.000"))
 				break
 			}
 		}
 	}
+}
+
+// cutAtPromotions ends each window where any change of the run other than
+// an intake may have committed: with autoPromote, it may have promoted the
+// waitlisted turn.
+func cutAtPromotions(windows []window, ops []*Op, run string) []window {
+	var changes []*Op
+	for _, o := range ops {
+		if o.Run == run && o.Method != http.MethodGet && o.Kind != "intake" && o.Kind != "forward" {
+			changes = append(changes, o)
+		}
+	}
+	var out []window
+	for _, w := range windows {
+		for _, o := range changes {
+			if o.End.After(w.from) && o.Start.Before(w.to) {
+				w.to = o.Start
+			}
+		}
+		if w.to.After(w.from) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // checkCodeInUse: with carpool.oneActiveTurnPerCode, while a turn of an
