@@ -236,8 +236,10 @@ type window struct {
 	from, to time.Time
 }
 
-func (w window) covers(o *Op) bool {
-	return w.turn != o.TurnView().ID && !o.Start.Before(w.from) && !o.End.After(w.to)
+// covers reports whether op o, on turn id, ran entirely inside the window
+// of another turn.
+func (w window) covers(id string, o *Op) bool {
+	return w.turn != id && !o.Start.Before(w.from) && !o.End.After(w.to)
 }
 
 // windowsOf finds the windows of the run's turns in the given statuses.
@@ -287,11 +289,11 @@ func (wl *workload) checkWaitlistOrder(ck *checker, ops []*Op, byTurn map[string
 			if o.Kind != "intake" || o.Run != r.name || o.Status != http.StatusCreated || o.Replayed {
 				continue
 			}
+			v := o.TurnView()
 			for _, w := range windows {
-				if !w.covers(o) {
+				if !w.covers(v.ID, o) {
 					continue
 				}
-				v := o.TurnView()
 				ck.check(name, v.Status == "WAITLISTED",
 					"run %s: intake %s answered %s (%s..%s) while %s was WAITLISTED (from %s, nothing could move it until %s)",
 					r.name, v.ID, v.Status, o.Start.Format("15:04:05.000"), o.End.Format("15:04:05.000"),
@@ -355,7 +357,7 @@ func (wl *workload) checkCodeInUse(ck *checker, ops []*Op, byTurn map[string][]*
 			}
 			var in *window
 			for i, w := range byCode[c] {
-				if w.covers(o) {
+				if w.covers(v.ID, o) {
 					in = &byCode[c][i]
 					break
 				}

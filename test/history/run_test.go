@@ -34,8 +34,11 @@ func runHistory(t *testing.T, b *backend) {
 		start := time.Now()
 		wl.burst(*clientsFlag, seed+int64(phase)*1_000_003, start.Add(l))
 		loaded += time.Since(start)
+		q := time.Now()
 		s = wl.quiesce(t, ck, loaded >= total)
+		t.Logf("%s: burst %d: %s of load, quiescent checks %s", b.name, phase+1, l, time.Since(q).Round(time.Millisecond))
 	}
+	checksStart := time.Now()
 	clientOps := 0
 	ops := h.Ops()
 	for _, o := range ops {
@@ -65,6 +68,7 @@ func runHistory(t *testing.T, b *backend) {
 		ck.check("server logs: no 5xx access line", lc.status5xx == 0, "%d lines", lc.status5xx)
 		t.Logf("%s logs: %d lines, %d `deadlock detected`, %d `40P01`, %d 5xx answers", b.name, lc.lines, lc.deadlock, lc.sqlstate40P01, lc.status5xx)
 	}
+	t.Logf("%s: history checks %s", b.name, time.Since(checksStart).Round(time.Millisecond))
 	t.Logf("%s: %d client ops in %s of load by %d clients on %d process(es): %.0f ops/s; %d requests in all\n%s",
 		b.name, clientOps, loaded.Round(time.Millisecond), *clientsFlag, len(b.urls),
 		float64(clientOps)/loaded.Seconds(), len(ops), ck.table())
