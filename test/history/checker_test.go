@@ -26,8 +26,13 @@ type checker struct {
 
 func newChecker() *checker { return &checker{m: map[string]*invariant{}} }
 
-// maxExamples bounds the failures printed per invariant.
-const maxExamples = 6
+// maxExamples bounds the failures printed per invariant, and perPrefix
+// those of one kind (the text before the first colon, "run B" say), so the
+// first kind of failure does not hide the others.
+const (
+	maxExamples = 9
+	perPrefix   = 3
+)
 
 // check records one check of the named invariant; when ok is false, the
 // message (which names the op, the turn and what was expected) is kept.
@@ -43,8 +48,16 @@ func (c *checker) check(name string, ok bool, format string, args ...any) bool {
 	inv.checked++
 	if !ok {
 		inv.failed++
-		if len(inv.examples) < maxExamples {
-			inv.examples = append(inv.examples, fmt.Sprintf(format, args...))
+		msg := fmt.Sprintf(format, args...)
+		prefix, _, _ := strings.Cut(msg, ":")
+		same := 0
+		for _, e := range inv.examples {
+			if strings.HasPrefix(e, prefix+":") {
+				same++
+			}
+		}
+		if len(inv.examples) < maxExamples && same < perPrefix {
+			inv.examples = append(inv.examples, msg)
 		}
 	}
 	return ok

@@ -206,7 +206,11 @@ func (wl *workload) checkState(ck *checker, s *state) {
 		codes := map[string][]string{}
 		for _, v := range turns {
 			if unfinished[v.Status] {
-				codes[v.DisplayCode] = append(codes[v.DisplayCode], v.ID+" "+v.Status)
+				holder := v.ID + " " + v.Status
+				if kept[v.ID] {
+					holder += " (keepNumber forward)"
+				}
+				codes[v.DisplayCode] = append(codes[v.DisplayCode], holder)
 			}
 		}
 		for code, ids := range codes {
