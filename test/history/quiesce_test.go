@@ -363,11 +363,20 @@ func (wl *workload) checkReturnedCalls(ck *checker, s *state) {
 		}
 		return true
 	}
+	plainCache := map[string]bool{}
+	isPlain := func(id string) bool {
+		p, ok := plainCache[id]
+		if !ok {
+			p = plain(id)
+			plainCache[id] = p
+		}
+		return p
+	}
 	for id, rc := range valid {
 		v := s.byID[id]
 		var ahead []string
 		for _, other := range s.turns[v.QueueRunID] {
-			if other.Status != "WAITING" || other.Priority != v.Priority || other.ID == id || !plain(other.ID) {
+			if other.Status != "WAITING" || other.Priority != v.Priority || other.ID == id || !isPlain(other.ID) {
 				continue
 			}
 			if v.Position == nil || other.Position == nil || *other.Position < *v.Position {

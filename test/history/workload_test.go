@@ -145,8 +145,10 @@ type op struct {
 }
 
 var mix = []op{
-	{30, (*workload).intake},
-	{10, (*workload).next},
+	// Intake and dispatch about balanced, so the lines stay of a size a
+	// waiting room has, however fast the backend.
+	{20, (*workload).intake},
+	{16, (*workload).next},
 	{5, (*workload).call},
 	{3, (*workload).assignStation},
 	{4, (*workload).arrive},
