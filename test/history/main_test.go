@@ -53,8 +53,11 @@ var (
 const shortLoad = 15 * time.Second
 
 // burstLength is the length of one burst of concurrent load between two
-// quiescent checks.
-const burstLength = 5 * time.Second
+// quiescent checks: 5 s, longer in a long run so that it has about 20
+// quiescent points (each one reads the whole state and history so far).
+func burstLength(total time.Duration) time.Duration {
+	return max(5*time.Second, total/20)
+}
 
 func loadTime() time.Duration {
 	if *duration > 0 {

@@ -30,7 +30,7 @@ func runHistory(t *testing.T, b *backend) {
 	var loaded time.Duration
 	var s *state
 	for phase := 0; loaded < total; phase++ {
-		l := min(burstLength, total-loaded)
+		l := min(burstLength(total), total-loaded)
 		start := time.Now()
 		wl.burst(*clientsFlag, seed+int64(phase)*1_000_003, start.Add(l))
 		loaded += time.Since(start)
