@@ -148,8 +148,9 @@ func waitReady(t *testing.T, base string) {
 }
 
 // logCounts counts the lines of the processes' logs that mention a
-// deadlock or a 5xx answer.
-type logCounts struct{ deadlock, sqlstate40P01, status5xx, lines int }
+// deadlock, a unit of work run again after a conflict (40001 or 40P01,
+// which the server hides from the client), or a 5xx answer.
+type logCounts struct{ deadlock, sqlstate40P01, retried, status5xx, lines int }
 
 func countLogs(paths []string) (logCounts, error) {
 	var c logCounts
@@ -168,6 +169,9 @@ func countLogs(paths []string) (logCounts, error) {
 			}
 			if strings.Contains(line, "40P01") {
 				c.sqlstate40P01++
+			}
+			if strings.Contains(line, "retryable conflict") {
+				c.retried++
 			}
 			if strings.Contains(line, `"msg":"http request"`) && strings.Contains(line, `"status":5`) {
 				c.status5xx++

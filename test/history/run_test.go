@@ -68,7 +68,8 @@ func runHistory(t *testing.T, b *backend) {
 		ck.check("server logs: no `deadlock detected` line", lc.deadlock == 0, "%d lines", lc.deadlock)
 		ck.check("server logs: no SQLSTATE 40P01 line", lc.sqlstate40P01 == 0, "%d lines", lc.sqlstate40P01)
 		ck.check("server logs: no 5xx access line", lc.status5xx == 0, "%d lines", lc.status5xx)
-		t.Logf("%s logs: %d lines, %d `deadlock detected`, %d `40P01`, %d 5xx answers", b.name, lc.lines, lc.deadlock, lc.sqlstate40P01, lc.status5xx)
+		t.Logf("%s logs: %d lines, %d `deadlock detected`, %d `40P01`, %d units of work run again after a conflict, %d 5xx answers",
+			b.name, lc.lines, lc.deadlock, lc.sqlstate40P01, lc.retried, lc.status5xx)
 	}
 	t.Logf("%s: history checks %s", b.name, time.Since(checksStart).Round(time.Millisecond))
 	t.Logf("%s: %d client ops in %s of load by %d clients on %d process(es): %.0f ops/s; %d requests in all\n%s",
