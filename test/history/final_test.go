@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"sort"
 	"testing"
 	"time"
 )
@@ -267,6 +269,56 @@ func windowsOf(ops []*Op, byTurn map[string][]*Op, run string, statuses map[stri
 	return out
 }
 
+// coverIndex finds, in O(log n), a window of a turn other than a given one
+// that covers an op: the windows sorted by start and, for each prefix, the
+// two windows of different turns that reach furthest. (A long run has
+// hundreds of thousands of answers; a scan per op would be quadratic.)
+type coverIndex struct {
+	ws           []window
+	best, second []int // indexes into ws, -1 for none
+}
+
+func newCoverIndex(ws []window) *coverIndex {
+	ws = slices.Clone(ws)
+	sort.Slice(ws, func(i, j int) bool { return ws[i].from.Before(ws[j].from) })
+	ci := &coverIndex{ws: ws, best: make([]int, len(ws)), second: make([]int, len(ws))}
+	b, sec := -1, -1
+	for i := range ws {
+		cands := []int{i}
+		if b >= 0 {
+			cands = append(cands, b)
+		}
+		if sec >= 0 {
+			cands = append(cands, sec)
+		}
+		sort.SliceStable(cands, func(x, y int) bool { return ws[cands[x]].to.After(ws[cands[y]].to) })
+		b, sec = cands[0], -1
+		for _, c := range cands[1:] {
+			if ws[c].turn != ws[b].turn {
+				sec = c
+				break
+			}
+		}
+		ci.best[i], ci.second[i] = b, sec
+	}
+	return ci
+}
+
+// covering returns a window of a turn other than id that covers op o, or
+// nil.
+func (ci *coverIndex) covering(id string, o *Op) *window {
+	i := sort.Search(len(ci.ws), func(i int) bool { return ci.ws[i].from.After(o.Start) }) - 1
+	if i < 0 {
+		return nil
+	}
+	for _, j := range []int{ci.best[i], ci.second[i]} {
+		if j >= 0 && ci.ws[j].covers(id, o) {
+			return &ci.ws[j]
+		}
+	}
+	return nil
+}
+
 // checkWaitlistOrder: no later arrival overtakes the waitlist (issue 10,
 // item 3). A WAITLISTED turn stays WAITLISTED until an op on it (release,
 // cancel) moves it, or, with autoPromote, until a promotion, which only
@@ -285,20 +337,17 @@ func (wl *workload) checkWaitlistOrder(ck *checker, ops []*Op, byTurn map[string
 		if r.autoPromote {
 			name = "no later arrival overtakes a WAITLISTED turn (autoPromote on)"
 		}
+		index := newCoverIndex(windows)
 		for _, o := range ops {
 			if o.Kind != "intake" || o.Run != r.name || o.Status != http.StatusCreated || o.Replayed {
 				continue
 			}
 			v := o.TurnView()
-			for _, w := range windows {
-				if !w.covers(v.ID, o) {
-					continue
-				}
+			if w := index.covering(v.ID, o); w != nil {
 				ck.check(name, v.Status == "WAITLISTED",
 					"run %s: intake %s answered %s (%s..%s) while %s was WAITLISTED (from %s, nothing could move it until %s)",
 					r.name, v.ID, v.Status, o.Start.Format("15:04:05.000"), o.End.Format("15:04:05.000"),
 					w.turn, w.from.Format("15:04:05.000"), w.to.Format("15:04:05.000"))
-				break
 			}
 		}
 	}
@@ -308,17 +357,23 @@ func (wl *workload) checkWaitlistOrder(ck *checker, ops []*Op, byTurn map[string
 // an intake may have committed: with autoPromote, it may have promoted the
 // waitlisted turn.
 func cutAtPromotions(windows []window, ops []*Op, run string) []window {
-	var changes []*Op
+	var changes []*Op // by start (ops come sorted so)
+	var longest time.Duration
 	for _, o := range ops {
 		if o.Run == run && o.Method != http.MethodGet && o.Kind != "intake" && o.Kind != "forward" {
 			changes = append(changes, o)
+			longest = max(longest, o.End.Sub(o.Start))
 		}
 	}
 	var out []window
 	for _, w := range windows {
-		for _, o := range changes {
-			if o.End.After(w.from) && o.Start.Before(w.to) {
-				w.to = o.Start
+		// The first change by start that may commit inside the window:
+		// it started before the window's end and ended after its start.
+		i := sort.Search(len(changes), func(i int) bool { return !changes[i].Start.Before(w.from.Add(-longest)) })
+		for ; i < len(changes) && changes[i].Start.Before(w.to); i++ {
+			if changes[i].End.After(w.from) {
+				w.to = changes[i].Start
+				break
 			}
 		}
 		if w.to.After(w.from) {
@@ -340,11 +395,15 @@ func (wl *workload) checkCodeInUse(ck *checker, ops []*Op, byTurn map[string][]*
 			continue
 		}
 		windows := windowsOf(ops, byTurn, r.name, map[string]bool{"WAITLISTED": true, "WAITING": true, "HELD": true})
-		byCode := map[string][]window{}
+		windowsByCode := map[string][]window{}
 		for _, w := range windows {
 			if c := codeOf[w.turn]; c != "" {
-				byCode[c] = append(byCode[c], w)
+				windowsByCode[c] = append(windowsByCode[c], w)
 			}
+		}
+		byCode := map[string]*coverIndex{}
+		for c, ws := range windowsByCode {
+			byCode[c] = newCoverIndex(ws)
 		}
 		for _, o := range ops {
 			if o.Run != r.name || o.Status != http.StatusCreated || o.Method == http.MethodGet {
@@ -356,11 +415,8 @@ func (wl *workload) checkCodeInUse(ck *checker, ops []*Op, byTurn map[string][]*
 				continue
 			}
 			var in *window
-			for i, w := range byCode[c] {
-				if w.covers(v.ID, o) {
-					in = &byCode[c][i]
-					break
-				}
+			if index := byCode[c]; index != nil {
+				in = index.covering(v.ID, o)
 			}
 			if in == nil {
 				ck.check("oneActiveTurnPerCode: no second unfinished turn of a code (intake, re-entry, reopen)", true, "")

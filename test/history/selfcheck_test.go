@@ -99,3 +99,30 @@ func TestChecksCatchBrokenHistories(t *testing.T) {
 		}
 	})
 }
+
+func TestCoverIndex(t *testing.T) {
+	w := func(turn string, from, to int) window { return window{turn: turn, from: at(from), to: at(to)} }
+	ci := newCoverIndex([]window{w("x", 0, 100), w("x", 5, 200), w("y", 1, 50)})
+	op := func(start, end int) *Op { return &Op{Start: at(start), End: at(end)} }
+	for _, c := range []struct {
+		id         string
+		start, end int
+		want       string
+	}{
+		{"x", 30, 40, "y"},  // x's own windows do not count
+		{"x", 60, 70, ""},   // y's has ended
+		{"y", 60, 70, "x"},  // x's second window reaches furthest
+		{"z", 150, 210, ""}, // outlasts every window
+		{"z", -5, 10, ""},   // starts before every window
+		{"z", 2, 150, ""},   // x's long window starts later
+		{"z", 6, 150, "x"},
+	} {
+		got := ""
+		if in := ci.covering(c.id, op(c.start, c.end)); in != nil {
+			got = in.turn
+		}
+		if got != c.want {
+			t.Errorf("op on %s %d..%d: covered by %q, want %q", c.id, c.start, c.end, got, c.want)
+		}
+	}
+}
