@@ -6,7 +6,7 @@ STATICCHECK_VERSION ?= v0.8.2
 QMS_TEST_DATABASE_URL ?= $(shell pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && echo 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable')
 export QMS_TEST_DATABASE_URL
 
-.PHONY: run build test test-domain test-integration lint bench clean
+.PHONY: run build test test-domain test-integration lint bench history clean
 
 ## run: start qms on its embedded in-memory storage (prints a key and a curl line)
 run:
@@ -33,6 +33,11 @@ lint:
 ## bench: the Go benchmarks (Postgres ones use QMS_TEST_DATABASE_URL)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=5 -timeout 30m ./...
+
+## history: the mixed-workload history checker, long run (HISTORY_DURATION per backend)
+HISTORY_DURATION ?= 5m
+history:
+	$(GO) test -count=1 -timeout 60m -v -run TestHistory ./test/history -history.duration=$(HISTORY_DURATION)
 
 clean:
 	rm -rf bin

@@ -1,0 +1,488 @@
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// registry is what the clients have seen: the turns of each run (from
+// their own answers and from the quiescent listings), the idempotency keys
+// sent, the appointments booked.
+type registry struct {
+	mu    sync.Mutex
+	turns map[string][]string // run id -> turn ids, in the order seen
+	seen  map[string]bool
+	// hint is the last status an answer showed for a turn: only a hint for
+	// picking turns an op may apply to (others change them concurrently).
+	hint map[string]string
+	// coded are the turns made with an access code (run C).
+	coded []string
+	keys  []keyed
+	appts []string
+	// returned are turns one client called, held and released with nothing
+	// else touching them: the next one called at their priority.
+	returned []returnedCall
+}
+
+// keyed is a create sent with an idempotency key, to send again.
+type keyed struct {
+	key  string
+	run  *runInfo
+	body map[string]any
+}
+
+type returnedCall struct {
+	turn       string
+	start, end time.Time // from the call's start to the release's end
+	ops        [3]*Op
+}
+
+func (r *registry) addTurn(runID, id, status string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id == "" {
+		return
+	}
+	if status != "" {
+		r.hint[id] = status
+	}
+	if r.seen[id] {
+		return
+	}
+	r.seen[id] = true
+	r.turns[runID] = append(r.turns[runID], id)
+}
+
+// pickTurn returns a turn of the run, mostly one whose last seen status is
+// among want (so most ops apply), sometimes any; "" when none was seen.
+func (r *registry) pickTurn(rng *rand.Rand, runID string, want ...string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := r.turns[runID]
+	if len(ids) == 0 {
+		return ""
+	}
+	if len(want) > 0 && rng.Intn(5) > 0 {
+		var fit []string
+		for i := len(ids) - 1; i >= 0 && len(fit) < 40; i-- {
+			if slices.Contains(want, r.hint[ids[i]]) {
+				fit = append(fit, ids[i])
+			}
+		}
+		if len(fit) > 0 {
+			return fit[rng.Intn(len(fit))]
+		}
+	}
+	if len(ids) > 30 && rng.Intn(5) > 0 {
+		ids = ids[len(ids)-30:]
+	}
+	return ids[rng.Intn(len(ids))]
+}
+
+// throttle lets an action through at most once per period, whichever client
+// asks: closing runs and switching the numbering stay rare events.
+type throttle struct {
+	mu     sync.Mutex
+	last   time.Time
+	period time.Duration
+}
+
+func (th *throttle) allow() bool {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	if time.Since(th.last) < th.period {
+		return false
+	}
+	th.last = time.Now()
+	return true
+}
+
+// workload drives the clients.
+type workload struct {
+	c      *caller
+	w      *world
+	reg    *registry
+	procs  int
+	prefix string // makes the idempotency keys of this test unique
+	seq    atomic.Int64
+	flips  throttle
+	resets throttle
+}
+
+func newWorkload(c *caller, w *world, seed int64) *workload {
+	return &workload{c: c, w: w, procs: len(c.urls), prefix: fmt.Sprintf("h%x", seed&0xffffffff),
+		reg:   &registry{turns: map[string][]string{}, seen: map[string]bool{}, hint: map[string]string{}},
+		flips: throttle{period: 400 * time.Millisecond}, resets: throttle{period: 3 * time.Second}}
+}
+
+// burst runs n clients until the deadline, each with its own random
+// source derived from seed.
+func (wl *workload) burst(n int, seed int64, until time.Time) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(seed + int64(i)*7919))
+			for time.Now().Before(until) {
+				wl.step(i, rng)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// op is one kind of step and its weight in the mix.
+type op struct {
+	weight int
+	do     func(wl *workload, client int, rng *rand.Rand)
+}
+
+var mix = []op{
+	// Intake and dispatch about balanced, so the lines stay of a size a
+	// waiting room has, however fast the backend.
+	{20, (*workload).intake},
+	{16, (*workload).next},
+	{5, (*workload).call},
+	{3, (*workload).assignStation},
+	{4, (*workload).arrive},
+	{7, func(wl *workload, c int, rng *rand.Rand) { wl.turnOp(c, rng, "start") }},
+	{10, func(wl *workload, c int, rng *rand.Rand) { wl.turnOp(c, rng, "complete") }},
+	{3, func(wl *workload, c int, rng *rand.Rand) { wl.turnOp(c, rng, "no-show") }},
+	{4, func(wl *workload, c int, rng *rand.Rand) { wl.turnOp(c, rng, "hold") }},
+	{5, func(wl *workload, c int, rng *rand.Rand) { wl.turnOp(c, rng, "release") }},
+	{4, func(wl *workload, c int, rng *rand.Rand) { wl.turnOp(c, rng, "cancel") }},
+	{4, func(wl *workload, c int, rng *rand.Rand) { wl.turnOp(c, rng, "reopen") }},
+	{3, (*workload).priority},
+	{2, (*workload).forward},
+	{2, (*workload).callHoldRelease},
+	{3, (*workload).codedReturn},
+	{1, (*workload).runFlip},
+	{1, (*workload).numberingReset},
+	{6, (*workload).book},
+	{1, (*workload).cancelAppointment},
+}
+
+var mixTotal = func() int {
+	n := 0
+	for _, o := range mix {
+		n += o.weight
+	}
+	return n
+}()
+
+func (wl *workload) step(client int, rng *rand.Rand) {
+	n := rng.Intn(mixTotal)
+	for _, o := range mix {
+		if n < o.weight {
+			o.do(wl, client, rng)
+			return
+		}
+		n -= o.weight
+	}
+}
+
+func (wl *workload) proc(client int) int { return client % wl.procs }
+
+// anyRun picks a turn run: A a little more often, it has no capacity.
+func (wl *workload) anyRun(rng *rand.Rand) *runInfo {
+	switch n := rng.Intn(10); {
+	case n < 4:
+		return wl.w.runs[0]
+	case n < 7:
+		return wl.w.runs[1]
+	default:
+		return wl.w.runs[2]
+	}
+}
+
+func (wl *workload) key() string {
+	return fmt.Sprintf("%s-%06d", wl.prefix, wl.seq.Add(1))
+}
+
+// intake takes a turn: without a key, with a new key (sometimes sent from
+// two processes at once), or with a key sent before (from another process).
+func (wl *workload) intake(client int, rng *rand.Rand) {
+	r := wl.anyRun(rng)
+	body := map[string]any{}
+	if rng.Intn(3) == 0 {
+		body["peopleCount"] = 1 + rng.Intn(3)
+	}
+	if r == wl.w.runs[2] && rng.Intn(2) == 0 {
+		body["accessCode"] = wl.w.codes[rng.Intn(len(wl.w.codes))]
+	}
+	send := func(proc int, k keyed) *Op {
+		o := wl.c.do(req{client: client, proc: proc, kind: "intake", run: k.run.name, method: http.MethodPost,
+			path: "/queue-runs/" + k.run.runID + "/turns", body: k.body, key: k.key})
+		if o.Status == http.StatusCreated {
+			v := o.TurnView()
+			wl.reg.addTurn(k.run.runID, v.ID, v.Status)
+			if _, ok := k.body["accessCode"]; ok {
+				wl.reg.mu.Lock()
+				wl.reg.coded = append(wl.reg.coded, v.ID)
+				wl.reg.mu.Unlock()
+			}
+		}
+		return o
+	}
+	switch n := rng.Intn(10); {
+	case n < 5: // no key
+		send(wl.proc(client), keyed{run: r, body: body})
+	case n < 8: // a new key, once or from two processes at once
+		k := keyed{key: wl.key(), run: r, body: body}
+		k.body["idempotencyKey"] = k.key
+		if rng.Intn(3) == 0 {
+			var wg sync.WaitGroup
+			for p := range 2 {
+				wg.Add(1)
+				go func() { defer wg.Done(); send(wl.proc(client)+p, k) }()
+			}
+			wg.Wait()
+		} else {
+			send(wl.proc(client), k)
+		}
+		wl.reg.mu.Lock()
+		wl.reg.keys = append(wl.reg.keys, k)
+		wl.reg.mu.Unlock()
+	default: // a key sent before, from another process
+		wl.reg.mu.Lock()
+		var k keyed
+		if len(wl.reg.keys) > 0 {
+			k = wl.reg.keys[rng.Intn(len(wl.reg.keys))]
+		}
+		wl.reg.mu.Unlock()
+		if k.key == "" {
+			return
+		}
+		send(wl.proc(client)+1, k)
+	}
+}
+
+// stationBody is {"stationId": one of the run's stations} or {} (no station).
+func stationBody(rng *rand.Rand, r *runInfo, chance int) map[string]any {
+	if len(r.stations) == 0 || rng.Intn(chance) != 0 {
+		return map[string]any{}
+	}
+	return map[string]any{"stationId": r.stations[rng.Intn(len(r.stations))]}
+}
+
+func (wl *workload) next(client int, rng *rand.Rand) {
+	r := wl.anyRun(rng)
+	o := wl.c.do(req{client: client, proc: wl.proc(client), kind: "next", run: r.name, method: http.MethodPost,
+		path: "/queue-runs/" + r.runID + "/dispatch/next", body: stationBody(rng, r, 2)})
+	if o.Status == http.StatusCreated {
+		v := o.TurnView()
+		wl.reg.addTurn(r.runID, v.ID, v.Status)
+	}
+}
+
+// fits are the statuses an op applies to, to pick turns by.
+var fits = map[string][]string{
+	"call":     {"WAITING", "HELD", "CALLED"},
+	"arrive":   {"WAITING", "CALLED", "NO_SHOW"},
+	"start":    {"CALLED"},
+	"complete": {"IN_SERVICE", "CALLED"},
+	"no-show":  {"CALLED"},
+	"hold":     {"WAITING", "CALLED"},
+	"release":  {"HELD", "WAITLISTED"},
+	"cancel":   {"WAITING", "WAITLISTED", "HELD", "CALLED", "IN_SERVICE"},
+	"reopen":   {"COMPLETED", "NO_SHOW", "CANCELLED"},
+	"priority": {"WAITING", "WAITLISTED"},
+}
+
+// turnOn picks a run and one of its turns that kind likely applies to.
+func (wl *workload) turnOn(rng *rand.Rand, kind string) (*runInfo, string) {
+	r := wl.anyRun(rng)
+	return r, wl.reg.pickTurn(rng, r.runID, fits[kind]...)
+}
+
+func (wl *workload) turnReq(client int, r *runInfo, id, kind string, body any) *Op {
+	o := wl.c.do(req{client: client, proc: wl.proc(client), kind: kind, run: r.name, turn: id,
+		method: http.MethodPost, path: "/turns/" + id + "/" + kind, body: body})
+	if o.Status == http.StatusCreated && kind != "forward" {
+		wl.reg.addTurn(r.runID, id, o.TurnView().Status)
+	}
+	return o
+}
+
+func (wl *workload) call(client int, rng *rand.Rand) {
+	if r, id := wl.turnOn(rng, "call"); id != "" {
+		wl.turnReq(client, r, id, "call", stationBody(rng, r, 3))
+	}
+}
+
+func (wl *workload) assignStation(client int, rng *rand.Rand) {
+	r, id := wl.turnOn(rng, "assign-station")
+	if id == "" {
+		return
+	}
+	body := stationBody(rng, r, 1)
+	if rng.Intn(4) == 0 {
+		body = map[string]any{"stationId": nil}
+	}
+	wl.turnReq(client, r, id, "assign-station", body)
+}
+
+func (wl *workload) arrive(client int, rng *rand.Rand) {
+	if r, id := wl.turnOn(rng, "arrive"); id != "" {
+		wl.turnReq(client, r, id, "arrive", nil)
+	}
+}
+
+func (wl *workload) turnOp(client int, rng *rand.Rand, kind string) {
+	if r, id := wl.turnOn(rng, kind); id != "" {
+		wl.turnReq(client, r, id, kind, nil)
+	}
+}
+
+var priorities = []string{"VERY_HIGH", "HIGH", "NORMAL", "LOW"}
+
+func (wl *workload) priority(client int, rng *rand.Rand) {
+	if r, id := wl.turnOn(rng, "priority"); id != "" {
+		wl.turnReq(client, r, id, "priority", map[string]any{"priority": priorities[rng.Intn(len(priorities))]})
+	}
+}
+
+// forward sends a turn of B to C through the manual link.
+func (wl *workload) forward(client int, rng *rand.Rand) {
+	b := wl.w.runs[1]
+	if id := wl.reg.pickTurn(rng, b.runID); id != "" {
+		o := wl.turnReq(client, b, id, "forward", map[string]any{"linkId": wl.w.linkBC})
+		if o.Status == http.StatusCreated {
+			var f struct{ ToTurnID *string }
+			_ = json.Unmarshal(o.Body, &f)
+			if f.ToTurnID != nil {
+				wl.reg.addTurn(wl.w.runs[2].runID, *f.ToTurnID, "")
+			}
+		}
+	}
+}
+
+// codedReturn brings a finished turn made with an access code back: a
+// re-entry (arrive) or a reopen, which must respect oneActiveTurnPerCode.
+func (wl *workload) codedReturn(client int, rng *rand.Rand) {
+	wl.reg.mu.Lock()
+	var id string
+	if n := len(wl.reg.coded); n > 0 {
+		id = wl.reg.coded[max(0, n-1-rng.Intn(20))]
+	}
+	wl.reg.mu.Unlock()
+	if id == "" {
+		return
+	}
+	kind := "reopen"
+	if rng.Intn(3) == 0 {
+		kind = "arrive"
+	}
+	wl.turnReq(client, wl.w.runs[2], id, kind, nil)
+}
+
+// callHoldRelease calls a turn of A or B, holds it and releases it: a called
+// turn held and released is the next one called (issue 10, item 3).
+func (wl *workload) callHoldRelease(client int, rng *rand.Rand) {
+	r := wl.w.runs[rng.Intn(2)]
+	id := wl.reg.pickTurn(rng, r.runID, "WAITING")
+	if id == "" {
+		return
+	}
+	var rc returnedCall
+	rc.turn = id
+	for i, kind := range []string{"call", "hold", "release"} {
+		o := wl.turnReq(client, r, id, kind, nil)
+		if o.Status != http.StatusCreated {
+			return
+		}
+		rc.ops[i] = o
+	}
+	rc.start, rc.end = rc.ops[0].Start, rc.ops[2].End
+	wl.reg.mu.Lock()
+	wl.reg.returned = append(wl.reg.returned, rc)
+	wl.reg.mu.Unlock()
+}
+
+// runFlip closes a run (or its intake) for a moment and opens it again.
+func (wl *workload) runFlip(client int, rng *rand.Rand) {
+	if !wl.flips.allow() {
+		return
+	}
+	r := wl.anyRun(rng)
+	if rng.Intn(4) == 0 {
+		r = wl.w.appt
+	}
+	pairs := [][2]string{{"close", "open"}, {"close-intake", "open-intake"}}
+	p := pairs[rng.Intn(2)]
+	run := func(kind string) {
+		wl.c.do(req{client: client, proc: wl.proc(client), kind: "run-" + kind, run: r.name, method: http.MethodPost,
+			path: "/queue-runs/" + r.runID + "/" + kind})
+	}
+	run(p[0])
+	time.Sleep(time.Duration(50+rng.Intn(200)) * time.Millisecond)
+	run(p[1])
+}
+
+// numberingReset switches resetNumberingDaily of A: under the new rule it
+// never rewinds the numbering, so the checks see no effect in one day.
+func (wl *workload) numberingReset(client int, rng *rand.Rand) {
+	if !wl.resets.allow() {
+		return
+	}
+	a := wl.w.runs[0]
+	wl.c.do(req{client: client, proc: wl.proc(client), kind: "numbering-reset", run: a.name, method: http.MethodPut,
+		path: "/queues/" + a.queueID + "/numbering-reset", body: map[string]any{"resetNumberingDaily": rng.Intn(2) == 0}})
+}
+
+// book books a seat on the appointment run: a given slot (the first three,
+// so they fill and concurrent bookings meet) or the next available, with a
+// key sometimes, from two processes at once sometimes.
+func (wl *workload) book(client int, rng *rand.Rand) {
+	d := wl.w.appt
+	body := map[string]any{}
+	if rng.Intn(3) > 0 {
+		body["slotId"] = d.slots[rng.Intn(min(3, len(d.slots)))].ID
+	}
+	k := keyed{run: d, body: body}
+	if rng.Intn(2) == 0 {
+		k.key = wl.key()
+		body["idempotencyKey"] = k.key
+	}
+	send := func(proc int) {
+		o := wl.c.do(req{client: client, proc: proc, kind: "book", run: d.name, method: http.MethodPost,
+			path: "/queue-runs/" + d.runID + "/appointments", body: body, key: k.key})
+		if o.Status == http.StatusCreated {
+			var a struct{ ID string }
+			_ = json.Unmarshal(o.Body, &a)
+			wl.reg.mu.Lock()
+			wl.reg.appts = append(wl.reg.appts, a.ID)
+			wl.reg.mu.Unlock()
+		}
+	}
+	if rng.Intn(3) == 0 {
+		var wg sync.WaitGroup
+		for p := range 2 {
+			wg.Add(1)
+			go func() { defer wg.Done(); send(wl.proc(client) + p) }()
+		}
+		wg.Wait()
+	} else {
+		send(wl.proc(client))
+	}
+}
+
+func (wl *workload) cancelAppointment(client int, rng *rand.Rand) {
+	wl.reg.mu.Lock()
+	var id string
+	if n := len(wl.reg.appts); n > 0 {
+		id = wl.reg.appts[rng.Intn(n)]
+	}
+	wl.reg.mu.Unlock()
+	if id != "" {
+		wl.c.do(req{client: client, proc: wl.proc(client), kind: "appointment-cancel", run: wl.w.appt.name, turn: id,
+			method: http.MethodPost, path: "/appointments/" + id + "/cancel"})
+	}
+}
