@@ -5,6 +5,11 @@ STATICCHECK_VERSION ?= v0.8.2
 # local server on 127.0.0.1:5432 when one answers, else a dockertest container.
 QMS_TEST_DATABASE_URL ?= $(shell pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && echo 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable')
 export QMS_TEST_DATABASE_URL
+# What `qms version` tells: stamped into bin/qms and the container image.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
 .PHONY: run build test test-domain test-integration lint bench clean
 
@@ -12,9 +17,9 @@ export QMS_TEST_DATABASE_URL
 run:
 	$(GO) run ./cmd/qms serve
 
-## build: build bin/qms
+## build: build bin/qms, stamped with version, commit and build date
 build:
-	$(GO) build -o bin/qms ./cmd/qms
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/qms ./cmd/qms
 
 ## test: the whole suite: domain, contract (memory and Postgres), HTTP end to end
 test:

@@ -19,9 +19,6 @@ import (
 	"github.com/qms-dev/qms/bootstrap/config"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -40,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "admin":
 		err = admin(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "qms", version)
+		fmt.Fprintln(stdout, currentVersion())
 	case "help", "-h", "--help":
 		usage(stdout)
 	default:
@@ -64,7 +61,7 @@ commands:
   serve    [--config FILE] [--no-migrate]   run the service
   migrate  [--config FILE]                  apply the app's and River's migrations (postgres mode)
   admin    <subcommand>                     manage accounts and API keys (qms admin help)
-  version                                   print the version
+  version                                   print the version, commit and build date
 
 Configuration: configs/default.yaml, then --config FILE, then QMS_* variables
 (QMS_HTTP_ADDR, QMS_STORAGE, QMS_DATABASE_URL, QMS_ADMIN_TOKEN,
