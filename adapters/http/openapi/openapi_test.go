@@ -192,6 +192,10 @@ paths:
       security: [{ apiKey: ["things:read"] }]
       responses: { "404": { description: no } }`,
 		"repeated key": "paths: {}\npaths: {}\n",
+		"comma in an unquoted flow value": `
+components:
+  schemas:
+    Thing: { type: object, properties: { n: { type: integer, description: Counted, retries included. } } }`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := assembleMap(t, map[string]string{"00-base.yaml": testBase, "10-a.yaml": frag})
