@@ -11,7 +11,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: run build test test-domain test-integration lint bench clean
+.PHONY: run build test test-domain test-integration lint openapi-check bench clean
 
 ## run: start qms on its embedded in-memory storage (prints a key and a curl line)
 run:
@@ -34,6 +34,10 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+## openapi-check: Redocly CLI lints the served OpenAPI document; oapi-codegen's code from it builds
+openapi-check:
+	$(GO) test -count=1 -run 'TestRedoclyLintsTheServedDocument|TestOapiCodegenGeneratesCompilingCode' -v ./test/e2e
 
 ## bench: the Go benchmarks (Postgres ones use QMS_TEST_DATABASE_URL)
 bench:
