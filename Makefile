@@ -3,6 +3,9 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 # Postgres for the integration tests: QMS_TEST_DATABASE_URL when set, else the
 # local server on 127.0.0.1:5432 when one answers, else a dockertest container.
+# A plain `go test ./...` finds it the same way (test/pgtest), and fails when
+# the database tests could not run (-short or QMS_TEST_DATABASE_URL=none skip
+# them on purpose).
 QMS_TEST_DATABASE_URL ?= $(shell pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && echo 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable')
 export QMS_TEST_DATABASE_URL
 # What `qms version` tells: stamped into bin/qms and the container image.
