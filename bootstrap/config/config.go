@@ -31,6 +31,12 @@ type Config struct {
 		Addr            string        `koanf:"addr"`
 		BodyLimitBytes  int           `koanf:"body_limit_bytes"`
 		ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+		// Timeouts of slow and idle connections (configs/default.yaml
+		// says what each bounds).
+		ReadHeaderTimeout time.Duration `koanf:"read_header_timeout"`
+		ReadTimeout       time.Duration `koanf:"read_timeout"`
+		WriteTimeout      time.Duration `koanf:"write_timeout"`
+		IdleTimeout       time.Duration `koanf:"idle_timeout"`
 	} `koanf:"http"`
 	Storage  string `koanf:"storage"`
 	Database struct {
@@ -124,6 +130,20 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.BodyLimitBytes <= 0 {
 		return fmt.Errorf("config: QMS_HTTP_BODY_LIMIT_BYTES (http.body_limit_bytes) must be positive, got %d", c.HTTP.BodyLimitBytes)
+	}
+	for _, d := range []struct {
+		env, key string
+		v        time.Duration
+	}{
+		{"QMS_HTTP_SHUTDOWN_TIMEOUT", "http.shutdown_timeout", c.HTTP.ShutdownTimeout},
+		{"QMS_HTTP_READ_HEADER_TIMEOUT", "http.read_header_timeout", c.HTTP.ReadHeaderTimeout},
+		{"QMS_HTTP_READ_TIMEOUT", "http.read_timeout", c.HTTP.ReadTimeout},
+		{"QMS_HTTP_WRITE_TIMEOUT", "http.write_timeout", c.HTTP.WriteTimeout},
+		{"QMS_HTTP_IDLE_TIMEOUT", "http.idle_timeout", c.HTTP.IdleTimeout},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("config: %s (%s) must be a positive duration such as 30s, got %v", d.env, d.key, d.v)
+		}
 	}
 	if c.RateLimit.PerMinute <= 0 {
 		return fmt.Errorf("config: QMS_RATELIMIT_PER_MINUTE (ratelimit.per_minute) must be a positive integer, got %d", c.RateLimit.PerMinute)

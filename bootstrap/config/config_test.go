@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/qms-dev/qms/bootstrap/config"
 )
@@ -16,6 +17,30 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.HTTP.Addr != ":8080" || c.Storage != config.StorageMemory || c.RateLimit.PerMinute != 120 || c.Webhooks.AllowPrivate {
 		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestHTTPTimeouts(t *testing.T) {
+	c, err := config.Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.HTTP
+	if h.ReadHeaderTimeout != 10*time.Second || h.ReadTimeout != 30*time.Second || h.WriteTimeout != 30*time.Second ||
+		h.IdleTimeout != 60*time.Second || h.ShutdownTimeout != 15*time.Second {
+		t.Fatalf("documented defaults: %+v", h)
+	}
+	c, err = config.Load("", []string{"QMS_HTTP_READ_HEADER_TIMEOUT=2s", "QMS_HTTP_READ_TIMEOUT=5s", "QMS_HTTP_WRITE_TIMEOUT=7s", "QMS_HTTP_IDLE_TIMEOUT=90s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := c.HTTP; h.ReadHeaderTimeout != 2*time.Second || h.ReadTimeout != 5*time.Second || h.WriteTimeout != 7*time.Second || h.IdleTimeout != 90*time.Second {
+		t.Fatalf("QMS_HTTP_*_TIMEOUT: %+v", h)
+	}
+	for _, env := range []string{"QMS_HTTP_READ_HEADER_TIMEOUT", "QMS_HTTP_READ_TIMEOUT", "QMS_HTTP_WRITE_TIMEOUT", "QMS_HTTP_IDLE_TIMEOUT", "QMS_HTTP_SHUTDOWN_TIMEOUT"} {
+		if _, err := config.Load("", []string{env + "=0s"}); err == nil || !strings.Contains(err.Error(), env) {
+			t.Errorf("%s=0s: %v", env, err)
+		}
 	}
 }
 

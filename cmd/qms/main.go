@@ -98,7 +98,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	<-ctx.Done()
-	stopCtx, cancel := context.WithTimeout(context.Background(), app.StopTimeout())
+	// The whole stop, HTTP connections and jobs included, fits in the
+	// shutdown timeout.
+	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
 	defer cancel()
 	return app.Stop(stopCtx)
 }
