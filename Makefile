@@ -14,7 +14,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: run build test test-domain test-integration lint openapi-check bench clean
+.PHONY: run build image test test-domain test-integration lint openapi-check bench clean
 
 ## run: start qms on its embedded in-memory storage (prints a key and a curl line)
 run:
@@ -23,6 +23,15 @@ run:
 ## build: build bin/qms, stamped with version, commit and build date
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/qms ./cmd/qms
+
+## image: build the container image qms:$(VERSION) (and qms:latest) FROM scratch, with podman (CONTAINER=docker works too)
+CONTAINER ?= podman
+# podman writes OCI images by default, which drop HEALTHCHECK.
+IMAGE_FLAGS ?= $(if $(filter podman,$(notdir $(CONTAINER))),--format docker)
+image:
+	mkdir -p bin/image
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/image/qms ./cmd/qms
+	$(CONTAINER) build $(IMAGE_FLAGS) -f Containerfile --build-arg VERSION=$(VERSION) -t qms:$(VERSION) -t qms:latest bin/image
 
 ## test: the whole suite: domain, contract (memory and Postgres), HTTP end to end
 test:

@@ -14,6 +14,10 @@ import (
 	"syscall"
 	_ "time/tzdata" // queue time zones must resolve on machines without tzdata
 
+	// Webhook URLs are HTTPS: when the system has no CA roots (the
+	// container image is FROM scratch), Mozilla's, embedded, are used.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/qms-dev/qms/adapters/postgres"
 	"github.com/qms-dev/qms/bootstrap"
 	"github.com/qms-dev/qms/bootstrap/config"
@@ -36,6 +40,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = migrate(args[1:], stderr)
 	case "admin":
 		err = admin(args[1:], stdout, stderr)
+	case "health":
+		err = health(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, currentVersion())
 	case "help", "-h", "--help":
@@ -61,6 +67,7 @@ commands:
   serve    [--config FILE] [--no-migrate]   run the service
   migrate  [--config FILE]                  apply the app's and River's migrations (postgres mode)
   admin    <subcommand>                     manage accounts and API keys (qms admin help)
+  health   [--url URL]                      exit 0 when the local qms answers /readyz (container health checks)
   version                                   print the version, commit and build date
 
 Configuration: configs/default.yaml, then --config FILE, then QMS_* variables

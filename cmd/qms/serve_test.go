@@ -42,6 +42,10 @@ func TestSIGTERMFinishesWithinTheShutdownTimeout(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- run([]string{"serve"}, io.Discard, &stderr) }()
 	waitHealthy(t, "http://"+addr+"/healthz", done)
+	var out bytes.Buffer
+	if code := run([]string{"health"}, &out, &stderr); code != 0 || !bytes.Contains(out.Bytes(), []byte(`"ready"`)) {
+		t.Errorf("qms health: exit %d, %s %s", code, out.String(), stderr.String())
+	}
 
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -57,7 +57,7 @@ func resolveVersion(version, commit, date string, info *debug.BuildInfo) buildVe
 	if v.Version == "" {
 		v.Version = "dev"
 	}
-	if len(v.Commit) > 12 {
+	if len(v.Commit) == 40 { // a full SHA-1: the usual short form
 		v.Commit = v.Commit[:12]
 	}
 	if v.Modified && !strings.HasSuffix(v.Commit, "-dirty") {
