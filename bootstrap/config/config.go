@@ -72,6 +72,31 @@ type Config struct {
 // (environ, usually os.Environ()), and validates the result. Every error
 // names the key at fault.
 func Load(file_ string, environ []string) (*Config, error) {
+	c, err := read(file_, environ)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// LoadDatabase is Load for commands that only touch the database (qms
+// migrate): it checks the storage and database settings alone, so the
+// admin token and the server's settings are not required.
+func LoadDatabase(file_ string, environ []string) (*Config, error) {
+	c, err := read(file_, environ)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.validateDatabase(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func read(file_ string, environ []string) (*Config, error) {
 	k := koanf.New(".")
 	if err := k.Load(rawbytes.Provider(configs.Default), yaml.Parser()); err != nil {
 		return nil, fmt.Errorf("config: embedded defaults: %w", err)
@@ -96,9 +121,6 @@ func Load(file_ string, environ []string) (*Config, error) {
 	if err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
 	return &c, nil
 }
 
@@ -117,13 +139,30 @@ var knownSections = map[string]bool{
 	"webhooks": true, "cursor": true, "log": true, "metrics": true,
 }
 
-// Validate checks every value and names the environment variable of the
-// first one at fault.
-func (c *Config) Validate() error {
+// validateDatabase checks the storage mode and the database URL.
+func (c *Config) validateDatabase() error {
 	switch c.Storage {
 	case StorageMemory, StoragePostgres:
 	default:
 		return fmt.Errorf("config: QMS_STORAGE (storage) must be %q or %q, got %q", StorageMemory, StoragePostgres, c.Storage)
+	}
+	if c.Database.URL != "" || c.Storage == StoragePostgres {
+		if c.Database.URL == "" {
+			return fmt.Errorf("config: QMS_DATABASE_URL (database.url) is required when QMS_STORAGE=postgres")
+		}
+		u, err := url.Parse(c.Database.URL)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+			return fmt.Errorf("config: QMS_DATABASE_URL (database.url) must be a postgres://user@host:port/db URL")
+		}
+	}
+	return nil
+}
+
+// Validate checks every value and names the environment variable of the
+// first one at fault.
+func (c *Config) Validate() error {
+	if err := c.validateDatabase(); err != nil {
+		return err
 	}
 	if c.HTTP.Addr == "" {
 		return fmt.Errorf("config: QMS_HTTP_ADDR (http.addr) must not be empty")
@@ -147,15 +186,6 @@ func (c *Config) Validate() error {
 	}
 	if c.RateLimit.PerMinute <= 0 {
 		return fmt.Errorf("config: QMS_RATELIMIT_PER_MINUTE (ratelimit.per_minute) must be a positive integer, got %d", c.RateLimit.PerMinute)
-	}
-	if c.Database.URL != "" || c.Storage == StoragePostgres {
-		if c.Database.URL == "" {
-			return fmt.Errorf("config: QMS_DATABASE_URL (database.url) is required when QMS_STORAGE=postgres")
-		}
-		u, err := url.Parse(c.Database.URL)
-		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-			return fmt.Errorf("config: QMS_DATABASE_URL (database.url) must be a postgres://user@host:port/db URL")
-		}
 	}
 	if c.Storage == StoragePostgres && c.Admin.Token == "" {
 		return fmt.Errorf("config: QMS_ADMIN_TOKEN (admin.token) is required when QMS_STORAGE=postgres")

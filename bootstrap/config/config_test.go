@@ -76,3 +76,20 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 		t.Error("a missing --config file must stop start-up")
 	}
 }
+
+func TestLoadDatabaseNeedsOnlyTheDatabase(t *testing.T) {
+	env := []string{"QMS_STORAGE=postgres", "QMS_DATABASE_URL=postgres://qms@db:5432/qms", "QMS_RATELIMIT_PER_MINUTE=0"}
+	if _, err := config.Load("", env); err == nil {
+		t.Fatal("Load accepted postgres mode without an admin token")
+	}
+	c, err := config.LoadDatabase("", env)
+	if err != nil {
+		t.Fatalf("LoadDatabase: %v", err)
+	}
+	if c.Database.URL != "postgres://qms@db:5432/qms" {
+		t.Errorf("database url %q", c.Database.URL)
+	}
+	if _, err := config.LoadDatabase("", []string{"QMS_STORAGE=postgres"}); err == nil || !strings.Contains(err.Error(), "QMS_DATABASE_URL") {
+		t.Errorf("without a database URL: %v", err)
+	}
+}

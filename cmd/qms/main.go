@@ -115,7 +115,12 @@ func serve(args []string, stdout, stderr io.Writer) error {
 func migrate(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfg, err := loadConfig(fs, args)
+	file := fs.String("config", "", "configuration file (YAML)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	// Only the database settings matter here: no admin token needed.
+	cfg, err := config.LoadDatabase(*file, os.Environ())
 	if err != nil {
 		return err
 	}
