@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -37,6 +38,10 @@ type Config struct {
 		ReadTimeout       time.Duration `koanf:"read_timeout"`
 		WriteTimeout      time.Duration `koanf:"write_timeout"`
 		IdleTimeout       time.Duration `koanf:"idle_timeout"`
+		// PublicURL is the base of every URL qms returns; TrustedProxies
+		// the CIDRs (or addresses) whose X-Forwarded-For/-Proto count.
+		PublicURL      string   `koanf:"public_url"`
+		TrustedProxies []string `koanf:"trusted_proxies"`
 	} `koanf:"http"`
 	Storage  string `koanf:"storage"`
 	Database struct {
@@ -158,6 +163,28 @@ func (c *Config) validateDatabase() error {
 	return nil
 }
 
+// ParseTrustedProxies parses http.trusted_proxies: CIDRs, or single
+// addresses.
+func ParseTrustedProxies(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var items []string // the environment gives one comma-separated string
+	for _, s := range list {
+		items = append(items, strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })...)
+	}
+	for _, s := range items {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("config: QMS_HTTP_TRUSTED_PROXIES (http.trusted_proxies): %q is neither a CIDR nor an address", s)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
 // Validate checks every value and names the environment variable of the
 // first one at fault.
 func (c *Config) Validate() error {
@@ -183,6 +210,15 @@ func (c *Config) Validate() error {
 		if d.v <= 0 {
 			return fmt.Errorf("config: %s (%s) must be a positive duration such as 30s, got %v", d.env, d.key, d.v)
 		}
+	}
+	if c.HTTP.PublicURL != "" {
+		u, err := url.Parse(c.HTTP.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return fmt.Errorf("config: QMS_HTTP_PUBLIC_URL (http.public_url) must be an http(s)://host[/path] URL, got %q", c.HTTP.PublicURL)
+		}
+	}
+	if _, err := ParseTrustedProxies(c.HTTP.TrustedProxies); err != nil {
+		return err
 	}
 	if c.RateLimit.PerMinute <= 0 {
 		return fmt.Errorf("config: QMS_RATELIMIT_PER_MINUTE (ratelimit.per_minute) must be a positive integer, got %d", c.RateLimit.PerMinute)

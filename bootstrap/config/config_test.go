@@ -93,3 +93,25 @@ func TestLoadDatabaseNeedsOnlyTheDatabase(t *testing.T) {
 		t.Errorf("without a database URL: %v", err)
 	}
 }
+
+func TestPublicURLAndTrustedProxies(t *testing.T) {
+	c, err := config.Load("", []string{"QMS_HTTP_PUBLIC_URL=https://queues.example.com/", "QMS_HTTP_TRUSTED_PROXIES=10.0.0.0/8, 127.0.0.1,::1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := config.ParseTrustedProxies(c.HTTP.TrustedProxies)
+	if err != nil || len(got) != 3 || got[0].String() != "10.0.0.0/8" || got[1].String() != "127.0.0.1/32" || got[2].String() != "::1/128" {
+		t.Fatalf("trusted proxies %v: %v %v", c.HTTP.TrustedProxies, got, err)
+	}
+	if c.HTTP.PublicURL != "https://queues.example.com/" {
+		t.Errorf("public url %q", c.HTTP.PublicURL)
+	}
+	for env, bad := range map[string]string{
+		"QMS_HTTP_PUBLIC_URL":      "javascript://x",
+		"QMS_HTTP_TRUSTED_PROXIES": "10.0.0.0/8,example.com",
+	} {
+		if _, err := config.Load("", []string{env + "=" + bad}); err == nil || !strings.Contains(err.Error(), env) {
+			t.Errorf("%s=%s: %v", env, bad, err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -53,9 +54,10 @@ type AdminToken string
 // listener starts with the application.
 func New(p Params, lc fx.Lifecycle) *Server {
 	hc := p.Config.HTTP
+	trusted, _ := config.ParseTrustedProxies(hc.TrustedProxies) // validated with the configuration
 	app := httpx.NewApp(httpx.AppConfig{Logger: p.Log, BodyLimit: hc.BodyLimitBytes, Timeouts: httpx.Timeouts{
 		ReadHeader: hc.ReadHeaderTimeout, Read: hc.ReadTimeout, Write: hc.WriteTimeout, Idle: hc.IdleTimeout,
-	}})
+	}, Proxies: httpx.Proxies{PublicURL: strings.TrimSuffix(hc.PublicURL, "/"), Trusted: trusted}})
 	var open conns
 	app.Server().ConnState = open.track
 	if p.Metrics != nil {

@@ -24,6 +24,8 @@ type AppConfig struct {
 	// Timeouts bound slow and idle connections; zero values leave them
 	// off (tests), the process sets them from the configuration.
 	Timeouts Timeouts
+	// Proxies says whose forwarding headers count and the public base URL.
+	Proxies Proxies
 }
 
 // NewApp builds the fiber application with the platform behaviour every
@@ -61,7 +63,7 @@ func NewApp(cfg AppConfig) *fiber.App {
 	})
 	applyTimeouts(app.Server(), cfg.Timeouts)
 	ignoreLostConnections(app.Server())
-	app.Use(AssignRequestID(), AccessLog(log), Recover(log))
+	app.Use(clientAddress(cfg.Proxies), AssignRequestID(), AccessLog(log), Recover(log))
 	return app
 }
 
