@@ -24,6 +24,7 @@ require (
 	github.com/valyala/fasthttp v1.51.0
 	go.uber.org/fx v1.24.0
 	go.yaml.in/yaml/v3 v3.0.5
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 )
 
 require (

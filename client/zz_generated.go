@@ -25,7 +25,7 @@ type APIKey struct {
 	CreatedAt time.Time `json:"createdAt"`
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
-	// Prefix: The first characters of the value
+	// Prefix: The first characters of the value, to recognise the key.
 	Prefix    string     `json:"prefix"`
 	RevokedAt *time.Time `json:"revokedAt"`
 	Scopes    []Scope    `json:"scopes"`
@@ -1219,7 +1219,7 @@ type SlotBatch struct {
 // SlotGenerate is a schema of the API.
 type SlotGenerate struct {
 	Capacity int `json:"capacity"`
-	// Date: The local day of the queue
+	// Date: The local day of the queue, YYYY-MM-DD.
 	Date        string `json:"date"`
 	EndTime     string `json:"endTime"`
 	SlotMinutes int    `json:"slotMinutes"`
@@ -1419,7 +1419,7 @@ type TurnWaitEstimate struct {
 	// null until the queue has 3 measured service times.
 	Range   *TurnWaitRange `json:"range"`
 	Seconds int            `json:"seconds"`
-	// Servers: The queue's stations
+	// Servers: The queue's stations, or its dispatchers when it has none.
 	Servers int `json:"servers"`
 }
 
@@ -1444,7 +1444,7 @@ type TurnWaitRange struct {
 
 // WebhookDelivery is a schema of the API.
 type WebhookDelivery struct {
-	// Attempts: Attempts that ended
+	// Attempts: Attempts that ended, redeliveries included.
 	Attempts      int              `json:"attempts"`
 	CreatedAt     time.Time        `json:"createdAt"`
 	EndpointID    string           `json:"endpointId"`
@@ -1455,7 +1455,8 @@ type WebhookDelivery struct {
 	// LastError: Why the last attempt failed; null before any and after a
 	// success.
 	LastError *string `json:"lastError"`
-	// LastResponseStatus: The HTTP status of the last attempt; null before any
+	// LastResponseStatus: The HTTP status of the last attempt; null before any,
+	// or when no response came.
 	LastResponseStatus *int `json:"lastResponseStatus"`
 	// NextAttemptAt: When the next automatic attempt runs; null when none is due.
 	NextAttemptAt *time.Time `json:"nextAttemptAt"`

@@ -55,7 +55,7 @@ func waitAttempt(t *testing.T, ch <-chan ports.JobContext, within time.Duration)
 // attempted by a client that is gone) and checks that a runner with the
 // production defaults re-runs it. The elected leader's rescuer runs at
 // once and every 30 s; it makes running jobs older than
-// RescueStuckJobsAfter (1 min) and past their kind's timeout retryable, and
+// RescueStuckJobsAfter (20 s) and past their kind's timeout retryable, and
 // River's scheduler makes them available again.
 func TestStuckJobIsRescuedWithDefaults(t *testing.T) {
 	t.Parallel()

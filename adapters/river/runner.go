@@ -41,15 +41,18 @@ const (
 	// DefaultFetchCooldown is the least time between two fetches of
 	// available jobs (River's default is 100 ms).
 	DefaultFetchCooldown = 25 * time.Millisecond
-	DefaultJobTimeout    = 30 * time.Second
-	DefaultMaxAttempts   = 25
-	DefaultStopTimeout   = 10 * time.Second
+	// DefaultJobTimeout bounds an attempt of a kind without a Timeout of
+	// its own; every kind here is a few round trips to the database.
+	DefaultJobTimeout  = 20 * time.Second
+	DefaultMaxAttempts = 25
+	DefaultStopTimeout = 10 * time.Second
 	// DefaultRescueStuckJobsAfter is how long a job may stay running before
 	// River's rescuer (on the elected leader, every 30 s) makes it retryable:
-	// a job whose process died is retried within about two minutes instead
-	// of River's default hour. Kinds with a longer Timeout are rescued only
-	// once their timeout has passed too.
-	DefaultRescueStuckJobsAfter = time.Minute
+	// a job whose process died (kill -9) runs again within a minute
+	// (20 s, plus up to 30 s to the rescuer's next pass, plus the first
+	// retry's second) instead of River's default hour. Kinds with a longer
+	// Timeout are rescued only once their timeout has passed too.
+	DefaultRescueStuckJobsAfter = 20 * time.Second
 )
 
 // Options tune a Runner. Zero values take the defaults above.

@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -31,6 +32,16 @@ type Config struct {
 		Addr            string        `koanf:"addr"`
 		BodyLimitBytes  int           `koanf:"body_limit_bytes"`
 		ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+		// Timeouts of slow and idle connections (configs/default.yaml
+		// says what each bounds).
+		ReadHeaderTimeout time.Duration `koanf:"read_header_timeout"`
+		ReadTimeout       time.Duration `koanf:"read_timeout"`
+		WriteTimeout      time.Duration `koanf:"write_timeout"`
+		IdleTimeout       time.Duration `koanf:"idle_timeout"`
+		// PublicURL is the base of every URL qms returns; TrustedProxies
+		// the CIDRs (or addresses) whose X-Forwarded-For/-Proto count.
+		PublicURL      string   `koanf:"public_url"`
+		TrustedProxies []string `koanf:"trusted_proxies"`
 	} `koanf:"http"`
 	Storage  string `koanf:"storage"`
 	Database struct {
@@ -66,6 +77,31 @@ type Config struct {
 // (environ, usually os.Environ()), and validates the result. Every error
 // names the key at fault.
 func Load(file_ string, environ []string) (*Config, error) {
+	c, err := read(file_, environ)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// LoadDatabase is Load for commands that only touch the database (qms
+// migrate): it checks the storage and database settings alone, so the
+// admin token and the server's settings are not required.
+func LoadDatabase(file_ string, environ []string) (*Config, error) {
+	c, err := read(file_, environ)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.validateDatabase(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func read(file_ string, environ []string) (*Config, error) {
 	k := koanf.New(".")
 	if err := k.Load(rawbytes.Provider(configs.Default), yaml.Parser()); err != nil {
 		return nil, fmt.Errorf("config: embedded defaults: %w", err)
@@ -90,9 +126,6 @@ func Load(file_ string, environ []string) (*Config, error) {
 	if err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
 	return &c, nil
 }
 
@@ -111,22 +144,12 @@ var knownSections = map[string]bool{
 	"webhooks": true, "cursor": true, "log": true, "metrics": true,
 }
 
-// Validate checks every value and names the environment variable of the
-// first one at fault.
-func (c *Config) Validate() error {
+// validateDatabase checks the storage mode and the database URL.
+func (c *Config) validateDatabase() error {
 	switch c.Storage {
 	case StorageMemory, StoragePostgres:
 	default:
 		return fmt.Errorf("config: QMS_STORAGE (storage) must be %q or %q, got %q", StorageMemory, StoragePostgres, c.Storage)
-	}
-	if c.HTTP.Addr == "" {
-		return fmt.Errorf("config: QMS_HTTP_ADDR (http.addr) must not be empty")
-	}
-	if c.HTTP.BodyLimitBytes <= 0 {
-		return fmt.Errorf("config: QMS_HTTP_BODY_LIMIT_BYTES (http.body_limit_bytes) must be positive, got %d", c.HTTP.BodyLimitBytes)
-	}
-	if c.RateLimit.PerMinute <= 0 {
-		return fmt.Errorf("config: QMS_RATELIMIT_PER_MINUTE (ratelimit.per_minute) must be a positive integer, got %d", c.RateLimit.PerMinute)
 	}
 	if c.Database.URL != "" || c.Storage == StoragePostgres {
 		if c.Database.URL == "" {
@@ -136,6 +159,69 @@ func (c *Config) Validate() error {
 		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
 			return fmt.Errorf("config: QMS_DATABASE_URL (database.url) must be a postgres://user@host:port/db URL")
 		}
+	}
+	return nil
+}
+
+// ParseTrustedProxies parses http.trusted_proxies: CIDRs, or single
+// addresses.
+func ParseTrustedProxies(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var items []string // the environment gives one comma-separated string
+	for _, s := range list {
+		items = append(items, strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })...)
+	}
+	for _, s := range items {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("config: QMS_HTTP_TRUSTED_PROXIES (http.trusted_proxies): %q is neither a CIDR nor an address", s)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// Validate checks every value and names the environment variable of the
+// first one at fault.
+func (c *Config) Validate() error {
+	if err := c.validateDatabase(); err != nil {
+		return err
+	}
+	if c.HTTP.Addr == "" {
+		return fmt.Errorf("config: QMS_HTTP_ADDR (http.addr) must not be empty")
+	}
+	if c.HTTP.BodyLimitBytes <= 0 {
+		return fmt.Errorf("config: QMS_HTTP_BODY_LIMIT_BYTES (http.body_limit_bytes) must be positive, got %d", c.HTTP.BodyLimitBytes)
+	}
+	for _, d := range []struct {
+		env, key string
+		v        time.Duration
+	}{
+		{"QMS_HTTP_SHUTDOWN_TIMEOUT", "http.shutdown_timeout", c.HTTP.ShutdownTimeout},
+		{"QMS_HTTP_READ_HEADER_TIMEOUT", "http.read_header_timeout", c.HTTP.ReadHeaderTimeout},
+		{"QMS_HTTP_READ_TIMEOUT", "http.read_timeout", c.HTTP.ReadTimeout},
+		{"QMS_HTTP_WRITE_TIMEOUT", "http.write_timeout", c.HTTP.WriteTimeout},
+		{"QMS_HTTP_IDLE_TIMEOUT", "http.idle_timeout", c.HTTP.IdleTimeout},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("config: %s (%s) must be a positive duration such as 30s, got %v", d.env, d.key, d.v)
+		}
+	}
+	if c.HTTP.PublicURL != "" {
+		u, err := url.Parse(c.HTTP.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return fmt.Errorf("config: QMS_HTTP_PUBLIC_URL (http.public_url) must be an http(s)://host[/path] URL, got %q", c.HTTP.PublicURL)
+		}
+	}
+	if _, err := ParseTrustedProxies(c.HTTP.TrustedProxies); err != nil {
+		return err
+	}
+	if c.RateLimit.PerMinute <= 0 {
+		return fmt.Errorf("config: QMS_RATELIMIT_PER_MINUTE (ratelimit.per_minute) must be a positive integer, got %d", c.RateLimit.PerMinute)
 	}
 	if c.Storage == StoragePostgres && c.Admin.Token == "" {
 		return fmt.Errorf("config: QMS_ADMIN_TOKEN (admin.token) is required when QMS_STORAGE=postgres")

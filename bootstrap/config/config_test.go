@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/qms-dev/qms/bootstrap/config"
 )
@@ -16,6 +17,30 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.HTTP.Addr != ":8080" || c.Storage != config.StorageMemory || c.RateLimit.PerMinute != 120 || c.Webhooks.AllowPrivate {
 		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestHTTPTimeouts(t *testing.T) {
+	c, err := config.Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.HTTP
+	if h.ReadHeaderTimeout != 10*time.Second || h.ReadTimeout != 30*time.Second || h.WriteTimeout != 30*time.Second ||
+		h.IdleTimeout != 60*time.Second || h.ShutdownTimeout != 15*time.Second {
+		t.Fatalf("documented defaults: %+v", h)
+	}
+	c, err = config.Load("", []string{"QMS_HTTP_READ_HEADER_TIMEOUT=2s", "QMS_HTTP_READ_TIMEOUT=5s", "QMS_HTTP_WRITE_TIMEOUT=7s", "QMS_HTTP_IDLE_TIMEOUT=90s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := c.HTTP; h.ReadHeaderTimeout != 2*time.Second || h.ReadTimeout != 5*time.Second || h.WriteTimeout != 7*time.Second || h.IdleTimeout != 90*time.Second {
+		t.Fatalf("QMS_HTTP_*_TIMEOUT: %+v", h)
+	}
+	for _, env := range []string{"QMS_HTTP_READ_HEADER_TIMEOUT", "QMS_HTTP_READ_TIMEOUT", "QMS_HTTP_WRITE_TIMEOUT", "QMS_HTTP_IDLE_TIMEOUT", "QMS_HTTP_SHUTDOWN_TIMEOUT"} {
+		if _, err := config.Load("", []string{env + "=0s"}); err == nil || !strings.Contains(err.Error(), env) {
+			t.Errorf("%s=0s: %v", env, err)
+		}
 	}
 }
 
@@ -49,5 +74,44 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 	}
 	if _, err := config.Load("/does/not/exist.yaml", nil); err == nil {
 		t.Error("a missing --config file must stop start-up")
+	}
+}
+
+func TestLoadDatabaseNeedsOnlyTheDatabase(t *testing.T) {
+	env := []string{"QMS_STORAGE=postgres", "QMS_DATABASE_URL=postgres://qms@db:5432/qms", "QMS_RATELIMIT_PER_MINUTE=0"}
+	if _, err := config.Load("", env); err == nil {
+		t.Fatal("Load accepted postgres mode without an admin token")
+	}
+	c, err := config.LoadDatabase("", env)
+	if err != nil {
+		t.Fatalf("LoadDatabase: %v", err)
+	}
+	if c.Database.URL != "postgres://qms@db:5432/qms" {
+		t.Errorf("database url %q", c.Database.URL)
+	}
+	if _, err := config.LoadDatabase("", []string{"QMS_STORAGE=postgres"}); err == nil || !strings.Contains(err.Error(), "QMS_DATABASE_URL") {
+		t.Errorf("without a database URL: %v", err)
+	}
+}
+
+func TestPublicURLAndTrustedProxies(t *testing.T) {
+	c, err := config.Load("", []string{"QMS_HTTP_PUBLIC_URL=https://queues.example.com/", "QMS_HTTP_TRUSTED_PROXIES=10.0.0.0/8, 127.0.0.1,::1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := config.ParseTrustedProxies(c.HTTP.TrustedProxies)
+	if err != nil || len(got) != 3 || got[0].String() != "10.0.0.0/8" || got[1].String() != "127.0.0.1/32" || got[2].String() != "::1/128" {
+		t.Fatalf("trusted proxies %v: %v %v", c.HTTP.TrustedProxies, got, err)
+	}
+	if c.HTTP.PublicURL != "https://queues.example.com/" {
+		t.Errorf("public url %q", c.HTTP.PublicURL)
+	}
+	for env, bad := range map[string]string{
+		"QMS_HTTP_PUBLIC_URL":      "javascript://x",
+		"QMS_HTTP_TRUSTED_PROXIES": "10.0.0.0/8,example.com",
+	} {
+		if _, err := config.Load("", []string{env + "=" + bad}); err == nil || !strings.Contains(err.Error(), env) {
+			t.Errorf("%s=%s: %v", env, bad, err)
+		}
 	}
 }

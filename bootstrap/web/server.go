@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -52,7 +53,13 @@ type AdminToken string
 // New builds the server; routes are added by the modules' invokes, and the
 // listener starts with the application.
 func New(p Params, lc fx.Lifecycle) *Server {
-	app := httpx.NewApp(httpx.AppConfig{Logger: p.Log, BodyLimit: p.Config.HTTP.BodyLimitBytes})
+	hc := p.Config.HTTP
+	trusted, _ := config.ParseTrustedProxies(hc.TrustedProxies) // validated with the configuration
+	app := httpx.NewApp(httpx.AppConfig{Logger: p.Log, BodyLimit: hc.BodyLimitBytes, Timeouts: httpx.Timeouts{
+		ReadHeader: hc.ReadHeaderTimeout, Read: hc.ReadTimeout, Write: hc.WriteTimeout, Idle: hc.IdleTimeout,
+	}, Proxies: httpx.Proxies{PublicURL: strings.TrimSuffix(hc.PublicURL, "/"), Trusted: trusted}})
+	var open conns
+	app.Server().ConnState = open.track
 	if p.Metrics != nil {
 		app.Use(p.Metrics)
 	}
@@ -89,8 +96,22 @@ func New(p Params, lc fx.Lifecycle) *Server {
 			return nil
 		},
 		OnStop: func(ctx context.Context) error {
-			// Stops accepting, then waits for in-flight requests.
-			return app.ShutdownWithContext(ctx)
+			// Stop accepting, close idle connections, let requests in
+			// flight finish; a second before the stop's deadline (the
+			// shutdown timeout), close whatever is still open, so that
+			// slow clients cannot hold the process past it.
+			grace := hc.ShutdownTimeout
+			if deadline, ok := ctx.Deadline(); ok {
+				grace = min(grace, time.Until(deadline))
+			}
+			grace = max(grace-time.Second, grace/2)
+			sctx, cancel := context.WithTimeout(ctx, grace)
+			defer cancel()
+			if err := app.ShutdownWithContext(sctx); err != nil {
+				p.Log.Warn("http: closed the connections still open at the end of the shutdown timeout",
+					"connections", open.closeAll(), "waited", grace.String())
+			}
+			return nil
 		},
 	})
 	return srv

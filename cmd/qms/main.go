@@ -14,13 +14,14 @@ import (
 	"syscall"
 	_ "time/tzdata" // queue time zones must resolve on machines without tzdata
 
+	// Webhook URLs are HTTPS: when the system has no CA roots (the
+	// container image is FROM scratch), Mozilla's, embedded, are used.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/qms-dev/qms/adapters/postgres"
 	"github.com/qms-dev/qms/bootstrap"
 	"github.com/qms-dev/qms/bootstrap/config"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -39,8 +40,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = migrate(args[1:], stderr)
 	case "admin":
 		err = admin(args[1:], stdout, stderr)
+	case "health":
+		err = health(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "qms", version)
+		fmt.Fprintln(stdout, currentVersion())
 	case "help", "-h", "--help":
 		usage(stdout)
 	default:
@@ -64,7 +67,8 @@ commands:
   serve    [--config FILE] [--no-migrate]   run the service
   migrate  [--config FILE]                  apply the app's and River's migrations (postgres mode)
   admin    <subcommand>                     manage accounts and API keys (qms admin help)
-  version                                   print the version
+  health   [--url URL]                      exit 0 when the local qms answers /readyz (container health checks)
+  version                                   print the version, commit and build date
 
 Configuration: configs/default.yaml, then --config FILE, then QMS_* variables
 (QMS_HTTP_ADDR, QMS_STORAGE, QMS_DATABASE_URL, QMS_ADMIN_TOKEN,
@@ -101,7 +105,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	<-ctx.Done()
-	stopCtx, cancel := context.WithTimeout(context.Background(), app.StopTimeout())
+	// The whole stop, HTTP connections and jobs included, fits in the
+	// shutdown timeout.
+	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
 	defer cancel()
 	return app.Stop(stopCtx)
 }
@@ -109,7 +115,12 @@ func serve(args []string, stdout, stderr io.Writer) error {
 func migrate(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfg, err := loadConfig(fs, args)
+	file := fs.String("config", "", "configuration file (YAML)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	// Only the database settings matter here: no admin token needed.
+	cfg, err := config.LoadDatabase(*file, os.Environ())
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -152,6 +153,33 @@ func (f *fwdFixture) forwardsOf(turnID string) []workflow.Forward {
 	return out
 }
 
+// oneForward is the turn's only forward; a test that finds none or several
+// fails instead of indexing out of range.
+func (f *fwdFixture) oneForward(turnID string) workflow.Forward {
+	f.t.Helper()
+	fws := f.forwardsOf(turnID)
+	if len(fws) != 1 {
+		f.t.Fatalf("turn %s has %d forwards, want 1: %+v", turnID, len(fws), fws)
+	}
+	return fws[0]
+}
+
+// oneForwardJob is the only forward job scheduled.
+func (f *fwdFixture) oneForwardJob() platform.Job {
+	f.t.Helper()
+	js := f.jobs.forwards()
+	if len(js) != 1 {
+		f.t.Fatalf("%d forward jobs scheduled, want 1", len(js))
+	}
+	return js[0]
+}
+
+// describeForward prints a forward with the values its pointers hold.
+func describeForward(fw workflow.Forward) string {
+	return fmt.Sprintf("status %s, attempts %d, error %q: %q", fw.Status, fw.Attempts,
+		platform.Deref(fw.ErrorCode, "<nil>"), platform.Deref(fw.ErrorMessage, "<nil>"))
+}
+
 func (f *fwdFixture) turnsIn(runID string) []turns.View {
 	f.t.Helper()
 	p, err := f.turns.List(f.ctx, acct, runID, turns.ListFilter{}, platform.PageRequest{Limit: 100})
@@ -254,8 +282,8 @@ func TestForwardRefusedByTheDestinationIsRecordedAndNotRetried(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, fw := range f.forwardsOf(src.ID) {
-		if fw.Status != workflow.ForwardFailed || fw.FailedAt == nil || fw.ErrorMessage == nil {
-			t.Fatalf("failed forward: %+v", fw)
+		if fw.Status != workflow.ForwardFailed || fw.FailedAt == nil || fw.ErrorMessage == nil || fw.ErrorCode == nil {
+			t.Fatalf("failed forward: %s", describeForward(fw))
 		}
 		got[fw.LinkID] = *fw.ErrorCode
 	}
@@ -329,22 +357,22 @@ func TestForwardJobRetriesInfrastructureErrorsThenRecordsThem(t *testing.T) {
 	f.link(workflow.CreateInput{FromQueueDefinitionID: &a, ToQueueDefinitionID: &b})
 	src := f.served(runA, turns.CreateInput{})
 	broken := workflow.NewForwarder(f.repo, f.repo, failingTurns{f.turns}, f.qrepo, f.store, f.jobs, f.clock)
-	j := f.jobs.forwards()[0]
+	j := f.oneForwardJob()
 	b2, _ := json.Marshal(j.Args)
 	var args workflow.ForwardArgs
 	_ = json.Unmarshal(b2, &args)
 	if err := broken.Run(f.ctx, args, 1, false); err == nil {
 		t.Fatal("an infrastructure error must be returned for a retry")
 	}
-	if fw := f.forwardsOf(src.ID)[0]; fw.Status != workflow.ForwardPending {
-		t.Fatalf("after a failed attempt: %s", fw.Status)
+	if fw := f.oneForward(src.ID); fw.Status != workflow.ForwardPending {
+		t.Fatalf("after a failed attempt: %s", describeForward(fw))
 	}
 	if err := broken.Run(f.ctx, args, workflow.ForwardMaxAttempts, true); err == nil {
 		t.Fatal("the last attempt still reports its error")
 	}
-	fw := f.forwardsOf(src.ID)[0]
-	if fw.Status != workflow.ForwardFailed || *fw.ErrorCode != workflow.CodeForwardError || fw.Attempts != workflow.ForwardMaxAttempts {
-		t.Fatalf("after the last attempt: %+v", fw)
+	fw := f.oneForward(src.ID)
+	if fw.Status != workflow.ForwardFailed || platform.Deref(fw.ErrorCode, "") != workflow.CodeForwardError || fw.Attempts != workflow.ForwardMaxAttempts {
+		t.Fatalf("after the last attempt: %s", describeForward(fw))
 	}
 }
 
@@ -357,11 +385,11 @@ func TestPendingForwardOfADeletedLinkFails(t *testing.T) {
 	if _, err := f.links.Delete(f.ctx, acct, l.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.run(f.jobs.forwards()[0], 1); err != nil {
+	if err := f.run(f.oneForwardJob(), 1); err != nil {
 		t.Fatal(err)
 	}
-	if fw := f.forwardsOf(src.ID)[0]; fw.Status != workflow.ForwardFailed || *fw.ErrorCode != workflow.CodeLinkDeleted {
-		t.Fatalf("forward of a deleted link: %+v", fw)
+	if fw := f.oneForward(src.ID); fw.Status != workflow.ForwardFailed || platform.Deref(fw.ErrorCode, "") != workflow.CodeLinkDeleted {
+		t.Fatalf("forward of a deleted link: %s", describeForward(fw))
 	}
 	// The deleted link's forwards stay listed under it, for its account only.
 	page, err := f.fwd.OfLink(f.ctx, acct, l.ID, platform.PageRequest{Limit: 10})

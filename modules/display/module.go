@@ -31,8 +31,9 @@ var Module = fx.Module("display",
 		clock platform.Clock, log *slog.Logger) {
 		displayhttp.RegisterAPI(srv.API, svc, srv.Cursors)
 		// The boards take no key: they are rate limited by client address,
-		// like the other public routes.
-		limit := httpx.RateLimit(lim, cfg.RateLimit.PerMinute, clock.Now)
+		// in a budget of their own, so other keyless traffic from the same
+		// address (a whole site behind one proxy) cannot cut them off.
+		limit := httpx.RateLimitBudget(lim, cfg.RateLimit.PerMinute, clock.Now, "display")
 		displayhttp.RegisterBoard(srv.App, svc, hub, limit, log.With("module", "display"), displayhttp.Options{})
 	}),
 )

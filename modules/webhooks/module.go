@@ -56,9 +56,12 @@ func newService(repo core.Repository, uow platform.UnitOfWork, jobs platform.Job
 // schedule, and go on for about an hour before the job is given up.
 const (
 	attemptJobMaxAttempts = 20
-	// attemptJobTimeout covers the request (core.ResponseTimeout), the
-	// wait for a slot of the endpoint and the storage round trips.
-	attemptJobTimeout = 30 * time.Second
+	// attemptJobTimeout covers the request (core.ResponseTimeout, 10 s),
+	// the wait for a slot of the endpoint (200 ms) and the storage round
+	// trips. It is also how long River waits before it rescues the attempt
+	// of a process that died (adapters/river: at least
+	// RescueStuckJobsAfter), so it is kept short.
+	attemptJobTimeout = 20 * time.Second
 )
 
 // attemptJobBackoff waits about 2^(n-1) seconds, at most 5 minutes, spread

@@ -27,7 +27,7 @@ import (
 func TestThirdPartyVerifierAcceptsDeliveries(t *testing.T) {
 	t.Parallel()
 	node, npm := lookTool(t, "node"), lookTool(t, "npm")
-	dir := copyVerifier(t)
+	dir := copyNodeProject(t, "webhookverify")
 	install := exec.Command(npm, "ci", "--offline", "--no-audit", "--no-fund", "--loglevel=error")
 	install.Dir = dir
 	if out, err := install.CombinedOutput(); err != nil {
@@ -108,11 +108,11 @@ func lookTool(t *testing.T, name string) string {
 	return p
 }
 
-// copyVerifier copies test/webhookverify (without node_modules) into a
+// copyNodeProject copies test/<name> (without node_modules) into a
 // temporary directory, so installing it leaves the tree untouched.
-func copyVerifier(t *testing.T) string {
+func copyNodeProject(t *testing.T, name string) string {
 	t.Helper()
-	src := filepath.Join("..", "webhookverify")
+	src := filepath.Join("..", name)
 	dst := t.TempDir()
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/test/apptest"
 	"github.com/qms-dev/qms/webhook"
 )
@@ -342,7 +343,11 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 	first := slow.wait(t, 1, 5*time.Second)[0]
 	cut := whLogged(t, a, first.Delivery(), 15*time.Second, func(d whDelivery) bool { return d.Attempts >= 1 })
 	if cut.Status != "FAILED" || cut.LastError == nil || *cut.LastError != "no response within 10s" || cut.LastResponseStatus != nil {
-		t.Fatalf("the hanging attempt was recorded as %+v (%v)", cut, *cut.LastError)
+		t.Fatalf("the hanging attempt was recorded as %+v (last error %q, last status %v)", cut,
+			platform.Deref(cut.LastError, "<nil>"), platform.Deref(cut.LastResponseStatus, 0))
+	}
+	if cut.LastAttemptAt == nil {
+		t.Fatalf("the hanging attempt has no lastAttemptAt: %+v", cut)
 	}
 	if took := cut.LastAttemptAt.Sub(first.At); took < 9500*time.Millisecond || took > 12*time.Second {
 		t.Fatalf("the hanging attempt was cut after %v, want 10s", took)

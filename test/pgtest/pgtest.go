@@ -1,12 +1,14 @@
 // Package pgtest gives tests a fresh, fully migrated PostgreSQL database in
 // a few tens of milliseconds.
 //
-// The server comes from QMS_TEST_DATABASE_URL (a postgres:// URL of any
-// database on it, for example
-// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable, whose role
-// may create databases); when it is unset, a postgres:15 container is
-// started with dockertest, once per test binary. With neither, tests skip,
-// or fail when CI=true.
+// The server is found the way the Makefile finds it: QMS_TEST_DATABASE_URL
+// (a postgres:// URL of any database on it, whose role may create
+// databases) when set; else the local server, LocalURL, when it answers;
+// else a postgres:15 container started with dockertest, once per test
+// binary. With none of them, the database tests skip, and Main makes the
+// binary fail, so that a plain `go test ./...` cannot look green while they
+// did not run, unless the skip was asked for: -short, or
+// QMS_TEST_DATABASE_URL=none. Under CI=true they fail instead of skipping.
 //
 // Each test binary migrates once into a template database named after
 // postgres.SchemaFingerprint (so a changed migration makes a new template;
@@ -34,6 +36,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,8 +49,13 @@ import (
 	"github.com/qms-dev/qms/adapters/postgres"
 )
 
-// EnvURL names the environment variable holding the test server's URL.
+// EnvURL names the environment variable holding the test server's URL;
+// the value "none" skips the database tests on purpose.
 const EnvURL = "QMS_TEST_DATABASE_URL"
+
+// LocalURL is the server tried when EnvURL is unset: the local PostgreSQL,
+// as the Makefile finds it with pg_isready.
+const LocalURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 const (
 	// templateLockKey serialises template builds across test binaries
@@ -72,6 +80,9 @@ var server struct {
 	err   error
 }
 
+// skipped counts the tests skipped for want of a server.
+var skipped atomic.Int64
+
 var template struct {
 	once sync.Once
 	name string
@@ -82,6 +93,16 @@ var template struct {
 // container, the admin connections) and exits with the tests' code.
 func Main(m *testing.M) {
 	code := m.Run()
+	if n := skipped.Load(); n > 0 {
+		asked := testing.Short() || os.Getenv(EnvURL) == "none"
+		fmt.Fprintf(os.Stderr, "\n"+
+			"*** pgtest: %d tests that need PostgreSQL did NOT run: %v\n"+
+			"*** Start the local server (127.0.0.1:5432, user postgres) or set %s;\n"+
+			"*** to skip them on purpose, use -short or %s=none.\n\n", n, server.err, EnvURL, EnvURL)
+		if code == 0 && !asked {
+			code = 1
+		}
+	}
 	if server.admin != nil {
 		server.admin.Close()
 	}
@@ -137,6 +158,7 @@ func adminPool(t testing.TB) *pgxpool.Pool {
 	if server.err != nil {
 		msg := fmt.Sprintf("pgtest: %v (set %s, for example postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable, or run a Docker engine)", server.err, EnvURL)
 		if errors.Is(server.err, errUnavailable) && os.Getenv("CI") != "true" {
+			skipped.Add(1)
 			t.Skip(msg)
 		}
 		t.Fatal(msg)
@@ -146,6 +168,12 @@ func adminPool(t testing.TB) *pgxpool.Pool {
 
 func connectServer() (serverURL string, admin *pgxpool.Pool, purge func(), err error) {
 	serverURL = os.Getenv(EnvURL)
+	if serverURL == "none" {
+		return "", nil, nil, fmt.Errorf("%w: %s=none", errUnavailable, EnvURL)
+	}
+	if serverURL == "" && localAnswers() {
+		serverURL = LocalURL
+	}
 	if serverURL != "" {
 		// Test databases are made by swapping the URL's path, which a
 		// key=value DSN does not have.
@@ -176,6 +204,18 @@ func connectServer() (serverURL string, admin *pgxpool.Pool, purge func(), err e
 	return serverURL, admin, purge, nil
 }
 
+// localAnswers tells whether the server at LocalURL accepts a connection.
+func localAnswers() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, LocalURL)
+	if err != nil {
+		return false
+	}
+	_ = conn.Close(ctx)
+	return true
+}
+
 // startContainer runs postgres:15 tuned for throwaway data (no fsync) and
 // waits until it accepts connections.
 func startContainer() (serverURL string, purge func(), err error) {
@@ -184,7 +224,7 @@ func startContainer() (serverURL string, purge func(), err error) {
 		err = pool.Client.Ping()
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: %s is unset and Docker is unreachable: %v", errUnavailable, EnvURL, err)
+		return "", nil, fmt.Errorf("%w: %s is unset, nothing answers at 127.0.0.1:5432 as postgres, and Docker is unreachable: %v", errUnavailable, EnvURL, err)
 	}
 	res, err := pool.RunWithOptions(&dockertest.RunOptions{
 		Repository: "postgres",

@@ -62,7 +62,7 @@ func RegisterAPI(r fiber.Router, svc *display.Service, cur httpx.Cursors) {
 		if err != nil {
 			return err
 		}
-		return httpx.Created(c, created{Created: t, URL: c.BaseURL() + Prefix + "/" + t.Value})
+		return httpx.Created(c, created{Created: t, URL: httpx.PublicBase(c) + Prefix + "/" + t.Value})
 	})
 	r.Get("/queue-runs/:runId/display-tokens", read, func(c *fiber.Ctx) error {
 		page, err := httpx.ParsePage(c, cur, list)

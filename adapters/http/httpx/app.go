@@ -21,6 +21,11 @@ type AppConfig struct {
 	// BodyLimit is the largest accepted request body in bytes; larger
 	// bodies get 413 PAYLOAD_TOO_LARGE. Zero means DefaultBodyLimit.
 	BodyLimit int
+	// Timeouts bound slow and idle connections; zero values leave them
+	// off (tests), the process sets them from the configuration.
+	Timeouts Timeouts
+	// Proxies says whose forwarding headers count and the public base URL.
+	Proxies Proxies
 }
 
 // NewApp builds the fiber application with the platform behaviour every
@@ -56,7 +61,9 @@ func NewApp(cfg AppConfig) *fiber.App {
 		// stored alias would silently change under a later request.
 		Immutable: true,
 	})
-	app.Use(AssignRequestID(), AccessLog(log), Recover(log))
+	applyTimeouts(app.Server(), cfg.Timeouts)
+	ignoreLostConnections(app.Server())
+	app.Use(clientAddress(cfg.Proxies), AssignRequestID(), AccessLog(log), Recover(log))
 	return app
 }
 

@@ -73,7 +73,8 @@ func logAccess(c *fiber.Ctx, log *slog.Logger, status int, d time.Duration) {
 		slog.Int("status", status),
 		slog.Duration("duration", d),
 		slog.String("requestId", RequestID(c)),
-		slog.String("account", account))
+		slog.String("account", account),
+		slog.String("client", ClientIP(c)))
 }
 
 // Logger returns the logger of the app that serves c, for middleware and

@@ -36,7 +36,15 @@ const (
 // closed would turn a limiter outage into a full API outage, and the
 // request would most likely fail on the same database anyway.
 func RateLimit(l ports.RateLimiter, perMinute int, now func() time.Time) fiber.Handler {
-	spend := spender(l, perMinute, now)
+	return RateLimitBudget(l, perMinute, now, "ip")
+}
+
+// RateLimitBudget is RateLimit with the keyless requests of a client
+// address counted in a budget of their own, named budget: display boards
+// use "display", so other keyless traffic from the same address (everyone
+// behind one NAT or proxy) cannot cut a waiting-room screen off.
+func RateLimitBudget(l ports.RateLimiter, perMinute int, now func() time.Time, budget string) fiber.Handler {
+	spend := spenderOf(l, perMinute, now, budget)
 	return func(c *fiber.Ctx) error {
 		if err := spend(c); err != nil {
 			return err
@@ -48,6 +56,10 @@ func RateLimit(l ports.RateLimiter, perMinute int, now func() time.Time) fiber.H
 // spender returns the budget check of RateLimit without the call to the
 // rest of the chain: it sets the headers and returns the 429, or nil.
 func spender(l ports.RateLimiter, perMinute int, now func() time.Time) func(c *fiber.Ctx) error {
+	return spenderOf(l, perMinute, now, "ip")
+}
+
+func spenderOf(l ports.RateLimiter, perMinute int, now func() time.Time, budget string) func(c *fiber.Ctx) error {
 	if now == nil {
 		now = time.Now
 	}
@@ -56,7 +68,7 @@ func spender(l ports.RateLimiter, perMinute int, now func() time.Time) func(c *f
 		if p, ok := principal(c); ok {
 			key = p.KeyID
 		} else {
-			key = "ip:" + c.IP()
+			key = budget + ":" + ClientIP(c)
 		}
 		t := now()
 		d, err := l.Allow(c.UserContext(), key, perMinute, t)

@@ -20,6 +20,8 @@ const (
 	keyPrincipal
 	keyLogger
 	keyUnmatched
+	keyProxies
+	keyClientIP
 )
 
 // AssignRequestID is the middleware that gives every request an id: a well-formed

@@ -1,9 +1,12 @@
 package openapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -189,6 +192,10 @@ paths:
       security: [{ apiKey: ["things:read"] }]
       responses: { "404": { description: no } }`,
 		"repeated key": "paths: {}\npaths: {}\n",
+		"comma in an unquoted flow value": `
+components:
+  schemas:
+    Thing: { type: object, properties: { n: { type: integer, description: Counted, retries included. } } }`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := assembleMap(t, map[string]string{"00-base.yaml": testBase, "10-a.yaml": frag})
@@ -211,5 +218,32 @@ func TestHandlerServesTheDocument(t *testing.T) {
 	want, _ := Document()
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || string(body) != string(want) {
 		t.Errorf("%d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
+	}
+}
+
+// TestLicenseAgreesWithTheRepository: the document's info.license names the
+// license of the LICENSE file at the root of the repository.
+func TestLicenseAgreesWithTheRepository(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "..", "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(text, []byte("Apache License")) || !bytes.Contains(text, []byte("Version 2.0, January 2004")) {
+		t.Fatalf("LICENSE is not the Apache License 2.0: update this test and info.license together")
+	}
+	b, err := Document()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Info struct {
+			License struct{ Name, Identifier, URL string } `json:"license"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if l := doc.Info.License; l.Identifier != "Apache-2.0" || l.URL != "" {
+		t.Errorf("info.license = %+v, want identifier Apache-2.0 (and no url: 3.1 allows one or the other)", l)
 	}
 }

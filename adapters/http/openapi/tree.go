@@ -98,6 +98,11 @@ func fromYAML(n *yaml.Node) (any, error) {
 			if o.has(k.Value) {
 				return nil, fmt.Errorf("line %d: key %q repeated", k.Line, k.Value)
 			}
+			if n.Style&yaml.FlowStyle != 0 && v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" && v.Value == "" {
+				// { description: A, B } is { description: A, "B": null }:
+				// the comma ends the value and the rest becomes a member.
+				return nil, fmt.Errorf("line %d: %q has no value: a comma ends an unquoted value in { ... }; quote the value before it", k.Line, k.Value)
+			}
 			val, err := fromYAML(v)
 			if err != nil {
 				return nil, err

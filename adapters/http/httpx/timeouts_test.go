@@ -1,0 +1,45 @@
+package httpx
+
+import (
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+func TestEventStreamsAreExemptFromTheWriteTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		uri, accept string
+		stream      bool
+	}{
+		{"/api/v1/events/stream", "text/event-stream", true},
+		{"/api/v1/events/stream?queueId=q", "", true},
+		{"/display/qmsd_x/events", "", true},
+		{"/api/v1/queues", "Text/Event-Stream", true},
+		{"/api/v1/queues", "application/json", false},
+		{"/display/qmsd_x/board", "text/html", false},
+		{"/api/v1/openapi.json?x=/events", "", false},
+	} {
+		var h fasthttp.RequestHeader
+		h.SetRequestURI(tt.uri)
+		if tt.accept != "" {
+			h.Set("Accept", tt.accept)
+		}
+		if got := IsEventStream(&h); got != tt.stream {
+			t.Errorf("%s (Accept %q): stream %v, want %v", tt.uri, tt.accept, got, tt.stream)
+		}
+	}
+	s := &fasthttp.Server{}
+	applyTimeouts(s, Timeouts{ReadHeader: 1, Read: 2, Write: 3, Idle: 4})
+	if s.ReadTimeout != 1 || s.IdleTimeout != 4 || s.WriteTimeout != 0 {
+		t.Fatalf("server: read %v idle %v write %v", s.ReadTimeout, s.IdleTimeout, s.WriteTimeout)
+	}
+	var plain, stream fasthttp.RequestHeader
+	plain.SetRequestURI("/api/v1/queues")
+	stream.SetRequestURI("/api/v1/events/stream")
+	if rc := s.HeaderReceived(&plain); rc.ReadTimeout != 2 || rc.WriteTimeout != 3 {
+		t.Errorf("a request: %+v", rc)
+	}
+	if rc := s.HeaderReceived(&stream); rc.ReadTimeout != 2 || rc.WriteTimeout != 0 {
+		t.Errorf("an event stream: %+v", rc)
+	}
+}
