@@ -17,7 +17,55 @@
   var highlightTimer = null;
 
   // Exposed for people debugging a screen (and for the browser test).
-  window.qmsBoard = { boards: 0, lastTrigger: null, state: "connecting" };
+  window.qmsBoard = { boards: 0, lastTrigger: null, state: "connecting", page: 0, pages: 1, rotateMs: 6000 };
+
+  // More calls than fit: the rows are shown a page at a time, the page
+  // turning every rotateMs, so every call is on screen within one cycle
+  // and none falls off the bottom. The newest calls come first, so a new
+  // call shows on the first page, and a new board starts from it.
+  var rotateTimer = null;
+  function paginate(keepPage) {
+    var rows = Array.prototype.slice.call($("calling-rows").children);
+    var body = $("calling-body");
+    rows.forEach(function (r) { r.hidden = false; });
+    function fitting() {
+      var bottom = body.getBoundingClientRect().bottom;
+      var n = 0;
+      while (n < rows.length && rows[n].getBoundingClientRect().bottom <= bottom + 0.5) { n++; }
+      return n;
+    }
+    document.body.classList.remove("many");
+    var perPage = fitting();
+    if (perPage < rows.length) {
+      document.body.classList.add("many"); // shrink first, then rotate
+      perPage = fitting();
+    }
+    perPage = Math.max(1, perPage);
+    var pages = Math.max(1, Math.ceil(rows.length / perPage));
+    var page = keepPage ? window.qmsBoard.page % pages : 0;
+    window.qmsBoard.pages = pages;
+    window.qmsBoard.perPage = perPage;
+    showPage(rows, page, perPage, pages);
+    clearInterval(rotateTimer);
+    rotateTimer = pages > 1 ? setInterval(nextPage, window.qmsBoard.rotateMs) : null;
+  }
+  function showPage(rows, page, perPage, pages) {
+    window.qmsBoard.page = page;
+    rows.forEach(function (r, i) { r.hidden = Math.floor(i / perPage) !== page; });
+    var ind = $("calling-pages");
+    ind.hidden = pages < 2;
+    text(ind, (page + 1) + "/" + pages);
+  }
+  function nextPage() {
+    var b = window.qmsBoard;
+    showPage(Array.prototype.slice.call($("calling-rows").children), (b.page + 1) % b.pages, b.perPage, b.pages);
+  }
+  window.qmsBoard.nextPage = nextPage;
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () { paginate(true); }, 150);
+  });
 
   function setState(state, label) {
     window.qmsBoard.state = state;
@@ -66,6 +114,7 @@
 
     var run = board.run;
     text($("run-status"), run.status !== "OPEN" ? "This queue is closed." : run.intakeOpen ? "" : "No new turns are being taken; waiting turns will be served.");
+    paginate(!fresh);
 
     if (fresh) {
       window.qmsBoard.lastTrigger = trigger;
