@@ -212,6 +212,31 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 	}
 	sort.SliceStable(b.Calling, func(i, j int) bool { return later(b.Calling[i].CalledAt, b.Calling[j].CalledAt) })
 
+	page = platform.PageRequest{Limit: platform.MaxPageLimit}
+	var last *turns.View
+	for {
+		p, err := s.turns.List(ctx, t.AccountID, run.ID, turns.ListFilter{Statuses: []turns.Status{turns.Waiting}}, page)
+		if err != nil {
+			return Board{}, err
+		}
+		for i := range p.Items {
+			v := p.Items[i]
+			b.Waiting.Count++
+			if last == nil || v.Position != nil && (last.Position == nil || *v.Position > *last.Position) {
+				last = &v
+			}
+		}
+		if p.Next == "" {
+			break
+		}
+		page.After = p.Next
+	}
+	if last != nil && last.WaitEstimate != nil {
+		m := last.WaitEstimate.Minutes
+		b.Waiting.WaitMinutes = &m
+		b.Waiting.WaitRange = last.WaitEstimate.Range
+	}
+
 	evs, err := s.calls.RecentCalls(ctx, t.AccountID, run.ID, RecentCalls+len(calling)+RecentCalls)
 	if err != nil {
 		return Board{}, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,4 +150,58 @@ func TestDisplayBoardFitsEveryScreen(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestDisplayBoardSaysHowManyWait opens the board in Chromium: it says how
+// many wait and about how long, and a banner says plainly when intake
+// closes and when the run closes.
+func TestDisplayBoardSaysHowManyWait(t *testing.T) {
+	ctx := browser(t)
+	app := apptest.Memory(t)
+	q := boardQueue(t, app)
+	tok := newDisplayToken(t, app, q.RunID)
+	for i := 0; i < 3; i++ {
+		app.API(http.MethodPost, "/queue-runs/"+q.RunID+"/turns", map[string]any{}).Must(http.StatusCreated, nil)
+	}
+	_, b := readBoard(t, app, tok.Token)
+	if b.Waiting.Count != 3 || b.Waiting.WaitMinutes == nil {
+		t.Fatalf("board waiting %+v, want 3 with a wait", b.Waiting)
+	}
+
+	nav, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Run(nav, chromedp.EmulateViewport(390, 844), chromedp.Navigate(tok.URL)); err != nil {
+		t.Fatal(err)
+	}
+	says := func(sel, want string) {
+		t.Helper()
+		expr := `(() => { const e = document.querySelector(` + strconv.Quote(sel) + `); return !!e && !e.hidden && e.innerText.includes(` + strconv.Quote(want) + `); })()`
+		if err := within(nav, 5*time.Second, expr); err != nil {
+			var text string
+			_ = chromedp.Run(nav, chromedp.Text("body", &text, chromedp.ByQuery))
+			t.Fatalf("%s does not say %q (%v); the page reads:\n%s", sel, want, err, text)
+		}
+	}
+	says("#waiting", "3 waiting")
+	says("#waiting", "usual wait")
+	_, _ = takeAndCall(t, app, q)
+	says("#waiting", "3 waiting") // 4 taken, 1 called
+	// Closing intake raises no event, so the board shows it with the next
+	// change of the run: here a customer leaves the line.
+	app.API(http.MethodPost, "/queue-runs/"+q.RunID+"/close-intake", nil).Must(http.StatusCreated, nil)
+	var next struct{ Data []struct{ ID string } }
+	app.API(http.MethodGet, "/queue-runs/"+q.RunID+"/turns?status=WAITING", nil).Must(http.StatusOK, &next)
+	if len(next.Data) == 0 {
+		t.Fatal("no waiting turn listed")
+	}
+	app.API(http.MethodPost, "/turns/"+next.Data[0].ID+"/cancel", nil).Must(http.StatusCreated, nil)
+	says("#banner", "No new turns are being taken")
+	says("#waiting", "2 waiting")
+	var png []byte
+	if err := chromedp.Run(nav, chromedp.CaptureScreenshot(&png)); err != nil {
+		t.Fatal(err)
+	}
+	writeArtifact(t, "display-board-intake-closed-phone.png", png)
+	app.API(http.MethodPost, "/queue-runs/"+q.RunID+"/close", nil).Must(http.StatusCreated, nil)
+	says("#banner", "This queue is closed")
 }

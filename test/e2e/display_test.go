@@ -44,6 +44,10 @@ type boardView struct {
 	Columns []struct{ Key, Label string }
 	Calling []boardTurn
 	Recent  []boardTurn
+	Waiting struct {
+		Count       int
+		WaitMinutes *int
+	}
 }
 
 type boardTurn struct {

@@ -112,8 +112,14 @@
       recent.appendChild(li);
     });
 
+    recent.parentNode.hidden = board.recent.length === 0;
+
     var run = board.run;
-    text($("run-status"), run.status !== "OPEN" ? "This queue is closed." : run.intakeOpen ? "" : "No new turns are being taken; waiting turns will be served.");
+    var banner = $("banner");
+    text(banner, run.status !== "OPEN" ? "This queue is closed." : run.intakeOpen ? "" : "No new turns are being taken; waiting turns will still be served.");
+    banner.className = "banner" + (run.status !== "OPEN" ? " closed" : "");
+    banner.hidden = run.status === "OPEN" && run.intakeOpen;
+    renderWaiting(board.waiting);
     paginate(!fresh);
 
     if (fresh) {
@@ -124,6 +130,28 @@
         var el = rows.querySelector("tr.fresh");
         if (el) { el.className = ""; }
       }, 8000);
+    }
+  }
+
+  // How many wait and about how long: "5 waiting · usual wait 4–9 min"
+  // (the range when the queue has one, else the estimate).
+  function renderWaiting(w) {
+    var el = $("waiting");
+    el.replaceChildren();
+    if (!w) { return; }
+    var nf = new Intl.NumberFormat(document.documentElement.lang || undefined);
+    el.appendChild(cell("strong", nf.format(w.count)));
+    el.appendChild(document.createTextNode(" waiting"));
+    var wait = null;
+    if (w.waitRange) {
+      wait = w.waitRange.p50Minutes === w.waitRange.p90Minutes ? nf.format(w.waitRange.p90Minutes) :
+        nf.format(w.waitRange.p50Minutes) + "–" + nf.format(w.waitRange.p90Minutes);
+    } else if (w.waitMinutes != null) {
+      wait = "about " + nf.format(w.waitMinutes);
+    }
+    if (wait !== null && w.count > 0) {
+      el.appendChild(document.createTextNode(" · usual wait "));
+      el.appendChild(cell("strong", wait + " min", "wait"));
     }
   }
 
