@@ -205,3 +205,43 @@ func TestDisplayBoardSaysHowManyWait(t *testing.T) {
 	app.API(http.MethodPost, "/queue-runs/"+q.RunID+"/close", nil).Must(http.StatusCreated, nil)
 	says("#banner", "This queue is closed")
 }
+
+// TestDisplayBoardSpeaksEachCall: a call is spoken after the chime, the
+// code letter by letter and the station; "?speak=off" keeps a screen quiet.
+func TestDisplayBoardSpeaksEachCall(t *testing.T) {
+	ctx := browser(t)
+	app := apptest.Memory(t)
+	q := boardQueue(t, app)
+	tok := newDisplayToken(t, app, q.RunID)
+	nav, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	open := func(url string) {
+		t.Helper()
+		if err := chromedp.Run(nav, chromedp.Navigate(url)); err != nil {
+			t.Fatal(err)
+		}
+		if err := within(nav, 10*time.Second, `window.qmsBoard && window.qmsBoard.state === "live"`); err != nil {
+			t.Fatalf("the board never went live: %v", err)
+		}
+	}
+	open(tok.URL)
+	id, code := takeAndCall(t, app, q)
+	want := strings.Join(strings.Split(code, ""), " ") + ", " + q.StationLabel
+	if err := within(nav, 2*time.Second, `window.qmsBoard.spoken.includes(`+strconv.Quote(want)+`)`); err != nil {
+		var spoken []string
+		_ = chromedp.Run(nav, chromedp.Evaluate(`window.qmsBoard.spoken`, &spoken))
+		t.Fatalf("spoken %q, want %q", spoken, want)
+	}
+	app.API(http.MethodPost, "/turns/"+id+"/start", map[string]any{}).Must(http.StatusCreated, nil)
+	app.API(http.MethodPost, "/turns/"+id+"/complete", map[string]any{}).Must(http.StatusCreated, nil)
+
+	open(tok.URL + "?speak=off")
+	_, code = takeAndCall(t, app, q)
+	if err := within(nav, 2*time.Second, `!!document.querySelector("#calling-rows tr.fresh") && document.querySelector("#calling-rows tr.fresh").innerText.includes(`+strconv.Quote(code)+`)`); err != nil {
+		t.Fatalf("call not shown: %v", err)
+	}
+	var n int
+	if err := chromedp.Run(nav, chromedp.Evaluate(`window.qmsBoard.spoken.length`, &n)); err != nil || n != 0 {
+		t.Fatalf("a quiet board spoke %d times (%v)", n, err)
+	}
+}

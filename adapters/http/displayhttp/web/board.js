@@ -125,6 +125,7 @@
     if (fresh) {
       window.qmsBoard.lastTrigger = trigger;
       chime();
+      speak(trigger.displayCode || "", stationOf(board, trigger.turnId));
       clearTimeout(highlightTimer);
       highlightTimer = setTimeout(function () {
         var el = rows.querySelector("tr.fresh");
@@ -153,6 +154,30 @@
       el.appendChild(document.createTextNode(" · usual wait "));
       el.appendChild(cell("strong", wait + " min", "wait"));
     }
+  }
+
+  // Each call is also spoken, after the chime, in the board's language:
+  // the code letter by letter ("A 0 0 4, Window 3"), so it is heard the
+  // same in any language. On by default; "?speak=off" on the board's link
+  // switches it off for that screen.
+  var speaking = !/[?&]speak=(off|0|false)\b/.test(location.search);
+  window.qmsBoard.spoken = [];
+  function stationOf(board, turnId) {
+    for (var i = 0; i < board.calling.length; i++) {
+      if (board.calling[i].turnId === turnId && board.calling[i].station) { return board.calling[i].station.label; }
+    }
+    return "";
+  }
+  function speak(code, station) {
+    if (!speaking || !code || !("speechSynthesis" in window)) { return; }
+    var words = code.split("").join(" ") + (station ? ", " + station : "");
+    window.qmsBoard.spoken.push(words);
+    try {
+      var u = new SpeechSynthesisUtterance(words);
+      u.lang = document.documentElement.lang || "en";
+      u.rate = 0.9;
+      setTimeout(function () { window.speechSynthesis.speak(u); }, 800);
+    } catch (e) { /* no voice on this device: the chime and highlight remain */ }
   }
 
   // A two-note chime synthesised with WebAudio: nothing to download.
