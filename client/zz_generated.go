@@ -435,7 +435,10 @@ type DisplayBoardTurnStation struct {
 // faces: the estimate in minutes and, once the queue has enough measured
 // service times, the likely range. The wait is null when nobody waits.
 type DisplayBoardWaiting struct {
-	Count       int            `json:"count"`
+	Count int `json:"count"`
+	// Next: The display codes of the first waiting turns, the next to be called
+	// first (a screen may show them as "next up").
+	Next        []string       `json:"next,omitempty"`
 	WaitMinutes *int           `json:"waitMinutes"`
 	WaitRange   *TurnWaitRange `json:"waitRange"`
 }

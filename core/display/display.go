@@ -129,7 +129,13 @@ type BoardWaiting struct {
 	Count       int              `json:"count"`
 	WaitMinutes *int             `json:"waitMinutes"`
 	WaitRange   *turns.WaitRange `json:"waitRange"`
+	// Next are the display codes of the first NextUp waiting turns, the
+	// next to be called first; a screen may show them ("next up").
+	Next []string `json:"next"`
 }
+
+// NextUp is how many waiting codes the board lists as next up.
+const NextUp = 5
 
 // BoardQueue names the queue.
 type BoardQueue struct {

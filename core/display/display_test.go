@@ -168,8 +168,8 @@ func TestBoardShowsCallsWithStationsAndOnlyTheBoardColumns(t *testing.T) {
 	pos := func(n int) *int { return &n }
 	rng := &turns.WaitRange{P50Minutes: 9, P90Minutes: 14, Samples: 5}
 	waiting := []turns.View{
-		{Turn: turns.Turn{ID: "turn_w2"}, Position: pos(2), WaitEstimate: &turns.WaitEstimate{Minutes: 12, Range: rng}},
-		{Turn: turns.Turn{ID: "turn_w1"}, Position: pos(1), WaitEstimate: &turns.WaitEstimate{Minutes: 4}},
+		{Turn: turns.Turn{ID: "turn_w2", DisplayCode: "A012"}, Position: pos(2), WaitEstimate: &turns.WaitEstimate{Minutes: 12, Range: rng}},
+		{Turn: turns.Turn{ID: "turn_w1", DisplayCode: "A011"}, Position: pos(1), WaitEstimate: &turns.WaitEstimate{Minutes: 4}},
 	}
 	svc, _ := newService(t, fakeTurns{called, waiting}, fakeCalls{evs})
 	c, _ := svc.Create(ctx, "acc_1", "run_1", display.CreateInput{})
@@ -187,8 +187,8 @@ func TestBoardShowsCallsWithStationsAndOnlyTheBoardColumns(t *testing.T) {
 	if got := b.Calling[1]; got.Station.Label != "Window 1" || len(got.Columns) != 1 || got.Columns["plate"] != "AAA" {
 		t.Fatalf("turn_a on the board %+v: only the plate column", got)
 	}
-	if w := b.Waiting; w.Count != 2 || w.WaitMinutes == nil || *w.WaitMinutes != 12 || w.WaitRange != rng {
-		t.Fatalf("waiting %+v, want 2 and the last one's wait (12 min, 9–14)", w)
+	if w := b.Waiting; w.Count != 2 || w.WaitMinutes == nil || *w.WaitMinutes != 12 || w.WaitRange != rng || strings.Join(w.Next, " ") != "A011 A012" {
+		t.Fatalf("waiting %+v, want 2, next A011 A012, and the last one's wait (12 min, 9–14)", w)
 	}
 	if len(b.Calling[0].Columns) != 0 {
 		t.Fatalf("turn_b shows %v", b.Calling[0].Columns)

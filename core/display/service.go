@@ -214,6 +214,7 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 
 	page = platform.PageRequest{Limit: platform.MaxPageLimit}
 	var last *turns.View
+	var ahead []turns.View
 	for {
 		p, err := s.turns.List(ctx, t.AccountID, run.ID, turns.ListFilter{Statuses: []turns.Status{turns.Waiting}}, page)
 		if err != nil {
@@ -222,6 +223,9 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 		for i := range p.Items {
 			v := p.Items[i]
 			b.Waiting.Count++
+			if v.Position != nil {
+				ahead = append(ahead, v)
+			}
 			if last == nil || v.Position != nil && (last.Position == nil || *v.Position > *last.Position) {
 				last = &v
 			}
@@ -230,6 +234,11 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 			break
 		}
 		page.After = p.Next
+	}
+	sort.SliceStable(ahead, func(i, j int) bool { return *ahead[i].Position < *ahead[j].Position })
+	b.Waiting.Next = []string{}
+	for _, v := range ahead[:min(len(ahead), NextUp)] {
+		b.Waiting.Next = append(b.Waiting.Next, v.DisplayCode)
 	}
 	if last != nil && last.WaitEstimate != nil {
 		m := last.WaitEstimate.Minutes

@@ -170,7 +170,7 @@ func TestDisplayBoardSaysHowManyWait(t *testing.T) {
 
 	nav, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := chromedp.Run(nav, chromedp.EmulateViewport(390, 844), chromedp.Navigate(tok.URL)); err != nil {
+	if err := chromedp.Run(nav, chromedp.EmulateViewport(390, 844), chromedp.Navigate(tok.URL+"?next=2")); err != nil {
 		t.Fatal(err)
 	}
 	says := func(sel, want string) {
@@ -184,6 +184,14 @@ func TestDisplayBoardSaysHowManyWait(t *testing.T) {
 	}
 	says("#waiting", "3 waiting")
 	says("#waiting", "usual wait")
+	if len(b.Waiting.Next) != 3 {
+		t.Fatalf("next up %v, want the 3 waiting", b.Waiting.Next)
+	}
+	says("#waiting", "Next: "+b.Waiting.Next[0]+" "+b.Waiting.Next[1])
+	var shown int
+	if err := chromedp.Run(nav, chromedp.Evaluate(`document.querySelectorAll("#waiting .next .code").length`, &shown)); err != nil || shown != 2 {
+		t.Fatalf("?next=2 shows %d codes (%v)", shown, err)
+	}
 	_, _ = takeAndCall(t, app, q)
 	says("#waiting", "3 waiting") // 4 taken, 1 called
 	// Closing intake raises no event, so the board shows it with the next

@@ -47,6 +47,7 @@ type boardView struct {
 	Waiting struct {
 		Count       int
 		WaitMinutes *int
+		Next        []string
 	}
 }
 

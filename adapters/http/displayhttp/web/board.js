@@ -154,7 +154,16 @@
       el.appendChild(document.createTextNode(" · usual wait "));
       el.appendChild(cell("strong", wait + " min", "wait"));
     }
+    var codes = (w.next || []).slice(0, nextUp);
+    if (codes.length > 0) {
+      var span = cell("span", "", "next");
+      span.appendChild(document.createTextNode(" · Next: "));
+      codes.forEach(function (c, i) { if (i > 0) { span.appendChild(document.createTextNode(" ")); } span.appendChild(cell("strong", c, "code")); });
+      el.appendChild(span);
+    }
   }
+  // "?next=3" on the board's link lists the next 3 codes (at most 5).
+  var nextUp = Math.min(5, parseInt((/[?&]next=(\d+)/.exec(location.search) || [0, "0"])[1], 10) || 0);
 
   // Each call is also spoken, after the chime, in the board's language:
   // the code letter by letter ("A 0 0 4, Window 3"), so it is heard the
