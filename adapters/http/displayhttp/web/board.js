@@ -141,6 +141,7 @@
     el.replaceChildren();
     if (!w) { return; }
     var nf = new Intl.NumberFormat(document.documentElement.lang || undefined);
+    if (w.count === 0) { el.appendChild(cell("span", "No one is waiting")); return; }
     el.appendChild(cell("strong", nf.format(w.count)));
     el.appendChild(document.createTextNode(" waiting"));
     var wait = null;
