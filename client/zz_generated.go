@@ -386,6 +386,11 @@ type DisplayBoard struct {
 	// Recent: The last calls before them (at most 6), newest first.
 	Recent []DisplayBoardTurn `json:"recent"`
 	Run    DisplayBoardRun    `json:"run"`
+	// Waiting: The line as the waiting room sees it: how many turns wait
+	// (WAITING), and the wait of the last of them, about what a newcomer faces:
+	// the estimate in minutes and, once the queue has enough measured service
+	// times, the likely range. The wait is null when nobody waits.
+	Waiting *DisplayBoardWaiting `json:"waiting,omitempty"`
 }
 
 // DisplayBoardColumnsItem is a schema of the API.
@@ -423,6 +428,19 @@ type DisplayBoardTurn struct {
 type DisplayBoardTurnStation struct {
 	ID    string `json:"id"`
 	Label string `json:"label"`
+}
+
+// DisplayBoardWaiting: The line as the waiting room sees it: how many turns
+// wait (WAITING), and the wait of the last of them, about what a newcomer
+// faces: the estimate in minutes and, once the queue has enough measured
+// service times, the likely range. The wait is null when nobody waits.
+type DisplayBoardWaiting struct {
+	Count int `json:"count"`
+	// Next: The display codes of the first waiting turns, the next to be called
+	// first (a screen may show them as "next up").
+	Next        []string       `json:"next,omitempty"`
+	WaitMinutes *int           `json:"waitMinutes"`
+	WaitRange   *TurnWaitRange `json:"waitRange"`
 }
 
 // DisplayToken is a schema of the API.

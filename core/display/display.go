@@ -16,6 +16,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"time"
+
+	"github.com/qms-dev/qms/core/turns"
 )
 
 // PrefixToken begins every display token id; TokenValuePrefix every token
@@ -111,9 +113,29 @@ type Board struct {
 	// Recent are the last calls before those, newest first (at most
 	// RecentCalls), whatever became of the turn since.
 	Recent []BoardTurn `json:"recent"`
+	// Waiting is how many wait to be called and how long a newcomer would
+	// wait about.
+	Waiting BoardWaiting `json:"waiting"`
 	// GeneratedAt is when the board was read.
 	GeneratedAt time.Time `json:"generatedAt"`
 }
+
+// BoardWaiting is the line as the waiting room sees it: how many turns
+// wait (WAITING), and the wait of the last of them, which is about what a
+// newcomer faces: the estimate in minutes and, once the queue has enough
+// measured service times, the likely range (p50–p90). Both are null when
+// nobody waits.
+type BoardWaiting struct {
+	Count       int              `json:"count"`
+	WaitMinutes *int             `json:"waitMinutes"`
+	WaitRange   *turns.WaitRange `json:"waitRange"`
+	// Next are the display codes of the first NextUp waiting turns, the
+	// next to be called first; a screen may show them ("next up").
+	Next []string `json:"next"`
+}
+
+// NextUp is how many waiting codes the board lists as next up.
+const NextUp = 5
 
 // BoardQueue names the queue.
 type BoardQueue struct {

@@ -42,14 +42,17 @@ func (f fakeQueues) ListStations(context.Context, string, string) ([]queues.Stat
 	return []queues.Station{{ID: "sta_1", Label: "Window 1"}, {ID: "sta_2", Label: "Window 2"}}, nil
 }
 
-// fakeTurns returns the called turns it holds.
-type fakeTurns struct{ called []turns.View }
+// fakeTurns returns the called and the waiting turns it holds.
+type fakeTurns struct{ called, waiting []turns.View }
 
 func (f fakeTurns) List(_ context.Context, _, _ string, fl turns.ListFilter, _ platform.PageRequest) (platform.Page[turns.View], error) {
-	if len(fl.Statuses) != 1 || fl.Statuses[0] != turns.Called {
-		return platform.Page[turns.View]{}, fmt.Errorf("the board asked for %v", fl.Statuses)
+	switch {
+	case len(fl.Statuses) == 1 && fl.Statuses[0] == turns.Called:
+		return platform.Page[turns.View]{Items: f.called}, nil
+	case len(fl.Statuses) == 1 && fl.Statuses[0] == turns.Waiting:
+		return platform.Page[turns.View]{Items: f.waiting}, nil
 	}
-	return platform.Page[turns.View]{Items: f.called}, nil
+	return platform.Page[turns.View]{}, fmt.Errorf("the board asked for %v", fl.Statuses)
 }
 
 // fakeCalls returns its events, newest first.
@@ -141,7 +144,7 @@ func TestLiveTokensPerRunAreBounded(t *testing.T) {
 // TestBoardShowsCallsWithStationsAndOnlyTheBoardColumns: the turns called
 // now, latest call first, with their station and the arrivalBoard answers
 // only; the recent calls from the log, each turn once, those called now
-// left out, at most RecentCalls.
+// left out, at most RecentCalls; how many wait, and the wait of the last.
 func TestBoardShowsCallsWithStationsAndOnlyTheBoardColumns(t *testing.T) {
 	ctx := context.Background()
 	at := func(m int) *time.Time { x := time.Date(2026, 5, 4, 9, m, 0, 0, time.UTC); return &x }
@@ -162,7 +165,13 @@ func TestBoardShowsCallsWithStationsAndOnlyTheBoardColumns(t *testing.T) {
 	for i := 7; i >= 1; i-- {
 		evs = append(evs, call(fmt.Sprintf("turn_old%d", i), fmt.Sprintf("B%03d", i), "sta_1"))
 	}
-	svc, _ := newService(t, fakeTurns{called}, fakeCalls{evs})
+	pos := func(n int) *int { return &n }
+	rng := &turns.WaitRange{P50Minutes: 9, P90Minutes: 14, Samples: 5}
+	waiting := []turns.View{
+		{Turn: turns.Turn{ID: "turn_w2", DisplayCode: "A012"}, Position: pos(2), WaitEstimate: &turns.WaitEstimate{Minutes: 12, Range: rng}},
+		{Turn: turns.Turn{ID: "turn_w1", DisplayCode: "A011"}, Position: pos(1), WaitEstimate: &turns.WaitEstimate{Minutes: 4}},
+	}
+	svc, _ := newService(t, fakeTurns{called, waiting}, fakeCalls{evs})
 	c, _ := svc.Create(ctx, "acc_1", "run_1", display.CreateInput{})
 	tok, _ := svc.Resolve(ctx, c.Value)
 	b, err := svc.Board(ctx, tok)
@@ -177,6 +186,9 @@ func TestBoardShowsCallsWithStationsAndOnlyTheBoardColumns(t *testing.T) {
 	}
 	if got := b.Calling[1]; got.Station.Label != "Window 1" || len(got.Columns) != 1 || got.Columns["plate"] != "AAA" {
 		t.Fatalf("turn_a on the board %+v: only the plate column", got)
+	}
+	if w := b.Waiting; w.Count != 2 || w.WaitMinutes == nil || *w.WaitMinutes != 12 || w.WaitRange != rng || strings.Join(w.Next, " ") != "A011 A012" {
+		t.Fatalf("waiting %+v, want 2, next A011 A012, and the last one's wait (12 min, 9–14)", w)
 	}
 	if len(b.Calling[0].Columns) != 0 {
 		t.Fatalf("turn_b shows %v", b.Calling[0].Columns)

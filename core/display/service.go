@@ -212,6 +212,40 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 	}
 	sort.SliceStable(b.Calling, func(i, j int) bool { return later(b.Calling[i].CalledAt, b.Calling[j].CalledAt) })
 
+	page = platform.PageRequest{Limit: platform.MaxPageLimit}
+	var last *turns.View
+	var ahead []turns.View
+	for {
+		p, err := s.turns.List(ctx, t.AccountID, run.ID, turns.ListFilter{Statuses: []turns.Status{turns.Waiting}}, page)
+		if err != nil {
+			return Board{}, err
+		}
+		for i := range p.Items {
+			v := p.Items[i]
+			b.Waiting.Count++
+			if v.Position != nil {
+				ahead = append(ahead, v)
+			}
+			if last == nil || v.Position != nil && (last.Position == nil || *v.Position > *last.Position) {
+				last = &v
+			}
+		}
+		if p.Next == "" {
+			break
+		}
+		page.After = p.Next
+	}
+	sort.SliceStable(ahead, func(i, j int) bool { return *ahead[i].Position < *ahead[j].Position })
+	b.Waiting.Next = []string{}
+	for _, v := range ahead[:min(len(ahead), NextUp)] {
+		b.Waiting.Next = append(b.Waiting.Next, v.DisplayCode)
+	}
+	if last != nil && last.WaitEstimate != nil {
+		m := last.WaitEstimate.Minutes
+		b.Waiting.WaitMinutes = &m
+		b.Waiting.WaitRange = last.WaitEstimate.Range
+	}
+
 	evs, err := s.calls.RecentCalls(ctx, t.AccountID, run.ID, RecentCalls+len(calling)+RecentCalls)
 	if err != nil {
 		return Board{}, err

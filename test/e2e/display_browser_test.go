@@ -102,6 +102,12 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
+	writeArtifact(t, name, png)
+}
+
+// writeArtifact keeps a screenshot among the test's artifacts.
+func writeArtifact(t *testing.T, name string, png []byte) {
+	t.Helper()
 	path := filepath.Join(artifactsDir(t), name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)

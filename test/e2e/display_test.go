@@ -44,6 +44,11 @@ type boardView struct {
 	Columns []struct{ Key, Label string }
 	Calling []boardTurn
 	Recent  []boardTurn
+	Waiting struct {
+		Count       int
+		WaitMinutes *int
+		Next        []string
+	}
 }
 
 type boardTurn struct {

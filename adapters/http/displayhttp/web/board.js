@@ -17,7 +17,55 @@
   var highlightTimer = null;
 
   // Exposed for people debugging a screen (and for the browser test).
-  window.qmsBoard = { boards: 0, lastTrigger: null, state: "connecting" };
+  window.qmsBoard = { boards: 0, lastTrigger: null, state: "connecting", page: 0, pages: 1, rotateMs: 6000 };
+
+  // More calls than fit: the rows are shown a page at a time, the page
+  // turning every rotateMs, so every call is on screen within one cycle
+  // and none falls off the bottom. The newest calls come first, so a new
+  // call shows on the first page, and a new board starts from it.
+  var rotateTimer = null;
+  function paginate(keepPage) {
+    var rows = Array.prototype.slice.call($("calling-rows").children);
+    var body = $("calling-body");
+    rows.forEach(function (r) { r.hidden = false; });
+    function fitting() {
+      var bottom = body.getBoundingClientRect().bottom;
+      var n = 0;
+      while (n < rows.length && rows[n].getBoundingClientRect().bottom <= bottom + 0.5) { n++; }
+      return n;
+    }
+    document.body.classList.remove("many");
+    var perPage = fitting();
+    if (perPage < rows.length) {
+      document.body.classList.add("many"); // shrink first, then rotate
+      perPage = fitting();
+    }
+    perPage = Math.max(1, perPage);
+    var pages = Math.max(1, Math.ceil(rows.length / perPage));
+    var page = keepPage ? window.qmsBoard.page % pages : 0;
+    window.qmsBoard.pages = pages;
+    window.qmsBoard.perPage = perPage;
+    showPage(rows, page, perPage, pages);
+    clearInterval(rotateTimer);
+    rotateTimer = pages > 1 ? setInterval(nextPage, window.qmsBoard.rotateMs) : null;
+  }
+  function showPage(rows, page, perPage, pages) {
+    window.qmsBoard.page = page;
+    rows.forEach(function (r, i) { r.hidden = Math.floor(i / perPage) !== page; });
+    var ind = $("calling-pages");
+    ind.hidden = pages < 2;
+    text(ind, (page + 1) + "/" + pages);
+  }
+  function nextPage() {
+    var b = window.qmsBoard;
+    showPage(Array.prototype.slice.call($("calling-rows").children), (b.page + 1) % b.pages, b.perPage, b.pages);
+  }
+  window.qmsBoard.nextPage = nextPage;
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () { paginate(true); }, 150);
+  });
 
   function setState(state, label) {
     window.qmsBoard.state = state;
@@ -64,18 +112,82 @@
       recent.appendChild(li);
     });
 
+    recent.parentNode.hidden = board.recent.length === 0;
+
     var run = board.run;
-    text($("run-status"), run.status !== "OPEN" ? "This queue is closed." : run.intakeOpen ? "" : "No new turns are being taken; waiting turns will be served.");
+    var banner = $("banner");
+    text(banner, run.status !== "OPEN" ? "This queue is closed." : run.intakeOpen ? "" : "No new turns are being taken; waiting turns will still be served.");
+    banner.className = "banner" + (run.status !== "OPEN" ? " closed" : "");
+    banner.hidden = run.status === "OPEN" && run.intakeOpen;
+    renderWaiting(board.waiting);
+    paginate(!fresh);
 
     if (fresh) {
       window.qmsBoard.lastTrigger = trigger;
       chime();
+      speak(trigger.displayCode || "", stationOf(board, trigger.turnId));
       clearTimeout(highlightTimer);
       highlightTimer = setTimeout(function () {
         var el = rows.querySelector("tr.fresh");
         if (el) { el.className = ""; }
       }, 8000);
     }
+  }
+
+  // How many wait and about how long: "5 waiting · usual wait 4–9 min"
+  // (the range when the queue has one, else the estimate).
+  function renderWaiting(w) {
+    var el = $("waiting");
+    el.replaceChildren();
+    if (!w) { return; }
+    var nf = new Intl.NumberFormat(document.documentElement.lang || undefined);
+    if (w.count === 0) { el.appendChild(cell("span", "No one is waiting")); return; }
+    el.appendChild(cell("strong", nf.format(w.count)));
+    el.appendChild(document.createTextNode(" waiting"));
+    var wait = null;
+    if (w.waitRange) {
+      wait = w.waitRange.p50Minutes === w.waitRange.p90Minutes ? nf.format(w.waitRange.p90Minutes) :
+        nf.format(w.waitRange.p50Minutes) + "–" + nf.format(w.waitRange.p90Minutes);
+    } else if (w.waitMinutes != null) {
+      wait = "about " + nf.format(w.waitMinutes);
+    }
+    if (wait !== null && w.count > 0) {
+      el.appendChild(document.createTextNode(" · usual wait "));
+      el.appendChild(cell("strong", wait + " min", "wait"));
+    }
+    var codes = (w.next || []).slice(0, nextUp);
+    if (codes.length > 0) {
+      var span = cell("span", "", "next");
+      span.appendChild(document.createTextNode(" · Next: "));
+      codes.forEach(function (c, i) { if (i > 0) { span.appendChild(document.createTextNode(" ")); } span.appendChild(cell("strong", c, "code")); });
+      el.appendChild(span);
+    }
+  }
+  // "?next=3" on the board's link lists the next 3 codes (at most 5).
+  var nextUp = Math.min(5, parseInt((/[?&]next=(\d+)/.exec(location.search) || [0, "0"])[1], 10) || 0);
+
+  // Each call is also spoken, after the chime, in the board's language:
+  // the code letter by letter ("A 0 0 4, Window 3"), so it is heard the
+  // same in any language. On by default; "?speak=off" on the board's link
+  // switches it off for that screen.
+  var speaking = !/[?&]speak=(off|0|false)\b/.test(location.search);
+  window.qmsBoard.spoken = [];
+  function stationOf(board, turnId) {
+    for (var i = 0; i < board.calling.length; i++) {
+      if (board.calling[i].turnId === turnId && board.calling[i].station) { return board.calling[i].station.label; }
+    }
+    return "";
+  }
+  function speak(code, station) {
+    if (!speaking || !code || !("speechSynthesis" in window)) { return; }
+    var words = code.split("").join(" ") + (station ? ", " + station : "");
+    window.qmsBoard.spoken.push(words);
+    try {
+      var u = new SpeechSynthesisUtterance(words);
+      u.lang = document.documentElement.lang || "en";
+      u.rate = 0.9;
+      setTimeout(function () { window.speechSynthesis.speak(u); }, 800);
+    } catch (e) { /* no voice on this device: the chime and highlight remain */ }
   }
 
   // A two-note chime synthesised with WebAudio: nothing to download.
