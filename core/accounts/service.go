@@ -90,8 +90,9 @@ func (s *Service) GetAccount(ctx context.Context, id string) (Account, error) {
 	return s.repo.GetAccount(ctx, id)
 }
 
-// SetPlan changes an account's plan; a downgrade turns every key of the
-// account to 402 within AuthCacheTTL.
+// SetPlan changes an account's plan; a downgrade keeps the account's keys but
+// turns every one of them to 402, from the next request on (the cache of this
+// process is cleared at once, others' through Invalidations).
 func (s *Service) SetPlan(ctx context.Context, accountID string, plan Plan) (Account, error) {
 	var v platform.Validator
 	if v.Required("plan", plan != "") {
@@ -111,7 +112,19 @@ func (s *Service) SetPlan(ctx context.Context, accountID string, plan Plan) (Acc
 		out = a
 		return s.repo.UpdateAccount(ctx, a)
 	})
+	if err == nil {
+		s.ForgetAuth()
+	}
 	return out, err
+}
+
+// ForgetAuth drops every cached authentication result, so the next request of
+// every key is checked against the store. Plan changes and revocations are
+// rare, so clearing the whole cache is cheaper than indexing it by account.
+func (s *Service) ForgetAuth() {
+	s.mu.Lock()
+	clear(s.cache)
+	s.mu.Unlock()
 }
 
 // CreateKeyInput is the admin API's key body.
@@ -144,8 +157,13 @@ func (s *Service) CreateKey(ctx context.Context, accountID string, in CreateKeyI
 	if err := v.Err(); err != nil {
 		return APIKey{}, "", err
 	}
-	if _, err := s.repo.GetAccount(ctx, accountID); err != nil {
+	a, err := s.repo.GetAccount(ctx, accountID)
+	if err != nil {
 		return APIKey{}, "", err
+	}
+	if a.Plan != PlanPremium { // spec §5: key creation requires the Premium plan
+		return APIKey{}, "", platform.NewError(platform.KindPaymentRequired, platform.CodePremiumRequired,
+			"API keys can be created only for accounts on the premium plan", map[string]any{"plan": string(a.Plan)})
 	}
 	value := newKeyValue()
 	k := APIKey{
