@@ -84,8 +84,10 @@ var postgresAdapters = fx.Module("postgres",
 		fx.Annotate(postgres.NewStreamNotifier, fx.As(new(stream.Notifier))),
 		fx.Annotate(postgres.NewRateLimiter, fx.As(new(ports.RateLimiter))),
 		fx.Annotate(newRiverRunner, fx.As(new(ports.JobRunner)), fx.As(new(platform.JobScheduler))),
+		postgres.NewAuthListener,
 	),
 	fx.Invoke(runJobs),
+	fx.Invoke(listenAuth),
 )
 
 // openPostgres connects, applies migrations unless told not to, and closes
