@@ -39,6 +39,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = migrate(args[1:], stderr)
 	case "admin":
 		err = admin(args[1:], stdout, stderr)
+	case "reseal-secrets":
+		err = resealSecrets(args[1:], stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "qms", version)
 	case "help", "-h", "--help":
@@ -64,6 +66,7 @@ commands:
   serve    [--config FILE] [--no-migrate]   run the service
   migrate  [--config FILE]                  apply the app's and River's migrations (postgres mode)
   admin    <subcommand>                     manage accounts and API keys (qms admin help)
+  reseal-secrets [--config FILE]            seal every webhook signing secret under QMS_WEBHOOKS_SECRET_KEY (postgres mode)
   version                                   print the version
 
 Configuration: configs/default.yaml, then --config FILE, then QMS_* variables

@@ -25,6 +25,9 @@ import (
 // AdminToken is the admin token of every test process.
 const AdminToken = "test-admin-token-0123456789"
 
+// SecretKey seals webhook signing secrets in the processes tests start.
+const SecretKey = "test-webhooks-secret-key-0123456789abcdef"
+
 // App is a running qms process.
 type App struct {
 	T         testing.TB
@@ -83,6 +86,7 @@ func start(t testing.TB, storage, url string, opts ...Option) *App {
 		"QMS_STORAGE=" + storage,
 		"QMS_HTTP_ADDR=127.0.0.1:0",
 		"QMS_ADMIN_TOKEN=" + AdminToken,
+		"QMS_WEBHOOKS_SECRET_KEY=" + SecretKey, // required in postgres mode
 		"QMS_WEBHOOKS_ALLOW_PRIVATE=true",
 		"QMS_LOG_LEVEL=warn",
 	}
