@@ -544,8 +544,10 @@ type HelpInput struct {
 type ListAccessCodesParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -569,8 +571,10 @@ type ListAppointmentsParams struct {
 	Date *string
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -595,8 +599,10 @@ func (p *ListAppointmentsParams) values() (url.Values, http.Header) {
 type ListArrivalsParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -615,8 +621,10 @@ func (p *ListArrivalsParams) values() (url.Values, http.Header) {
 type ListDisplayTokensParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -635,8 +643,10 @@ func (p *ListDisplayTokensParams) values() (url.Values, http.Header) {
 type ListEntitiesParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -655,8 +665,10 @@ func (p *ListEntitiesParams) values() (url.Values, http.Header) {
 type ListQueueLinkForwardsParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -675,8 +687,10 @@ func (p *ListQueueLinkForwardsParams) values() (url.Values, http.Header) {
 type ListQueueLinksParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -697,8 +711,10 @@ type ListQueuesParams struct {
 	EntityID *string
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -725,8 +741,10 @@ type ListSlotsParams struct {
 	Date *string
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -754,8 +772,10 @@ type ListTurnsParams struct {
 	Status *string
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -777,8 +797,10 @@ func (p *ListTurnsParams) values() (url.Values, http.Header) {
 type ListWebhookEndpointsParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
