@@ -74,18 +74,19 @@ var postgresAdapters = fx.Module("postgres",
 		fx.Annotate(postgres.NewAccessCodeTurns, fx.As(new(accesscodes.TurnCodes))),
 		fx.Annotate(postgres.NewWorkflow, fx.As(new(workflow.Repository)), fx.As(new(workflow.ForwardRepository))),
 		fx.Annotate(postgres.NewAnalytics, fx.As(new(analytics.Repository))),
-		// Signing secrets are sealed under webhooks.secret_key when it is set.
-		fx.Annotate(func(db *postgres.DB, cfg *config.Config) (*postgres.Webhooks, error) {
-			return postgres.NewWebhooks(db, cfg.Webhooks.SecretKey)
-		}, fx.As(new(webhooks.Repository))),
+		// Signing secrets are sealed under webhooks.secret_key (secrets.go).
+		fx.Annotate(newWebhooksRepo, fx.As(new(webhooks.Repository)), fx.As(fx.Self())),
 		fx.Annotate(postgres.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
 		fx.Annotate(postgres.NewStreamLog, fx.As(new(stream.Log)), fx.As(new(display.Calls))),
 		fx.Annotate(postgres.NewDisplayTokens, fx.As(new(display.Repository))),
 		fx.Annotate(postgres.NewStreamNotifier, fx.As(new(stream.Notifier))),
 		fx.Annotate(postgres.NewRateLimiter, fx.As(new(ports.RateLimiter))),
 		fx.Annotate(newRiverRunner, fx.As(new(ports.JobRunner)), fx.As(new(platform.JobScheduler))),
+		postgres.NewAuthListener,
 	),
 	fx.Invoke(runJobs),
+	fx.Invoke(listenAuth),
+	fx.Invoke(sealPlainSecrets),
 )
 
 // openPostgres connects, applies migrations unless told not to, and closes

@@ -580,8 +580,10 @@ type HelpInput struct {
 type ListAccessCodesParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -605,8 +607,10 @@ type ListAppointmentsParams struct {
 	Date *string
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -631,8 +635,10 @@ func (p *ListAppointmentsParams) values() (url.Values, http.Header) {
 type ListArrivalsParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -651,8 +657,10 @@ func (p *ListArrivalsParams) values() (url.Values, http.Header) {
 type ListDisplayTokensParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -671,8 +679,10 @@ func (p *ListDisplayTokensParams) values() (url.Values, http.Header) {
 type ListEntitiesParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -691,8 +701,10 @@ func (p *ListEntitiesParams) values() (url.Values, http.Header) {
 type ListQueueLinkForwardsParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -711,8 +723,10 @@ func (p *ListQueueLinkForwardsParams) values() (url.Values, http.Header) {
 type ListQueueLinksParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -733,8 +747,10 @@ type ListQueuesParams struct {
 	EntityID *string
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -761,8 +777,10 @@ type ListSlotsParams struct {
 	Date *string
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -790,8 +808,10 @@ type ListTurnsParams struct {
 	Status *string
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 
@@ -813,8 +833,10 @@ func (p *ListTurnsParams) values() (url.Values, http.Header) {
 type ListWebhookEndpointsParams struct {
 	// Limit: Page size.
 	Limit *int
-	// Cursor: The nextCursor of the previous page of the same list. Opaque;
-	// tampered, foreign or other lists' cursors are 400 INVALID_CURSOR.
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
 	Cursor *string
 }
 

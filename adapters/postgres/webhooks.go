@@ -50,8 +50,8 @@ type webhookDeliveryRow struct {
 // secrets are sealed with AES-256-GCM before they reach the database, so a
 // dump of it alone does not hand them out.
 type Webhooks struct {
-	db   *DB
-	aead cipher.AEAD // nil: secrets stored in clear
+	db    *DB
+	aeads []cipher.AEAD // [0] seals and opens; the rest (older keys) only open; none: clear
 }
 
 var _ webhooks.Repository = (*Webhooks)(nil)
@@ -64,23 +64,29 @@ const (
 
 // NewWebhooks builds the repository. key is webhooks.secret_key
 // (QMS_WEBHOOKS_SECRET_KEY): when not empty, secrets written are sealed
-// with an AES-256 key derived from it; when empty they are written in
-// clear. Secrets written in clear stay readable after a key is set.
-func NewWebhooks(db *DB, key string) (*Webhooks, error) {
+// with an AES-256 key derived from it; when empty (tests of the adapter
+// only: configuration requires a key in postgres mode) they are written in
+// clear. oldKeys (webhooks.old_secret_keys) open secrets sealed before a
+// rotation. Secrets written in clear stay readable after a key is set.
+func NewWebhooks(db *DB, key string, oldKeys ...string) (*Webhooks, error) {
 	r := &Webhooks{db: db}
 	if key == "" {
 		return r, nil
 	}
-	// Derive rather than use the configured string, so the AES key is
-	// always 32 uniform bytes and is tied to this one use.
-	m := hmac.New(sha256.New, []byte(key))
-	m.Write([]byte("qms webhook signing secrets v1"))
-	block, err := aes.NewCipher(m.Sum(nil))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: webhooks secret key: %w", err)
-	}
-	if r.aead, err = cipher.NewGCM(block); err != nil {
-		return nil, fmt.Errorf("postgres: webhooks secret key: %w", err)
+	for _, k := range append([]string{key}, oldKeys...) {
+		// Derive rather than use the configured string, so the AES key is
+		// always 32 uniform bytes and is tied to this one use.
+		m := hmac.New(sha256.New, []byte(k))
+		m.Write([]byte("qms webhook signing secrets v1"))
+		block, err := aes.NewCipher(m.Sum(nil))
+		if err != nil {
+			return nil, fmt.Errorf("postgres: webhooks secret key: %w", err)
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: webhooks secret key: %w", err)
+		}
+		r.aeads = append(r.aeads, aead)
 	}
 	return r, nil
 }
@@ -89,37 +95,97 @@ func NewWebhooks(db *DB, key string) (*Webhooks, error) {
 // seal, so a sealed secret copied onto another endpoint's row fails to
 // open.
 func (r *Webhooks) seal(id string, secret webhooks.Secret) string {
-	if r.aead == nil {
+	if len(r.aeads) == 0 {
 		return secretPlain + secret.Reveal()
 	}
-	nonce := make([]byte, r.aead.NonceSize(), r.aead.NonceSize()+len(secret)+r.aead.Overhead())
+	aead := r.aeads[0]
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(secret)+aead.Overhead())
 	_, _ = rand.Read(nonce)
-	sealed := r.aead.Seal(nonce, nonce, []byte(secret.Reveal()), []byte(id))
+	sealed := aead.Seal(nonce, nonce, []byte(secret.Reveal()), []byte(id))
 	return secretSealedV1 + base64.RawStdEncoding.EncodeToString(sealed)
 }
 
 // open reads a stored secret back.
 func (r *Webhooks) open(id, stored string) (webhooks.Secret, error) {
+	s, _, err := r.openWith(id, stored)
+	return s, err
+}
+
+// openWith reads a stored secret back and says which key opened it: 0 for
+// the current one, -1 for a secret stored in clear.
+func (r *Webhooks) openWith(id, stored string) (webhooks.Secret, int, error) {
 	if s, ok := strings.CutPrefix(stored, secretPlain); ok {
-		return webhooks.Secret(s), nil
+		return webhooks.Secret(s), -1, nil
 	}
 	s, ok := strings.CutPrefix(stored, secretSealedV1)
 	if !ok {
-		return "", fmt.Errorf("postgres: webhook endpoint %s: unknown secret format: %w", id, webhooks.ErrSecretUnavailable)
+		return "", 0, fmt.Errorf("postgres: webhook endpoint %s: unknown secret format: %w", id, webhooks.ErrSecretUnavailable)
 	}
-	if r.aead == nil {
-		return "", fmt.Errorf("postgres: webhook endpoint %s: the secret is sealed and QMS_WEBHOOKS_SECRET_KEY is not set: %w", id, webhooks.ErrSecretUnavailable)
+	if len(r.aeads) == 0 {
+		return "", 0, fmt.Errorf("postgres: webhook endpoint %s: the secret is sealed and QMS_WEBHOOKS_SECRET_KEY is not set: %w", id, webhooks.ErrSecretUnavailable)
 	}
 	sealed, err := base64.RawStdEncoding.DecodeString(s)
-	if err != nil || len(sealed) < r.aead.NonceSize() {
-		return "", fmt.Errorf("postgres: webhook endpoint %s: malformed sealed secret: %w", id, webhooks.ErrSecretUnavailable)
+	n := r.aeads[0].NonceSize()
+	if err != nil || len(sealed) < n {
+		return "", 0, fmt.Errorf("postgres: webhook endpoint %s: malformed sealed secret: %w", id, webhooks.ErrSecretUnavailable)
 	}
-	n := r.aead.NonceSize()
-	plain, err := r.aead.Open(nil, sealed[:n], sealed[n:], []byte(id))
+	for i, aead := range r.aeads {
+		if plain, err := aead.Open(nil, sealed[:n], sealed[n:], []byte(id)); err == nil {
+			return webhooks.Secret(plain), i, nil
+		}
+	}
+	return "", 0, fmt.Errorf("postgres: webhook endpoint %s: no configured key (QMS_WEBHOOKS_SECRET_KEY, QMS_WEBHOOKS_OLD_SECRET_KEYS) opens the secret: %w", id, webhooks.ErrSecretUnavailable)
+}
+
+// ResealSecrets seals under the current key every stored secret that is in
+// clear or, with all, sealed under an older key. It returns how many it
+// rewrote; a secret no configured key opens is left as is and reported.
+func (r *Webhooks) ResealSecrets(ctx context.Context, all bool) (int, error) {
+	if len(r.aeads) == 0 {
+		return 0, fmt.Errorf("postgres: reseal: QMS_WEBHOOKS_SECRET_KEY is not set")
+	}
+	rows, err := r.db.Pool.Query(ctx, `SELECT id, secret FROM webhook_endpoints`)
 	if err != nil {
-		return "", fmt.Errorf("postgres: webhook endpoint %s: %w", id, webhooks.ErrSecretUnavailable)
+		return 0, wrap(err, "reseal: list secrets")
 	}
-	return webhooks.Secret(plain), nil
+	type item struct{ id, stored string }
+	var items []item
+	for rows.Next() {
+		var it item
+		if err := rows.Scan(&it.id, &it.stored); err != nil {
+			rows.Close()
+			return 0, wrap(err, "reseal: list secrets")
+		}
+		items = append(items, it)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, wrap(err, "reseal: list secrets")
+	}
+	done := 0
+	var failed []string
+	for _, it := range items {
+		secret, by, err := r.openWith(it.id, it.stored)
+		if err != nil {
+			failed = append(failed, it.id)
+			continue
+		}
+		if by == 0 || (by > 0 && !all) {
+			continue
+		}
+		// Only the row as read is replaced: a concurrent change wins.
+		tag, err := r.db.Pool.Exec(ctx, `UPDATE webhook_endpoints SET secret = $1 WHERE id = $2 AND secret = $3`,
+			r.seal(it.id, secret), it.id, it.stored)
+		if err != nil {
+			return done, wrap(err, "reseal: update secret")
+		}
+		done += int(tag.RowsAffected())
+	}
+	if len(failed) > 0 {
+		return done, fmt.Errorf("postgres: reseal: %d secret(s) no configured key opens (endpoints %s): %w",
+			len(failed), strings.Join(failed, ", "), webhooks.ErrSecretUnavailable)
+	}
+	return done, nil
 }
 
 func (row webhookEndpointRow) domain() webhooks.Endpoint {

@@ -57,6 +57,9 @@ type Config struct {
 	Webhooks struct {
 		AllowPrivate bool   `koanf:"allow_private"`
 		SecretKey    string `koanf:"secret_key"`
+		// OldSecretKeys, comma-separated, open secrets sealed under keys
+		// used before SecretKey (rotation); nothing new is sealed with them.
+		OldSecretKeys string `koanf:"old_secret_keys"`
 	} `koanf:"webhooks"`
 	Cursor struct {
 		Secret string `koanf:"secret"`
@@ -229,8 +232,16 @@ func (c *Config) Validate() error {
 	if c.Admin.Token != "" && len(c.Admin.Token) < 16 {
 		return fmt.Errorf("config: QMS_ADMIN_TOKEN (admin.token) must be at least 16 characters")
 	}
+	if c.Storage == StoragePostgres && c.Webhooks.SecretKey == "" {
+		return fmt.Errorf("config: QMS_WEBHOOKS_SECRET_KEY (webhooks.secret_key) is required when QMS_STORAGE=postgres: it seals webhook signing secrets at rest (32+ characters, the same on every process and across restarts)")
+	}
 	if c.Webhooks.SecretKey != "" && len(c.Webhooks.SecretKey) < 32 {
 		return fmt.Errorf("config: QMS_WEBHOOKS_SECRET_KEY (webhooks.secret_key) must be at least 32 characters")
+	}
+	for _, k := range c.OldSecretKeys() {
+		if len(k) < 32 {
+			return fmt.Errorf("config: QMS_WEBHOOKS_OLD_SECRET_KEYS (webhooks.old_secret_keys) must list keys of at least 32 characters, comma-separated")
+		}
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
@@ -243,4 +254,16 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: QMS_LOG_FORMAT (log.format) must be json or text, got %q", c.Log.Format)
 	}
 	return nil
+}
+
+// OldSecretKeys lists webhooks.old_secret_keys, the keys that sealed secrets
+// before webhooks.secret_key: they open, never seal.
+func (c *Config) OldSecretKeys() []string {
+	var out []string
+	for _, k := range strings.Split(c.Webhooks.OldSecretKeys, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -60,11 +60,13 @@ func TestEnvironmentOverridesFileOverridesDefaults(t *testing.T) {
 
 func TestBadValuesNameTheirKey(t *testing.T) {
 	cases := map[string][]string{
-		"QMS_STORAGE":              {"QMS_STORAGE=mysql"},
-		"QMS_DATABASE_URL":         {"QMS_STORAGE=postgres", "QMS_ADMIN_TOKEN=0123456789abcdef", "QMS_DATABASE_URL=http://x"},
-		"QMS_RATELIMIT_PER_MINUTE": {"QMS_RATELIMIT_PER_MINUTE=-5"},
-		"QMS_ADMIN_TOKEN":          {"QMS_STORAGE=postgres", "QMS_DATABASE_URL=postgres://u@h/db"},
-		"per_minute":               {"QMS_RATELIMIT_PER_MINUTE=lots"},
+		"QMS_STORAGE":                  {"QMS_STORAGE=mysql"},
+		"QMS_DATABASE_URL":             {"QMS_STORAGE=postgres", "QMS_ADMIN_TOKEN=0123456789abcdef", "QMS_DATABASE_URL=http://x"},
+		"QMS_WEBHOOKS_SECRET_KEY":      {"QMS_STORAGE=postgres", "QMS_ADMIN_TOKEN=0123456789abcdef", "QMS_DATABASE_URL=postgres://u@h/db"},
+		"QMS_WEBHOOKS_OLD_SECRET_KEYS": {"QMS_WEBHOOKS_SECRET_KEY=" + strings.Repeat("k", 32), "QMS_WEBHOOKS_OLD_SECRET_KEYS=short"},
+		"QMS_RATELIMIT_PER_MINUTE":     {"QMS_RATELIMIT_PER_MINUTE=-5"},
+		"QMS_ADMIN_TOKEN":              {"QMS_STORAGE=postgres", "QMS_DATABASE_URL=postgres://u@h/db"},
+		"per_minute":                   {"QMS_RATELIMIT_PER_MINUTE=lots"},
 	}
 	for key, env := range cases {
 		_, err := config.Load("", env)

@@ -42,6 +42,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = admin(args[1:], stdout, stderr)
 	case "health":
 		err = health(args[1:], stdout, stderr)
+	case "reseal-secrets":
+		err = resealSecrets(args[1:], stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, currentVersion())
 	case "help", "-h", "--help":
@@ -68,6 +70,7 @@ commands:
   migrate  [--config FILE]                  apply the app's and River's migrations (postgres mode)
   admin    <subcommand>                     manage accounts and API keys (qms admin help)
   health   [--url URL]                      exit 0 when the local qms answers /readyz (container health checks)
+  reseal-secrets [--config FILE]            seal every webhook signing secret under QMS_WEBHOOKS_SECRET_KEY (postgres mode)
   version                                   print the version, commit and build date
 
 Configuration: configs/default.yaml, then --config FILE, then QMS_* variables

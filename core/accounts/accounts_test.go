@@ -36,7 +36,7 @@ func TestScopesWriteIncludesReadOfTheSameModuleOnly(t *testing.T) {
 
 func TestAuthenticate(t *testing.T) {
 	ctx := context.Background()
-	svc, clock := newService()
+	svc, _ := newService()
 	acc, err := svc.CreateAccount(ctx, accounts.CreateAccountInput{Name: "Acme", Plan: accounts.PlanPremium})
 	if err != nil {
 		t.Fatal(err)
@@ -57,18 +57,23 @@ func TestAuthenticate(t *testing.T) {
 		t.Fatalf("unknown key: %v", err)
 	}
 
-	// A downgrade reaches cached keys once the cache entry expires.
+	// A downgrade reaches cached keys at once in this process, and so does
+	// the upgrade back; the keys themselves are kept.
 	if _, err := svc.SetPlan(ctx, acc.ID, accounts.PlanFree); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(accounts.AuthCacheTTL + time.Millisecond)
 	if _, err := svc.Authenticate(ctx, value); !platform.IsCode(err, platform.CodePremiumRequired) {
 		t.Fatalf("free plan: want PREMIUM_REQUIRED, got %v", err)
+	}
+	if _, _, err := svc.CreateKey(ctx, acc.ID, accounts.CreateKeyInput{Scopes: []string{"queues:read"}}); !platform.IsCode(err, platform.CodePremiumRequired) {
+		t.Fatalf("key for a free account: want PREMIUM_REQUIRED, got %v", err)
+	}
+	if keys, _ := svc.ListKeys(ctx, acc.ID); len(keys) != 1 {
+		t.Fatalf("a downgrade keeps the keys: %+v", keys)
 	}
 	if _, err := svc.SetPlan(ctx, acc.ID, accounts.PlanPremium); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(accounts.AuthCacheTTL + time.Millisecond)
 
 	// Revocation takes effect at once in this process.
 	if _, err := svc.Authenticate(ctx, value); err != nil {

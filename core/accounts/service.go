@@ -35,8 +35,10 @@ type Repository interface {
 	UpdateKey(ctx context.Context, k APIKey) error
 }
 
-// AuthCacheTTL bounds how long an authentication result is reused: a revoked
-// key or a downgraded plan takes effect within this time on every process.
+// AuthCacheTTL bounds how long an authentication result is reused. Revoking
+// a key or changing a plan clears the cache at once (ForgetAuth: directly in
+// the process that made the change, through the store's notifications in the
+// others); the TTL is only the fallback when a notification is lost.
 const AuthCacheTTL = 2 * time.Second
 
 // Service is the accounts use cases: the control panel's side (accounts,
@@ -48,6 +50,7 @@ type Service struct {
 
 	mu    sync.Mutex
 	cache map[string]cachedAuth
+	gen   uint64 // bumped by ForgetAuth: a lookup begun before is not cached
 }
 
 type cachedAuth struct {
@@ -90,8 +93,9 @@ func (s *Service) GetAccount(ctx context.Context, id string) (Account, error) {
 	return s.repo.GetAccount(ctx, id)
 }
 
-// SetPlan changes an account's plan; a downgrade turns every key of the
-// account to 402 within AuthCacheTTL.
+// SetPlan changes an account's plan; a downgrade keeps the account's keys but
+// turns every one of them to 402, from the next request on (the cache of this
+// process is cleared at once, the others' on the store's notification).
 func (s *Service) SetPlan(ctx context.Context, accountID string, plan Plan) (Account, error) {
 	var v platform.Validator
 	if v.Required("plan", plan != "") {
@@ -111,7 +115,23 @@ func (s *Service) SetPlan(ctx context.Context, accountID string, plan Plan) (Acc
 		out = a
 		return s.repo.UpdateAccount(ctx, a)
 	})
+	if err == nil {
+		s.ForgetAuth()
+	}
 	return out, err
+}
+
+// ForgetAuth drops every cached authentication result, so the next request of
+// every key is checked against the store. Plan changes and revocations are
+// rare, so clearing the whole cache is cheaper than indexing it by account.
+//
+// A lookup that began before the call is not cached when it ends, so a result
+// read just before a change cannot outlive the change's notification.
+func (s *Service) ForgetAuth() {
+	s.mu.Lock()
+	clear(s.cache)
+	s.gen++
+	s.mu.Unlock()
 }
 
 // CreateKeyInput is the admin API's key body.
@@ -144,8 +164,13 @@ func (s *Service) CreateKey(ctx context.Context, accountID string, in CreateKeyI
 	if err := v.Err(); err != nil {
 		return APIKey{}, "", err
 	}
-	if _, err := s.repo.GetAccount(ctx, accountID); err != nil {
+	a, err := s.repo.GetAccount(ctx, accountID)
+	if err != nil {
 		return APIKey{}, "", err
+	}
+	if a.Plan != PlanPremium { // spec §5: key creation requires the Premium plan
+		return APIKey{}, "", platform.NewError(platform.KindPaymentRequired, platform.CodePremiumRequired,
+			"API keys can be created only for accounts on the premium plan", map[string]any{"plan": string(a.Plan)})
 	}
 	value := newKeyValue()
 	k := APIKey{
@@ -190,13 +215,7 @@ func (s *Service) RevokeKey(ctx context.Context, keyID string) (APIKey, error) {
 		return nil
 	})
 	if err == nil {
-		s.mu.Lock()
-		for h, c := range s.cache {
-			if c.principal.KeyID == keyID {
-				delete(s.cache, h)
-			}
-		}
-		s.mu.Unlock()
+		s.ForgetAuth()
 	}
 	return out, err
 }
@@ -209,6 +228,7 @@ func (s *Service) Authenticate(ctx context.Context, value string) (Principal, er
 	now := s.clock.Now()
 	s.mu.Lock()
 	c, ok := s.cache[hash]
+	gen := s.gen
 	s.mu.Unlock()
 	if ok && now.Before(c.expires) {
 		return c.principal, c.err
@@ -220,10 +240,12 @@ func (s *Service) Authenticate(ctx context.Context, value string) (Principal, er
 		}
 	}
 	s.mu.Lock()
-	if len(s.cache) > 10000 { // bound memory against floods of random keys
-		clear(s.cache)
+	if s.gen == gen { // nothing changed while this lookup ran
+		if len(s.cache) > 10000 { // bound memory against floods of random keys
+			clear(s.cache)
+		}
+		s.cache[hash] = cachedAuth{principal: p, err: err, expires: now.Add(AuthCacheTTL)}
 	}
-	s.cache[hash] = cachedAuth{principal: p, err: err, expires: now.Add(AuthCacheTTL)}
 	s.mu.Unlock()
 	return p, err
 }

@@ -25,6 +25,9 @@ import (
 // AdminToken is the admin token of every test process.
 const AdminToken = "test-admin-token-0123456789"
 
+// SecretKey seals webhook signing secrets in the processes tests start.
+const SecretKey = "test-webhooks-secret-key-0123456789abcdef"
+
 // App is a running qms process.
 type App struct {
 	T         testing.TB
@@ -83,6 +86,7 @@ func start(t testing.TB, storage, url string, opts ...Option) *App {
 		"QMS_STORAGE=" + storage,
 		"QMS_HTTP_ADDR=127.0.0.1:0",
 		"QMS_ADMIN_TOKEN=" + AdminToken,
+		"QMS_WEBHOOKS_SECRET_KEY=" + SecretKey, // required in postgres mode
 		"QMS_WEBHOOKS_ALLOW_PRIVATE=true",
 		"QMS_LOG_LEVEL=warn",
 	}
@@ -134,12 +138,18 @@ func (a *App) Stop() {
 }
 
 // NewAccount creates an account on plan and a key with the given scopes
-// ("all", or a comma-separated list), through the admin API.
+// ("all", or a comma-separated list), through the admin API. Keys are made
+// only for premium accounts, so for another plan the account is created on
+// premium, given its key, and then moved to plan.
 func (a *App) NewAccount(plan, scopes string) (accountID, key string) {
 	a.T.Helper()
 	var acc struct{ ID string }
-	a.Admin(http.MethodPost, "/admin/v1/accounts", map[string]any{"name": "Test", "plan": plan}, &acc)
-	return acc.ID, a.NewKey(acc.ID, scopes)
+	a.Admin(http.MethodPost, "/admin/v1/accounts", map[string]any{"name": "Test", "plan": "premium"}, &acc)
+	key = a.NewKey(acc.ID, scopes) // keys are created on premium only
+	if plan != "premium" {
+		a.Admin(http.MethodPut, "/admin/v1/accounts/"+acc.ID+"/plan", map[string]any{"plan": plan}, nil)
+	}
+	return acc.ID, key
 }
 
 // NewKey creates a key of the account with the given scopes.

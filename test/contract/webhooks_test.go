@@ -419,3 +419,75 @@ func TestMemoryEventAndDeliveryJobCommitTogether(t *testing.T) {
 		})
 	}
 }
+
+// TestPostgresWebhookSecretsRotate (issue 14): older keys open what they
+// sealed, new secrets are sealed under the first key, resealing without all
+// seals only the secrets in clear, and with all moves every secret to the
+// current key, after which the old key is no longer needed.
+func TestPostgresWebhookSecretsRotate(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	pgAccount(t, db, "acc_a")
+	const oldKey = "the old key of at least thirty-two chars"
+	const newKey = "the new key of at least thirty-two chars"
+	before, _ := postgres.NewWebhooks(db, oldKey)
+	clear, _ := postgres.NewWebhooks(db, "")
+	rotated, err := postgres.NewWebhooks(db, newKey, oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onlyNew, _ := postgres.NewWebhooks(db, newKey)
+
+	e1 := endpoint("whe_1", "acc_a", "queue.closed") // sealed under the old key
+	e2 := endpoint("whe_2", "acc_a", "queue.closed") // stored in clear
+	e3 := endpoint("whe_3", "acc_a", "queue.closed") // written after the rotation
+	for r, e := range map[*postgres.Webhooks]webhooks.Endpoint{before: e1, clear: e2, rotated: e3} {
+		if err := r.CreateEndpoint(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secretOf := func(id string) string {
+		var s string
+		if err := db.Pool.QueryRow(ctx, "SELECT secret FROM webhook_endpoints WHERE id = $1", id).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for _, e := range []webhooks.Endpoint{e1, e2, e3} {
+		if got, err := rotated.GetEndpoint(ctx, e.ID); err != nil || got.Secret != e.Secret {
+			t.Fatalf("%s with the rotated keys: %v", e.ID, err)
+		}
+	}
+	if _, err := onlyNew.GetEndpoint(ctx, "whe_1"); !errors.Is(err, webhooks.ErrSecretUnavailable) {
+		t.Fatalf("the new key alone opened a secret of the old one: %v", err)
+	}
+	if got, err := onlyNew.GetEndpoint(ctx, "whe_3"); err != nil || got.Secret != e3.Secret {
+		t.Fatalf("a secret written after the rotation is not under the new key: %v", err)
+	}
+
+	// Start-up: only the secret in clear is sealed.
+	oldSealed := secretOf("whe_1")
+	if n, err := rotated.ResealSecrets(ctx, false); err != nil || n != 1 {
+		t.Fatalf("reseal plain: %d, %v", n, err)
+	}
+	if s := secretOf("whe_2"); !strings.HasPrefix(s, "v1:") || secretOf("whe_1") != oldSealed {
+		t.Fatalf("after the start-up reseal: whe_2 %q, whe_1 changed %v", s, secretOf("whe_1") != oldSealed)
+	}
+	// qms reseal-secrets: everything under the new key; again is a no-op.
+	if n, err := rotated.ResealSecrets(ctx, true); err != nil || n != 1 {
+		t.Fatalf("reseal all: %d, %v", n, err)
+	}
+	if n, err := rotated.ResealSecrets(ctx, true); err != nil || n != 0 {
+		t.Fatalf("reseal again: %d, %v", n, err)
+	}
+	for _, e := range []webhooks.Endpoint{e1, e2, e3} {
+		if got, err := onlyNew.GetEndpoint(ctx, e.ID); err != nil || got.Secret != e.Secret {
+			t.Fatalf("%s with the new key alone after resealing: %v", e.ID, err)
+		}
+	}
+	// A secret no key opens is reported, not rewritten.
+	stranger, _ := postgres.NewWebhooks(db, "a stranger key of thirty-two characters")
+	if n, err := stranger.ResealSecrets(ctx, true); n != 0 || !errors.Is(err, webhooks.ErrSecretUnavailable) {
+		t.Fatalf("reseal with a wrong key: %d, %v", n, err)
+	}
+}

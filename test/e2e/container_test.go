@@ -83,7 +83,7 @@ func TestContainerImage(t *testing.T) {
 	t1 := time.Now()
 	must(pod("run", "-d", "--name", name, "--runtime", "runc", "--network", "host",
 		"-e", "QMS_STORAGE=postgres", "-e", "QMS_DATABASE_URL="+dbURL,
-		"-e", "QMS_ADMIN_TOKEN="+apptest.AdminToken, "-e", "QMS_HTTP_ADDR="+addr,
+		"-e", "QMS_ADMIN_TOKEN="+apptest.AdminToken, "-e", "QMS_WEBHOOKS_SECRET_KEY="+apptest.SecretKey, "-e", "QMS_HTTP_ADDR="+addr,
 		"-e", "QMS_WEBHOOKS_ALLOW_PRIVATE=true", tag))
 	t.Cleanup(func() { _ = pod("rm", "-f", name).Run() })
 	base := "http://" + addr

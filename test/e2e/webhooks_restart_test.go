@@ -115,7 +115,7 @@ func TestWebhookDeliveryInterruptedByACrash(t *testing.T) {
 	proc := exec.Command(bin, "serve")
 	proc.Env = append(os.Environ(),
 		"QMS_STORAGE=postgres", "QMS_DATABASE_URL="+url, "QMS_HTTP_ADDR="+addr,
-		"QMS_ADMIN_TOKEN="+apptest.AdminToken, "QMS_WEBHOOKS_ALLOW_PRIVATE=true",
+		"QMS_ADMIN_TOKEN="+apptest.AdminToken, "QMS_WEBHOOKS_SECRET_KEY="+apptest.SecretKey, "QMS_WEBHOOKS_ALLOW_PRIVATE=true",
 		"QMS_LOG_LEVEL=error", "QMS_RATELIMIT_PER_MINUTE=100000")
 	if os.Getenv("QMS_TEST_LOG") != "" {
 		proc.Stderr = os.Stderr

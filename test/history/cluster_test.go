@@ -68,6 +68,7 @@ func clusterBackend(t *testing.T, n int) *backend {
 		"QMS_STORAGE=postgres",
 		"QMS_DATABASE_URL="+dbURL,
 		"QMS_ADMIN_TOKEN="+apptest.AdminToken,
+		"QMS_WEBHOOKS_SECRET_KEY="+apptest.SecretKey,
 		fmt.Sprintf("QMS_RATELIMIT_PER_MINUTE=%d", highRate),
 		"QMS_WEBHOOKS_ALLOW_PRIVATE=true",
 		"QMS_BOOTSTRAP_DEMO=false",

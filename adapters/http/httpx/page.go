@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -103,8 +105,9 @@ func invalidCursor(msg string) error {
 // ParsePage reads the limit and cursor query parameters of a list request.
 // limit is 1-200, 50 when absent; anything else (out of range, not an
 // integer, empty) is VALIDATION_ERROR on path "limit". cursor must have been
-// issued by WritePage for the same list and the same account; a tampered,
-// forged, other account's or other list's cursor is 400 INVALID_CURSOR.
+// issued by WritePage for the same list, the same account, the same path and
+// the same filters (listScope); a tampered, forged, other account's or other
+// list's or query's cursor is 400 INVALID_CURSOR.
 func ParsePage(c *fiber.Ctx, cur Cursors, list string) (platform.PageRequest, error) {
 	req := platform.PageRequest{Limit: platform.DefaultPageLimit}
 	args := c.Context().QueryArgs()
@@ -122,13 +125,30 @@ func ParsePage(c *fiber.Ctx, cur Cursors, list string) (platform.PageRequest, er
 		req.Limit = n
 	}
 	if args.Has("cursor") {
-		after, err := cur.Decode(string(args.Peek("cursor")), list, PrincipalOf(c).AccountID)
+		after, err := cur.Decode(string(args.Peek("cursor")), listScope(c, list), PrincipalOf(c).AccountID)
 		if err != nil {
 			return req, err
 		}
 		req.After = after
 	}
 	return req, nil
+}
+
+// listScope is what a cursor is bound to besides the account: the list's
+// name, the request's path (so every path parameter: run, queue, ...) and
+// every query parameter but limit and cursor (every filter: entityId,
+// status, ...), sorted. A cursor of one run, filter or list is then 400
+// INVALID_CURSOR on another, instead of a page that silently skips rows;
+// the limit may change from page to page.
+func listScope(c *fiber.Ctx, list string) string {
+	var params []string
+	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
+		if key := string(k); key != "limit" && key != "cursor" {
+			params = append(params, key+"="+string(v))
+		}
+	})
+	slices.Sort(params)
+	return list + "\x00" + c.Path() + "\x00" + strings.Join(params, "&")
 }
 
 // pageBody is the list envelope of spec section 2.10.
@@ -151,7 +171,7 @@ func WritePage[T any](c *fiber.Ctx, cur Cursors, list string, page platform.Page
 		body.Data = []T{}
 	}
 	if page.Next != "" {
-		next := cur.Encode(list, PrincipalOf(c).AccountID, page.Next)
+		next := cur.Encode(listScope(c, list), PrincipalOf(c).AccountID, page.Next)
 		body.Pagination.NextCursor = &next
 	}
 	return c.Status(fiber.StatusOK).JSON(body)
