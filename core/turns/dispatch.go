@@ -595,3 +595,26 @@ func (s *Service) SetPriority(ctx context.Context, accountID, id string, in Prio
 		return nil
 	})
 }
+
+// OnEvent promotes a reopened run's waitlist (an events.Subscriber of
+// queue.opened, inside the transaction that opened the run and holds its
+// lock): turns that finished while the run was closed left room that no
+// other change would give to the waitlist.
+func (s *Service) OnEvent(ctx context.Context, e platform.Event) error {
+	if e.Name != platform.EventQueueOpened || e.RunID == "" {
+		return nil
+	}
+	run, err := s.queues.GetRunForUpdate(ctx, e.RunID)
+	if err != nil {
+		return err
+	}
+	q, err := s.queues.GetQueue(ctx, run.QueueID)
+	if err != nil {
+		return err
+	}
+	promoted, _, err := s.promote(ctx, q, run)
+	if err != nil {
+		return err
+	}
+	return s.bumpLine(ctx, run.ID, LineChange{Added: keys(promoted)})
+}

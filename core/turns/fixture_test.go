@@ -83,6 +83,7 @@ func newFixture(t *testing.T, guards ...turns.IntakeGuard) *fixture {
 	repo := memory.NewTurns(store)
 	jobs := &jobLog{store: store}
 	svc := turns.NewService(repo, qrepo, store, bus, jobs, clock, guards)
+	bus.Subscribe(svc)
 	e, err := ents.Create(context.Background(), account, entities.CreateInput{Name: platform.Ptr("Main branch")})
 	if err != nil {
 		t.Fatal(err)

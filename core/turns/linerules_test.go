@@ -218,6 +218,14 @@ func TestAClosedRunAdmitsNobodyAutomatically(t *testing.T) {
 		t.Fatalf("promoted into a closed run: %s", got.Status)
 	}
 	wantCode(t, errOf(f.svc.Release(f.ctx, account, w.ID)), turns.CodeQueueClosed)
+	// Opening the run again gives the room that was made while it was
+	// closed to the waitlist.
+	if _, err := f.queues.OpenRun(f.ctx, account, run); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.get(w.ID); got.Status != turns.Waiting {
+		t.Fatalf("reopened run: the waitlisted turn is %s, want WAITING", got.Status)
+	}
 
 	// A waiting turn of a closed run keeps its place but promises no wait.
 	_, other := f.queue(queues.CreateInput{})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/turnhttp"
 	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/queues"
 	core "github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/ports"
@@ -31,6 +32,7 @@ var Module = fx.Module("turns",
 		fx.Annotate(toleranceJob, fx.ResultTags(`group:"jobs"`)),
 	),
 	fx.Invoke(func(srv *web.Server, s *core.Service) { turnhttp.Register(srv.API, s, srv.Cursors) }),
+	fx.Invoke(func(bus *events.Bus, s *core.Service) { bus.Subscribe(s) }),
 )
 
 // toleranceMaxAttempts: the job is idempotent and quick; a failure is the
