@@ -9,7 +9,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/adapters/postgres"
-	riverjobs "github.com/qms-dev/qms/adapters/river"
+	"github.com/qms-dev/qms/adapters/riverjobs"
 	"github.com/qms-dev/qms/bootstrap/config"
 	"github.com/qms-dev/qms/core/accesscodes"
 	"github.com/qms-dev/qms/core/accounts"

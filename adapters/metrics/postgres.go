@@ -9,6 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// Both collectors are Prometheus collectors, checked by the compiler.
+var (
+	_ prometheus.Collector = (*PoolCollector)(nil)
+	_ prometheus.Collector = (*JobsCollector)(nil)
+)
+
 // scrapeTimeout bounds the queries a collector runs during a scrape.
 const scrapeTimeout = 2 * time.Second
 

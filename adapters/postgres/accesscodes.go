@@ -79,14 +79,6 @@ func (row *accessCodeRow) domain() (accesscodes.AccessCode, error) {
 	return c, nil
 }
 
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 // isUniqueViolation reports whether err is PostgreSQL's unique_violation.
 func isUniqueViolation(err error) bool {
 	var pg *pgconn.PgError

@@ -84,16 +84,8 @@ func (row appointmentRow) domain() appointments.Appointment {
 		SlotStart: row.SlotStart.UTC(), SlotEnd: row.SlotEnd.UTC(), Date: row.LocalDate, Status: appointments.Status(row.Status),
 		CustomerName: row.CustomerName, Phone: row.Phone, Notes: row.Notes, FormResponse: form,
 		IdempotencyKey: row.IdempotencyKey, RequestHash: row.RequestHash, CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(),
-		CheckedInAt: aptUTC(row.CheckedInAt), StartedAt: aptUTC(row.StartedAt), CompletedAt: aptUTC(row.CompletedAt),
-		CancelledAt: aptUTC(row.CancelledAt), NoShowAt: aptUTC(row.NoShowAt), TurnID: row.TurnID}
-}
-
-func aptUTC(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
+		CheckedInAt: utcPtr(row.CheckedInAt), StartedAt: utcPtr(row.StartedAt), CompletedAt: utcPtr(row.CompletedAt),
+		CancelledAt: utcPtr(row.CancelledAt), NoShowAt: utcPtr(row.NoShowAt), TurnID: row.TurnID}
 }
 
 // Appointments is the Postgres appointments.Repository. Seats are taken and

@@ -24,15 +24,7 @@ type displayTokenRow struct {
 
 func (row displayTokenRow) domain() display.Token {
 	return display.Token{ID: row.ID, AccountID: row.AccountID, QueueID: row.QueueID, RunID: row.RunID,
-		Label: row.Label, Hash: row.Hash, CreatedAt: row.CreatedAt.UTC(), RevokedAt: displayTime(row.RevokedAt)}
-}
-
-func displayTime(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
+		Label: row.Label, Hash: row.Hash, CreatedAt: row.CreatedAt.UTC(), RevokedAt: utcPtr(row.RevokedAt)}
 }
 
 // DisplayTokens is the Postgres display.Repository.

@@ -75,8 +75,8 @@ func (row *turnRow) domain() (turns.Turn, error) {
 		Seq: row.Seq, PeopleCount: row.PeopleCount, Phone: row.Phone, NotifyWhatsapp: row.NotifyWhatsapp,
 		StationID: row.StationID, CallCount: row.CallCount, Reentries: row.Reentries, HeldFrom: row.HeldFrom,
 		ReopenTo: turns.Status(row.ReopenTo), ServiceSeconds: row.ServiceSeconds, IdempotencyKey: row.IdempotencyKey,
-		RequestHash: row.RequestHash, ArrivedAt: turnUTC(row.ArrivedAt), CalledAt: turnUTC(row.CalledAt),
-		StartedAt: turnUTC(row.StartedAt), FinishedAt: turnUTC(row.FinishedAt),
+		RequestHash: row.RequestHash, ArrivedAt: utcPtr(row.ArrivedAt), CalledAt: utcPtr(row.CalledAt),
+		StartedAt: utcPtr(row.StartedAt), FinishedAt: utcPtr(row.FinishedAt),
 		CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(), AppointmentID: row.AppointmentID,
 	}
 	if err := json.Unmarshal(row.FormResponse, &t.FormResponse); err != nil {
@@ -417,13 +417,4 @@ func (r *Turns) RecentServiceSeconds(ctx context.Context, queueID string, n int)
 		Where("queue_id = ?", queueID).Where("service_seconds IS NOT NULL").
 		OrderExpr("finished_at DESC").Limit(int64(n)).Scan(ctx, &out)
 	return out, wrap(err, "recent service times")
-}
-
-// turnUTC reads an optional timestamp in UTC, as the clock gives them.
-func turnUTC(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }

@@ -274,16 +274,8 @@ func deliveryRow(d webhooks.Delivery) *webhookDeliveryRow {
 func (row webhookDeliveryRow) domain() webhooks.Delivery {
 	return webhooks.Delivery{ID: row.ID, AccountID: row.AccountID, EndpointID: row.EndpointID, EventID: row.EventID,
 		Event: row.Event, Body: row.Body, Status: row.Status, Attempts: row.Attempts,
-		LastResponseStatus: row.LastResponseStatus, LastError: row.LastError, LastAttemptAt: webhookUTC(row.LastAttemptAt),
-		NextAttemptAt: webhookUTC(row.NextAttemptAt), RetryToken: row.RetryToken, CreatedAt: row.CreatedAt.UTC()}
-}
-
-func webhookUTC(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
+		LastResponseStatus: row.LastResponseStatus, LastError: row.LastError, LastAttemptAt: utcPtr(row.LastAttemptAt),
+		NextAttemptAt: utcPtr(row.NextAttemptAt), RetryToken: row.RetryToken, CreatedAt: row.CreatedAt.UTC()}
 }
 
 // CreateDelivery stores a new delivery.

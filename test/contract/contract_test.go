@@ -8,7 +8,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/adapters/postgres"
-	riverjobs "github.com/qms-dev/qms/adapters/river"
+	"github.com/qms-dev/qms/adapters/riverjobs"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/ports"
 	"github.com/qms-dev/qms/test/contract"

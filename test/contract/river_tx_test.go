@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	riverjobs "github.com/qms-dev/qms/adapters/river"
+	"github.com/qms-dev/qms/adapters/riverjobs"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/ports"
 	"github.com/qms-dev/qms/test/pgtest"

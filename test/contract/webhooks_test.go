@@ -12,7 +12,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/adapters/postgres"
-	riverjobs "github.com/qms-dev/qms/adapters/river"
+	"github.com/qms-dev/qms/adapters/riverjobs"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"

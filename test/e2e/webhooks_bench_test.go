@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/qms-dev/qms/adapters/postgres"
-	riverjobs "github.com/qms-dev/qms/adapters/river"
+	"github.com/qms-dev/qms/adapters/riverjobs"
 	"github.com/qms-dev/qms/adapters/webhookclient"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/events"

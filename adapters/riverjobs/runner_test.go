@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	riverjobs "github.com/qms-dev/qms/adapters/river"
+	"github.com/qms-dev/qms/adapters/riverjobs"
 	"github.com/qms-dev/qms/test/pgtest"
 )
 

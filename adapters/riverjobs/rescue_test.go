@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/qms-dev/qms/adapters/postgres"
-	riverjobs "github.com/qms-dev/qms/adapters/river"
+	"github.com/qms-dev/qms/adapters/riverjobs"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/ports"
 	"github.com/qms-dev/qms/test/pgtest"

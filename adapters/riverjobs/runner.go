@@ -29,7 +29,10 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
-var _ ports.JobRunner = (*Runner)(nil)
+var (
+	_ ports.JobRunner       = (*Runner)(nil)
+	_ platform.JobScheduler = (*Runner)(nil)
+)
 
 // Defaults of Options.
 const (
