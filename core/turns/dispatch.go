@@ -31,7 +31,7 @@ type change struct {
 // tolerance job, promotion from the waitlist, line version). The answer is
 // the turn as committed.
 func (s *Service) mutate(ctx context.Context, accountID, id string, op Operation, fn func(ctx context.Context, c *change) error) (View, error) {
-	var out Turn
+	var out *change
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		c, err := s.lock(ctx, accountID, id, op)
 		if err != nil {
@@ -46,13 +46,13 @@ func (s *Service) mutate(ctx context.Context, accountID, id string, op Operation
 		if err := s.commit(ctx, c); err != nil {
 			return err
 		}
-		out = c.t
+		out = c
 		return nil
 	})
 	if err != nil {
 		return View{}, err
 	}
-	return s.View(ctx, out)
+	return s.committedView(ctx, out)
 }
 
 // lock takes the locks of an operation on one turn in the order of the
@@ -232,7 +232,7 @@ func (s *Service) Next(ctx context.Context, accountID, runID string, in CallInpu
 	if err := in.Validate(); err != nil {
 		return View{}, err
 	}
-	var out Turn
+	var out *change
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		run, q, err := s.lockRun(ctx, accountID, runID)
 		if err != nil {
@@ -265,13 +265,13 @@ func (s *Service) Next(ctx context.Context, accountID, runID string, in CallInpu
 		if err := s.commit(ctx, c); err != nil {
 			return err
 		}
-		out = c.t
+		out = c
 		return nil
 	})
 	if err != nil {
 		return View{}, err
 	}
-	return s.View(ctx, out)
+	return s.committedView(ctx, out)
 }
 
 // callTurn makes c's turn called now; serve starts its service at once

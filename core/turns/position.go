@@ -209,6 +209,17 @@ func (s *Service) View(ctx context.Context, t Turn) (View, error) {
 	return vb.view(ctx, t)
 }
 
+// committedView is View for the answer of a change: the change already
+// read the queue and the run (as committed), so neither is read again.
+func (s *Service) committedView(ctx context.Context, c *change) (View, error) {
+	vb, err := s.viewer(ctx, c.q)
+	if err != nil {
+		return View{}, err
+	}
+	vb.open[c.run.ID] = c.run.Open()
+	return vb.view(ctx, c.t)
+}
+
 func (vb *viewer) view(ctx context.Context, t Turn) (View, error) {
 	v := View{Turn: t, Queue: QueueRef{ID: vb.q.ID, Name: vb.q.Name, Type: vb.q.Type}}
 	if v.FormResponse == nil {
