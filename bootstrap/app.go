@@ -64,6 +64,14 @@ var Modules = []fx.Option{
 // New builds the application for cfg. Start it with app.Start and stop it
 // with app.Stop; Server is filled once it has started.
 func New(cfg *config.Config, opts Options) (*fx.App, *web.Server) {
+	var srv *web.Server
+	app := fx.New(append(graph(cfg, opts), fx.Invoke(func(s *web.Server) { srv = s }))...)
+	return app, srv
+}
+
+// graph is the application's fx options for cfg: the adapter set it names,
+// the platform and every module. TestGraphs validates it for both sets.
+func graph(cfg *config.Config, opts Options) []fx.Option {
 	log := opts.Logger
 	if log == nil {
 		log = NewLogger(cfg, os.Stderr)
@@ -82,8 +90,7 @@ func New(cfg *config.Config, opts Options) (*fx.App, *web.Server) {
 		token = "qms_admin_" + randomHex(24)
 		generated = true
 	}
-	var srv *web.Server
-	app := fx.New(
+	return []fx.Option{
 		fx.WithLogger(func() fxevent.Logger {
 			// fx's own start-up chatter is debug detail; its errors stay errors.
 			l := &fxevent.SlogLogger{Logger: log.With("component", "fx")}
@@ -98,7 +105,6 @@ func New(cfg *config.Config, opts Options) (*fx.App, *web.Server) {
 		),
 		storage(cfg),
 		fx.Options(Modules...),
-		fx.Invoke(func(s *web.Server) { srv = s }),
 		fx.Invoke(func(lc fx.Lifecycle, d demoDeps) {
 			if cfg.Storage != config.StorageMemory || !cfg.BootstrapDemo {
 				return
@@ -107,10 +113,9 @@ func New(cfg *config.Config, opts Options) (*fx.App, *web.Server) {
 				return printDemo(ctx, stdout, d, token, generated)
 			}})
 		}),
-		fx.StartTimeout(60*time.Second),
-		fx.StopTimeout(cfg.HTTP.ShutdownTimeout+5*time.Second),
-	)
-	return app, srv
+		fx.StartTimeout(60 * time.Second),
+		fx.StopTimeout(cfg.HTTP.ShutdownTimeout + 5*time.Second),
+	}
 }
 
 // NewLogger builds the process logger from the log settings.

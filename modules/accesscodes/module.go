@@ -11,7 +11,7 @@ import (
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
-	turnsmodule "github.com/qms-dev/qms/modules/turns"
+	"github.com/qms-dev/qms/ports"
 )
 
 // Module provides the access-codes service, contributes its intake guard
@@ -23,7 +23,7 @@ var Module = fx.Module("accesscodes",
 		func(s *entities.Service) core.Entities { return s },
 		func(s *queues.Service) core.Queues { return s },
 		fx.Annotate(func(g *core.Guard) turns.IntakeGuard { return g },
-			fx.ResultTags(`group:"`+turnsmodule.GuardGroup+`"`)),
+			fx.ResultTags(ports.InGroup(ports.GroupIntakeGuards))),
 	),
 	fx.Invoke(func(srv *web.Server, s *core.Service, g *core.Guard) {
 		accesscodehttp.Register(srv.API, s, g, srv.Cursors)

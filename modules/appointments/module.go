@@ -27,7 +27,7 @@ var Module = fx.Module("appointments",
 	fx.Provide(
 		core.NewService,
 		func(r queues.Repository) core.Queues { return r },
-		fx.Annotate(joinLineJob, fx.ResultTags(`group:"jobs"`)),
+		fx.Annotate(joinLineJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 	),
 	fx.Invoke(func(s *core.Service, line *turns.Service, jobs platform.JobScheduler) {
 		s.UseLine(line, jobs)

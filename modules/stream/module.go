@@ -15,6 +15,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	core "github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/ports"
 )
 
 // Module provides *stream.Hub and mounts the stream. The storage provides
@@ -22,7 +23,7 @@ import (
 var Module = fx.Module("stream",
 	fx.Provide(
 		newHub,
-		fx.Annotate(subscribersGauge, fx.ResultTags(`group:"metrics"`)),
+		fx.Annotate(subscribersGauge, fx.ResultTags(ports.InGroup(ports.GroupMetrics))),
 	),
 	fx.Invoke(func(srv *web.Server, hub *core.Hub, qs *queues.Service) {
 		streamhttp.Register(srv.API, hub, qs, srv.Cursors, streamhttp.SSE{})

@@ -29,7 +29,7 @@ var Module = fx.Module("workflow",
 		func(s *queues.Service) core.Queues { return s },
 		func(r queues.Repository) core.QueueStore { return r },
 		func(s *turns.Service) core.Turns { return s },
-		fx.Annotate(forwardJob, fx.ResultTags(`group:"jobs"`)),
+		fx.Annotate(forwardJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 	),
 	fx.Invoke(func(bus *events.Bus, f *core.Forwarder) { bus.Subscribe(f) }),
 	fx.Invoke(func(srv *web.Server, s *core.Service, f *core.Forwarder) {
