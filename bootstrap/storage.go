@@ -12,7 +12,7 @@ import (
 	"github.com/qms-dev/qms/adapters/metrics"
 	"github.com/qms-dev/qms/adapters/postgres"
 	"github.com/qms-dev/qms/adapters/riverjobs"
-	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/accesscodes"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/analytics"

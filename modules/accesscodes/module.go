@@ -6,7 +6,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/http/accesscodehttp"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/adapters/http/server"
 	core "github.com/qms-dev/qms/core/accesscodes"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/queues"
@@ -25,7 +25,7 @@ var Module = fx.Module("accesscodes",
 		fx.Annotate(func(g *core.Guard) turns.IntakeGuard { return g },
 			fx.ResultTags(ports.InGroup(ports.GroupIntakeGuards))),
 	),
-	fx.Invoke(func(srv *web.Server, s *core.Service, g *core.Guard) {
+	fx.Invoke(func(srv *server.Server, s *core.Service, g *core.Guard) {
 		accesscodehttp.Register(srv.API, s, g, srv.Cursors)
 	}),
 )

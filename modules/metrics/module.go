@@ -17,9 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
+	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/adapters/metrics"
-	"github.com/qms-dev/qms/bootstrap/config"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/ports"
 )
 
@@ -63,7 +63,7 @@ func register(in collectors) {
 
 // serve mounts GET /metrics on the API's app, or, when metrics.addr is set,
 // on a listener of its own that starts and stops with the application.
-func serve(lc fx.Lifecycle, cfg *config.Config, srv *web.Server, m *metrics.Metrics, log *slog.Logger) {
+func serve(lc fx.Lifecycle, cfg *config.Config, srv *server.Server, m *metrics.Metrics, log *slog.Logger) {
 	if cfg.Metrics.Addr == "" {
 		srv.App.Get(Path, m.Handler())
 		return

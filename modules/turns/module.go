@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/adapters/http/turnhttp"
-	"github.com/qms-dev/qms/bootstrap/web"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
@@ -28,7 +28,7 @@ var Module = fx.Module("turns",
 		func(r queues.Repository) core.Queues { return r },
 		fx.Annotate(toleranceJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 	),
-	fx.Invoke(func(srv *web.Server, s *core.Service) { turnhttp.Register(srv.API, s, srv.Cursors) }),
+	fx.Invoke(func(srv *server.Server, s *core.Service) { turnhttp.Register(srv.API, s, srv.Cursors) }),
 	fx.Invoke(func(bus *events.Bus, s *core.Service) { bus.Subscribe(s) }),
 )
 

@@ -12,10 +12,10 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/adapters/http/webhookhttp"
 	"github.com/qms-dev/qms/adapters/webhookclient"
-	"github.com/qms-dev/qms/bootstrap/config"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	core "github.com/qms-dev/qms/core/webhooks"
@@ -30,7 +30,7 @@ var Module = fx.Module("webhooks",
 		fx.Annotate(DeliveryKind, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 	),
 	fx.Invoke(func(b *events.Bus, s *core.Service) { b.Subscribe(s) }),
-	fx.Invoke(func(srv *web.Server, s *core.Service) { webhookhttp.Register(srv.API, s, srv.Cursors) }),
+	fx.Invoke(func(srv *server.Server, s *core.Service) { webhookhttp.Register(srv.API, s, srv.Cursors) }),
 )
 
 // serviceParams are the webhooks service's dependencies; Observer (the
