@@ -252,14 +252,18 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 	}
 	seen := map[string]bool{}
 	for _, e := range evs {
-		id, code := str(e.Data["turnId"]), str(e.Data["displayCode"])
+		var call turns.TurnCalled
+		if err := e.Decode(&call); err != nil {
+			return Board{}, err
+		}
+		id, code := call.TurnID, call.DisplayCode
 		if id == "" || calling[id] || seen[id] {
 			continue
 		}
 		seen[id] = true
 		at := e.OccurredAt
 		bt := BoardTurn{TurnID: id, DisplayCode: code, CalledAt: &at, Columns: map[string]string{}}
-		if st, ok := stations[str(e.Data["stationId"])]; ok {
+		if st, ok := stations[platform.Deref(call.StationID, "")]; ok {
 			bt.Station = &st
 		}
 		b.Recent = append(b.Recent, bt)
@@ -268,21 +272,6 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 		}
 	}
 	return b, nil
-}
-
-// str reads a string from event data: a string once the event went
-// through JSON (Postgres), possibly a *string straight from the emitter
-// (memory).
-func str(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case *string:
-		if v != nil {
-			return *v
-		}
-	}
-	return ""
 }
 
 func columns(q queues.Queue) []Column {

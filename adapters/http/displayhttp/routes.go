@@ -23,6 +23,7 @@ import (
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/turns"
 )
 
 //go:embed web
@@ -199,8 +200,13 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 					return "", nil, err
 				}
 				tr := &trigger{Event: e.Event.Name}
-				tr.TurnID, _ = e.Event.Data["turnId"].(string)
-				tr.DisplayCode, _ = e.Event.Data["displayCode"].(string)
+				if turns.IsEvent(e.Event.Name) {
+					var ref turns.EventRef
+					if err := e.Event.Decode(&ref); err != nil {
+						return "", nil, err
+					}
+					tr.TurnID, tr.DisplayCode = ref.TurnID, ref.DisplayCode
+				}
 				return "board", boardMessage{Board: b, Trigger: tr}, nil
 			},
 			Check: func() error {
