@@ -382,6 +382,7 @@ type DisplayBoard struct {
 	// Columns: The queue's arrivalBoard columns.
 	Columns     []DisplayBoardColumnsItem `json:"columns"`
 	GeneratedAt time.Time                 `json:"generatedAt"`
+	Options     *DisplayOptions           `json:"options,omitempty"`
 	Queue       DisplayBoardQueue         `json:"queue"`
 	// Recent: The last calls before them (at most 6), newest first.
 	Recent []DisplayBoardTurn `json:"recent"`
@@ -443,20 +444,48 @@ type DisplayBoardWaiting struct {
 	WaitRange   *TurnWaitRange `json:"waitRange"`
 }
 
+// DisplayLanguage: The screen's language; absent or null follows the
+// browser's.
+type DisplayLanguage string
+
+// Values of DisplayLanguage.
+const (
+	DisplayLanguageEn DisplayLanguage = "en"
+	DisplayLanguageEs DisplayLanguage = "es"
+	DisplayLanguagePt DisplayLanguage = "pt"
+	DisplayLanguageFr DisplayLanguage = "fr"
+)
+
+// DisplayOptions: How the screen behaves; the board's link may override each
+// for one screen (?next=N, ?speak=off|on, ?lang=xx).
+type DisplayOptions struct {
+	Language *DisplayLanguage `json:"language"`
+	NextUp   int              `json:"nextUp"`
+	Speech   bool             `json:"speech"`
+}
+
 // DisplayToken is a schema of the API.
 type DisplayToken struct {
-	CreatedAt  time.Time  `json:"createdAt"`
-	ID         string     `json:"id"`
-	Label      *string    `json:"label"`
-	QueueID    string     `json:"queueId"`
-	QueueRunID string     `json:"queueRunId"`
-	RevokedAt  *time.Time `json:"revokedAt"`
+	CreatedAt  time.Time                 `json:"createdAt"`
+	ID         string                    `json:"id"`
+	Label      *string                   `json:"label"`
+	Language   Nullable[DisplayLanguage] `json:"language,omitzero"`
+	NextUp     *int                      `json:"nextUp,omitempty"`
+	QueueID    string                    `json:"queueId"`
+	QueueRunID string                    `json:"queueRunId"`
+	RevokedAt  *time.Time                `json:"revokedAt"`
+	Speech     *bool                     `json:"speech,omitempty"`
 }
 
 // DisplayTokenCreate is a schema of the API.
 type DisplayTokenCreate struct {
 	// Label: Names the screen (Lobby, left).
-	Label *string `json:"label,omitempty"`
+	Label    *string          `json:"label,omitempty"`
+	Language *DisplayLanguage `json:"language,omitempty"`
+	// NextUp: How many next-up codes the screen lists (default 0, none).
+	NextUp *int `json:"nextUp,omitempty"`
+	// Speech: Whether each call is also spoken (default true).
+	Speech *bool `json:"speech,omitempty"`
 }
 
 // DisplayTokenCreated is a schema of the API.
@@ -472,6 +501,14 @@ type DisplayTokenCreated struct {
 type DisplayTokenPage struct {
 	Data       []DisplayToken `json:"data"`
 	Pagination Pagination     `json:"pagination"`
+}
+
+// DisplayTokenUpdate is a schema of the API.
+type DisplayTokenUpdate struct {
+	Label    Nullable[string]          `json:"label,omitzero"`
+	Language Nullable[DisplayLanguage] `json:"language,omitzero"`
+	NextUp   *int                      `json:"nextUp,omitempty"`
+	Speech   *bool                     `json:"speech,omitempty"`
 }
 
 // Entity is a schema of the API.
@@ -1784,6 +1821,17 @@ func (c *Client) StartAppointment(ctx context.Context, id string) (*Appointment,
 	return &out, nil
 }
 
+// UpdateDisplayToken: Change a display token's label and screen options
+// (PATCH /api/v1/display-tokens/{tokenId}, scope queues:write).
+func (c *Client) UpdateDisplayToken(ctx context.Context, tokenID string, body DisplayTokenUpdate) (*DisplayToken, error) {
+	r := request{op: "updateDisplayToken", method: "PATCH", path: "/api/v1/display-tokens/" + url.PathEscape(tokenID), body: &body}
+	var out DisplayToken
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // RevokeDisplayToken: Revoke a display token (DELETE
 // /api/v1/display-tokens/{tokenId}, scope queues:write).
 func (c *Client) RevokeDisplayToken(ctx context.Context, tokenID string) (*DisplayToken, error) {
@@ -2563,6 +2611,7 @@ var operations = []Operation{
 	{ID: "startTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/start", GoMethods: []string{"Client.StartTurn"}},
 	{ID: "streamDisplayBoard", Method: "GET", Path: "/display/{token}/events", GoMethods: []string{"Client.SubscribeDisplayBoard"}},
 	{ID: "streamEvents", Method: "GET", Path: "/api/v1/events/stream", GoMethods: []string{"Client.SubscribeEvents", "Client.PollEvents"}},
+	{ID: "updateDisplayToken", Method: "PATCH", Path: "/api/v1/display-tokens/{tokenId}", GoMethods: []string{"Client.UpdateDisplayToken"}},
 	{ID: "updateEntity", Method: "PATCH", Path: "/api/v1/entities/{entityId}", GoMethods: []string{"Client.UpdateEntity"}},
 	{ID: "updateQueueLink", Method: "PATCH", Path: "/api/v1/queue-links/{linkId}", GoMethods: []string{"Client.UpdateQueueLink"}},
 }

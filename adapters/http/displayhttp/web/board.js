@@ -119,6 +119,8 @@
     text(banner, run.status !== "OPEN" ? "This queue is closed." : run.intakeOpen ? "" : "No new turns are being taken; waiting turns will still be served.");
     banner.className = "banner" + (run.status !== "OPEN" ? " closed" : "");
     banner.hidden = run.status === "OPEN" && run.intakeOpen;
+    nextUp = nextUpOf(board);
+    speaking = speakingOf(board);
     renderWaiting(board.waiting);
     paginate(!fresh);
 
@@ -136,6 +138,8 @@
 
   // How many wait and about how long: "5 waiting · usual wait 4–9 min"
   // (the range when the queue has one, else the estimate).
+  var nextUp = 0;
+  var speaking = true;
   function renderWaiting(w) {
     var el = $("waiting");
     el.replaceChildren();
@@ -163,14 +167,25 @@
       el.appendChild(span);
     }
   }
-  // "?next=3" on the board's link lists the next 3 codes (at most 5).
-  var nextUp = Math.min(5, parseInt((/[?&]next=(\d+)/.exec(location.search) || [0, "0"])[1], 10) || 0);
+  // How many next-up codes to list (at most 5) and whether to speak: the
+  // token's options (board.options), unless the board's link overrides
+  // them for this screen ("?next=3", "?speak=off" or "?speak=on").
+  var params = new URLSearchParams(location.search);
+  function nextUpOf(board) {
+    var q = params.get("next");
+    var n = q !== null ? parseInt(q, 10) : (board.options ? board.options.nextUp : 0);
+    return Math.max(0, Math.min(5, n || 0));
+  }
+  function speakingOf(board) {
+    var q = params.get("speak");
+    if (q !== null) { return !/^(off|0|false|no)$/i.test(q); }
+    return !board.options || board.options.speech !== false;
+  }
 
   // Each call is also spoken, after the chime, in the board's language:
   // the code letter by letter ("A 0 0 4, Window 3"), so it is heard the
-  // same in any language. On by default; "?speak=off" on the board's link
-  // switches it off for that screen.
-  var speaking = !/[?&]speak=(off|0|false)\b/.test(location.search);
+  // same in any language. The token's speech option; "?speak=off" on the board's link
+  // switches it off for that screen (speakingOf).
   window.qmsBoard.spoken = [];
   function stationOf(board, turnId) {
     for (var i = 0; i < board.calling.length; i++) {
