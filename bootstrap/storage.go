@@ -23,6 +23,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
@@ -55,6 +56,7 @@ var memoryAdapters = fx.Module("memory",
 		fx.Annotate(memory.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
 		fx.Annotate(memory.NewStreamLog, fx.As(new(stream.Log)), fx.As(new(stream.Notifier)), fx.As(new(display.Calls)), fx.As(fx.Self())),
 		fx.Annotate(memory.NewDisplayTokens, fx.As(new(display.Repository))),
+		fx.Annotate(memory.NewTicketLinks, fx.As(new(ticket.Repository))),
 		fx.Annotate(memory.NewRateLimiter, fx.As(new(ports.RateLimiter))),
 		fx.Annotate(newMemoryRunner, fx.As(new(ports.JobRunner)), fx.As(new(platform.JobScheduler))),
 	),
@@ -81,6 +83,7 @@ var postgresAdapters = fx.Module("postgres",
 		fx.Annotate(postgres.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
 		fx.Annotate(postgres.NewStreamLog, fx.As(new(stream.Log)), fx.As(new(display.Calls))),
 		fx.Annotate(postgres.NewDisplayTokens, fx.As(new(display.Repository))),
+		fx.Annotate(postgres.NewTicketLinks, fx.As(new(ticket.Repository))),
 		fx.Annotate(postgres.NewStreamNotifier, fx.As(new(stream.Notifier))),
 		fx.Annotate(postgres.NewRateLimiter, fx.As(new(ports.RateLimiter))),
 		fx.Annotate(newRiverRunner, fx.As(new(ports.JobRunner)), fx.As(new(platform.JobScheduler))),
