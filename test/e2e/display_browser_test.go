@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/qms-dev/qms/test/apptest"
@@ -80,6 +82,24 @@ func browser(t *testing.T) context.Context {
 		t.Fatal("Chromium did not start within 60 s")
 	}
 	return ctx
+}
+
+// newWindow opens a tab in a browser window of its own, for a second
+// screen beside the first (the board on a TV beside a phone). A second tab
+// in the same window would hide the first: Chromium does not draw a hidden
+// tab, so a screenshot of it waits up to a minute for a frame, and it
+// throttles the tab's timers.
+func newWindow(t *testing.T, ctx context.Context) (context.Context, context.CancelFunc) {
+	t.Helper()
+	var id target.ID
+	if err := chromedp.Run(ctx, chromedp.ActionFunc(func(ctx context.Context) error {
+		var err error
+		id, err = target.CreateTarget("about:blank").WithNewWindow(true).Do(cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser))
+		return err
+	})); err != nil {
+		t.Fatalf("open a window: %v", err)
+	}
+	return chromedp.NewContext(ctx, chromedp.WithTargetID(id))
 }
 
 // artifactsDir is where the browser test keeps its screenshots:
