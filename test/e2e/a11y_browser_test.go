@@ -198,6 +198,7 @@ func TestBoardContrastInChromium(t *testing.T) {
 		if err := within(nav, 2*time.Second, `[...document.querySelectorAll("[aria-live]")].some((e) => e.textContent.includes(`+strconv.Quote(code+", go to "+station)+`))`); err != nil {
 			t.Fatalf("%s: no live region announced the call: %v", s.name, err)
 		}
+		screenshot(t, nav, "display-board-"+s.name+"-calling.png")
 	}
 
 	// Thirty counters calling: the smaller rows of a busy board.
