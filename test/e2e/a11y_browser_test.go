@@ -137,8 +137,9 @@ func checkContrast(t *testing.T, ctx context.Context, state string, want ...stri
 // TestBoardContrastInChromium measures the contrast of every visible text
 // of the display board, on a TV and on a phone: a call being flashed
 // (every colour of the flash), next-up codes and recent calls; intake
-// closed (the banner); and thirty counters calling at once (the smaller
-// rows). The call is announced in the board's live region.
+// closed (the banner); thirty counters calling at once (the smaller rows);
+// and the connection lost, which the board says in words. The call is
+// announced in the board's live region.
 func TestBoardContrastInChromium(t *testing.T) {
 	ctx := browser(t)
 	app := apptest.Memory(t)
@@ -229,6 +230,13 @@ func TestBoardContrastInChromium(t *testing.T) {
 		t.Fatalf("no intake-closed banner: %v", err)
 	}
 	checkContrast(t, nav, "board, phone, intake closed", "#banner.banner")
+
+	// The server goes away: the board says so in words.
+	app.Stop()
+	if err := within(nav, 10*time.Second, `window.qmsBoard.state === "reconnecting" && document.querySelector("#connection").innerText.includes("Connection lost")`); err != nil {
+		fail(t, nav, "display-board-failed.png", "the connection lost", err)
+	}
+	checkContrast(t, nav, "board, phone, connection lost", "#connection.connection.down")
 }
 
 // TestTicketContrastInChromium measures the contrast of every visible text
