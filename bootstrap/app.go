@@ -30,6 +30,7 @@ import (
 	"github.com/qms-dev/qms/modules/metrics"
 	"github.com/qms-dev/qms/modules/queues"
 	"github.com/qms-dev/qms/modules/stream"
+	"github.com/qms-dev/qms/modules/ticket"
 	"github.com/qms-dev/qms/modules/turns"
 	"github.com/qms-dev/qms/modules/webhooks"
 	"github.com/qms-dev/qms/modules/workflow"
@@ -62,6 +63,7 @@ var Modules = []fx.Option{
 	metrics.Module,
 	stream.Module,
 	display.Module,
+	ticket.Module,
 }
 
 // New builds the application for cfg. Start it with app.Start and stop it

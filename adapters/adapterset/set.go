@@ -27,6 +27,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
@@ -55,6 +56,7 @@ type Set struct {
 	StreamNotifier  stream.Notifier
 	Calls           display.Calls
 	DisplayTokens   display.Repository
+	TicketLinks     ticket.Repository
 	RateLimiter     ports.RateLimiter
 	JobRunner       ports.JobRunner
 	Jobs            platform.JobScheduler
@@ -102,6 +104,7 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 		Appointments: ar, AccessCodes: memory.NewAccessCodes(s), AccessCodeTurns: memory.NewAccessCodeTurns(s, tr),
 		Workflow: wf, Forwards: wf, Analytics: an, Webhooks: memory.NewWebhooks(s), Events: memory.NewEvents(s),
 		StreamLog: log, StreamNotifier: log, Calls: log, DisplayTokens: memory.NewDisplayTokens(s),
+		TicketLinks: memory.NewTicketLinks(s),
 		RateLimiter: memory.NewRateLimiter(), JobRunner: runner, Jobs: runner,
 		EventCopies: []events.Subscriber{log},
 	}, nil
@@ -122,7 +125,7 @@ func Postgres(db *postgres.DB, o Options) (Set, error) {
 		Turns: postgres.NewTurns(db), Appointments: postgres.NewAppointments(db), AccessCodes: postgres.NewAccessCodes(db),
 		AccessCodeTurns: postgres.NewAccessCodeTurns(db), Workflow: wf, Forwards: wf, Analytics: postgres.NewAnalytics(db),
 		Webhooks: wh, Events: postgres.NewEvents(db), StreamLog: log, StreamNotifier: postgres.NewStreamNotifier(db),
-		Calls: log, DisplayTokens: postgres.NewDisplayTokens(db), RateLimiter: postgres.NewRateLimiter(db),
+		Calls: log, DisplayTokens: postgres.NewDisplayTokens(db), TicketLinks: postgres.NewTicketLinks(db), RateLimiter: postgres.NewRateLimiter(db),
 		JobRunner: runner, Jobs: runner,
 	}, nil
 }

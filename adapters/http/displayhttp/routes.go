@@ -76,6 +76,17 @@ func RegisterAPI(r fiber.Router, svc *display.Service, cur httpx.Cursors) {
 		}
 		return httpx.WritePage(c, cur, list, p, page.Limit)
 	})
+	r.Patch("/display-tokens/:tokenId", write, func(c *fiber.Ctx) error {
+		var in display.UpdateInput
+		if err := httpx.Decode(c, &in); err != nil {
+			return err
+		}
+		t, err := svc.Update(c.UserContext(), account(c), c.Params("tokenId"), in)
+		if err != nil {
+			return err
+		}
+		return httpx.OK(c, t)
+	})
 	r.Delete("/display-tokens/:tokenId", write, func(c *fiber.Ctx) error {
 		t, err := svc.Revoke(c.UserContext(), account(c), c.Params("tokenId"))
 		if err != nil {
