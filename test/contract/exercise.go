@@ -68,6 +68,13 @@ func Exercise(t *testing.T, newSet NewSet) {
 				Account: NewAccount(t, s), Subscribers: s.EventCopies}
 		})
 	})
+	t.Run("TicketLinks", func(t *testing.T) {
+		t.Parallel()
+		RunTicketLinks(t, func(t *testing.T) TicketLinksHarness {
+			s := newSet(t)
+			return TicketLinksHarness{Repo: s.TicketLinks, UoW: s.UoW, Owners: OwnersOf(s)}
+		})
+	})
 	t.Run("RateLimiter", func(t *testing.T) {
 		t.Parallel()
 		RunRateLimiter(t, func(t *testing.T) ports.RateLimiter { return newSet(t).RateLimiter })
