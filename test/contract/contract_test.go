@@ -45,4 +45,4 @@ const testSecretKey = "a key of at least thirty-two characters"
 func TestMemory(t *testing.T) { contract.Exercise(t, newMemorySet) }
 
 // TestPostgres runs every port's contract against the PostgreSQL adapters.
-func TestPostgres(t *testing.T) { contract.Exercise(t, newPostgresSet) }
+func TestPostgres(t *testing.T) { contract.Exercise(t, newPostgresSet, contract.Concurrent) }

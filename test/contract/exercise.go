@@ -17,11 +17,31 @@ import (
 // NewSet builds a fresh, empty adapter set of one backend for a subtest.
 type NewSet func(t *testing.T) adapterset.Set
 
+// Option tunes Exercise to a backend.
+type Option func(*options)
+
+type options struct{ concurrent bool }
+
+// Concurrent says the backend runs transactions side by side (PostgreSQL),
+// so the suites also check row locks and SKIP LOCKED.
+func Concurrent(o *options) { o.concurrent = true }
+
 // Exercise runs every port's suite against the backend newSet builds, each
 // suite on sets of its own: call it once per backend (River's driver test
 // idea). A port added to adapterset.Set gets its suite here, once, and both
 // backends run it.
-func Exercise(t *testing.T, newSet NewSet) {
+func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	t.Run("Turns", func(t *testing.T) {
+		t.Parallel()
+		RunTurns(t, func(t *testing.T) TurnsHarness {
+			s := newSet(t)
+			return TurnsHarness{UoW: s.UoW, Turns: s.Turns, Entities: s.Entities, Owners: OwnersOf(s), Concurrent: o.concurrent}
+		})
+	})
 	t.Run("UnitOfWork", func(t *testing.T) {
 		t.Parallel()
 		RunUnitOfWork(t, func(t *testing.T) UnitOfWorkHarness { return unitOfWork(t, newSet(t)) })
@@ -68,6 +88,14 @@ func Exercise(t *testing.T, newSet NewSet) {
 				Account: NewAccount(t, s), Subscribers: s.EventCopies}
 		})
 	})
+	t.Run("Webhooks", func(t *testing.T) {
+		t.Parallel()
+		RunWebhooks(t, func(t *testing.T) WebhooksHarness {
+			s := newSet(t)
+			return WebhooksHarness{Repo: s.Webhooks, UoW: s.UoW, NewAccount: func(t *testing.T, id string) { newAccountID(t, s, id) }}
+		})
+	})
+	t.Run("EventFanOut", func(t *testing.T) { t.Parallel(); RunEventFanOut(t, newSet) })
 	t.Run("TicketLinks", func(t *testing.T) {
 		t.Parallel()
 		RunTicketLinks(t, func(t *testing.T) TicketLinksHarness {
@@ -96,13 +124,18 @@ func OwnersOf(s adapterset.Set) Owners {
 // NewAccount stores a fresh account in the set and returns its id.
 func NewAccount(t *testing.T, s adapterset.Set) string {
 	t.Helper()
-	now := time.Now().UTC().Truncate(time.Microsecond)
 	id := platform.NewID(platform.PrefixAccount)
+	newAccountID(t, s, id)
+	return id
+}
+
+func newAccountID(t *testing.T, s adapterset.Set, id string) {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Microsecond)
 	err := s.Accounts.CreateAccount(context.Background(), accounts.Account{ID: id, Name: "Contract", Plan: "premium", CreatedAt: now, UpdatedAt: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return id
 }
 
 // deleteEntity deletes an entity in a unit of work, as the entities
