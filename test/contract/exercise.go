@@ -12,6 +12,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/workflow"
 	"github.com/qms-dev/qms/ports"
+	"github.com/qms-dev/qms/test/testkit"
 )
 
 // NewSet builds a fresh, empty adapter set of one backend for a subtest.
@@ -116,10 +117,8 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 	})
 }
 
-// OwnersOf is the Owners helper over a set's repositories.
-func OwnersOf(s adapterset.Set) Owners {
-	return Owners{Accounts: s.Accounts, Entities: s.Entities, Queues: s.Queues, Turns: s.Turns}
-}
+// OwnersOf is the builder over a set's repositories.
+func OwnersOf(s adapterset.Set) Owners { return testkit.OwnersOf(s) }
 
 // NewAccount stores a fresh account in the set and returns its id.
 func NewAccount(t *testing.T, s adapterset.Set) string {
