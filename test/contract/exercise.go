@@ -104,6 +104,26 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 			return TicketLinksHarness{Repo: s.TicketLinks, UoW: s.UoW, Owners: OwnersOf(s)}
 		})
 	})
+	eventLogOf := func(t *testing.T) EventLogHarness {
+		s := newSet(t)
+		return EventLogHarness{UoW: s.UoW, Log: eventLog(t, s), Stream: s.StreamLog, Calls: s.Calls,
+			Account: NewAccount(t, s), Subscribers: s.EventCopies}
+	}
+	t.Run("StreamLog", func(t *testing.T) { t.Parallel(); RunStreamLogPositions(t, eventLogOf) })
+	t.Run("StreamNotifier", func(t *testing.T) {
+		t.Parallel()
+		RunStreamNotifier(t, func(t *testing.T) StreamNotifierHarness {
+			s := newSet(t)
+			return StreamNotifierHarness{UoW: s.UoW, Bus: Subscribe(s), Notifier: s.StreamNotifier, Account: NewAccount(t, s)}
+		})
+	})
+	t.Run("DisplayTokens", func(t *testing.T) {
+		t.Parallel()
+		RunDisplayTokens(t, func(t *testing.T) DisplayTokensHarness {
+			s := newSet(t)
+			return DisplayTokensHarness{Repo: s.DisplayTokens, UoW: s.UoW, Owners: OwnersOf(s)}
+		})
+	})
 	t.Run("RateLimiter", func(t *testing.T) {
 		t.Parallel()
 		RunRateLimiter(t, func(t *testing.T) ports.RateLimiter { return newSet(t).RateLimiter })
