@@ -194,6 +194,11 @@ func TestBoardContrastInChromium(t *testing.T) {
 		if err := within(nav, 2*time.Second, `!!document.querySelector("#calling-rows tr.fresh") && document.getAnimations().length > 0`); err != nil {
 			t.Fatalf("%s: the call is not flashing: %v", s.name, err)
 		}
+		// The turns before were served at once: the wait is under a
+		// minute, said so, never "0 min".
+		if err := within(nav, 2*time.Second, `/usual wait under 1 min/.test(document.querySelector("#waiting").innerText)`); err != nil {
+			fail(t, nav, "display-board-failed.png", "a wait under a minute", err)
+		}
 		checkContrast(t, nav, "board, "+s.name+", a call flashing", "td.code", "td.station", "#recent", "#waiting", "#clock", "#connection.connection.live")
 		// The live region: screen readers hear each call.
 		if err := within(nav, 2*time.Second, `[...document.querySelectorAll("[aria-live]")].some((e) => e.textContent.includes(`+strconv.Quote(code+", go to "+station)+`))`); err != nil {
@@ -325,6 +330,11 @@ func TestTicketContrastInChromium(t *testing.T) {
 	}
 	if err := within(nav, 10*time.Second, `window.qmsTicket.state === "live" && window.qmsTicket.tickets >= 1`); err != nil {
 		t.Fatalf("the second ticket never went live: %v", err)
+	}
+	// The turn before was served at once: the wait is under a minute, said
+	// so, never "0 min".
+	if err := within(nav, 2*time.Second, `document.querySelector("#wait").innerText === "under 1 min"`); err != nil {
+		fail(t, nav, "ticket-page-failed.png", "a wait under a minute", err)
 	}
 	stopped := time.Now()
 	app.Stop()
