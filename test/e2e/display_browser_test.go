@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,8 +137,28 @@ func writeArtifact(t *testing.T, name string, png []byte) {
 }
 
 // within waits until the JavaScript expression is true, at most d.
+//
+// chromedp polls in the page's execution context as it last heard of it;
+// just after a navigation, on a busy machine, that can still be the old
+// page's, and Chromium answers "Cannot find context with specified id" (or
+// the context is destroyed under the poll). That is no answer about the
+// page, so the poll starts again in the new context, within the same d.
 func within(ctx context.Context, d time.Duration, expr string) error {
-	return chromedp.Run(ctx, chromedp.Poll(expr, nil, chromedp.WithPollingTimeout(d), chromedp.WithPollingInterval(25*time.Millisecond)))
+	deadline := time.Now().Add(d)
+	var err error
+	for left := d; left > 0; left = time.Until(deadline) {
+		err = chromedp.Run(ctx, chromedp.Poll(expr, nil, chromedp.WithPollingTimeout(left), chromedp.WithPollingInterval(25*time.Millisecond)))
+		if err == nil || !staleContext(err) {
+			return err
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return err
+}
+
+func staleContext(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot find context with specified id") || strings.Contains(msg, "Execution context was destroyed")
 }
 
 // TestDisplayBoardInChromium opens the board in a real headless Chromium,
