@@ -46,6 +46,12 @@ type JobKind struct {
 	// Backoff returns the delay before attempt+1 after a failed attempt;
 	// nil uses the runner's default exponential backoff with jitter.
 	Backoff func(attempt int) time.Duration
+	// Every, when positive, makes the kind periodic: the runner enqueues a
+	// job of it (with no args) at start-up and then every Every, and skips
+	// a period while the last one is still pending. On River only the
+	// elected leader enqueues (River's periodic jobs), so several processes
+	// run it once per period between them.
+	Every time.Duration
 }
 
 // JobRunner runs scheduled jobs. It implements the core's JobScheduler, so
