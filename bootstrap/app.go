@@ -29,6 +29,7 @@ import (
 	"github.com/qms-dev/qms/modules/entities"
 	"github.com/qms-dev/qms/modules/metrics"
 	"github.com/qms-dev/qms/modules/queues"
+	"github.com/qms-dev/qms/modules/retention"
 	"github.com/qms-dev/qms/modules/stream"
 	"github.com/qms-dev/qms/modules/turns"
 	"github.com/qms-dev/qms/modules/webhooks"
@@ -59,6 +60,7 @@ var Modules = []fx.Option{
 	metrics.Module,
 	stream.Module,
 	display.Module,
+	retention.Module,
 }
 
 // New builds the application for cfg. Start it with app.Start and stop it

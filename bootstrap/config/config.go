@@ -18,6 +18,7 @@ import (
 	"github.com/knadh/koanf/v2"
 
 	"github.com/qms-dev/qms/configs"
+	"github.com/qms-dev/qms/core/stream"
 )
 
 // Storage modes.
@@ -69,7 +70,19 @@ type Config struct {
 		Format string `koanf:"format"`
 	} `koanf:"log"`
 	BootstrapDemo bool `koanf:"bootstrap_demo"`
-	Metrics       struct {
+	// Retention says how long each kind of record that would otherwise
+	// grow without bound is kept, and how the prune job runs
+	// (modules/retention; configs/default.yaml has the defaults).
+	Retention struct {
+		Interval    time.Duration `koanf:"interval"`
+		BatchSize   int           `koanf:"batch_size"`
+		Events      time.Duration `koanf:"events"`
+		Deliveries  time.Duration `koanf:"deliveries"`
+		LineChanges time.Duration `koanf:"line_changes"`
+		Forwards    time.Duration `koanf:"forwards"`
+		RateLimits  time.Duration `koanf:"rate_limits"`
+	} `koanf:"retention"`
+	Metrics struct {
 		// Addr, when set, serves GET /metrics on its own listener (and not
 		// on the API's); empty serves it on the API's listener.
 		Addr string `koanf:"addr"`
@@ -144,7 +157,7 @@ func envKey(k, v string) (string, any) {
 
 var knownSections = map[string]bool{
 	"http": true, "database": true, "admin": true, "ratelimit": true,
-	"webhooks": true, "cursor": true, "log": true, "metrics": true,
+	"webhooks": true, "cursor": true, "log": true, "metrics": true, "retention": true,
 }
 
 // validateDatabase checks the storage mode and the database URL.
@@ -209,6 +222,12 @@ func (c *Config) Validate() error {
 		{"QMS_HTTP_READ_TIMEOUT", "http.read_timeout", c.HTTP.ReadTimeout},
 		{"QMS_HTTP_WRITE_TIMEOUT", "http.write_timeout", c.HTTP.WriteTimeout},
 		{"QMS_HTTP_IDLE_TIMEOUT", "http.idle_timeout", c.HTTP.IdleTimeout},
+		{"QMS_RETENTION_INTERVAL", "retention.interval", c.Retention.Interval},
+		{"QMS_RETENTION_EVENTS", "retention.events", c.Retention.Events},
+		{"QMS_RETENTION_DELIVERIES", "retention.deliveries", c.Retention.Deliveries},
+		{"QMS_RETENTION_LINE_CHANGES", "retention.line_changes", c.Retention.LineChanges},
+		{"QMS_RETENTION_FORWARDS", "retention.forwards", c.Retention.Forwards},
+		{"QMS_RETENTION_RATE_LIMITS", "retention.rate_limits", c.Retention.RateLimits},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("config: %s (%s) must be a positive duration such as 30s, got %v", d.env, d.key, d.v)
@@ -222,6 +241,18 @@ func (c *Config) Validate() error {
 	}
 	if _, err := ParseTrustedProxies(c.HTTP.TrustedProxies); err != nil {
 		return err
+	}
+	if c.Retention.BatchSize <= 0 {
+		return fmt.Errorf("config: QMS_RETENTION_BATCH_SIZE (retention.batch_size) must be a positive integer, got %d", c.Retention.BatchSize)
+	}
+	// Fewer than the stream's replay window would break its promise: a
+	// client reconnecting within the window must be able to resume.
+	if c.Retention.Events < stream.DefaultRetention {
+		return fmt.Errorf("config: QMS_RETENTION_EVENTS (retention.events) must be at least the event stream's replay window, %v, got %v", stream.DefaultRetention, c.Retention.Events)
+	}
+	// Windows are a minute long; a shorter keep would delete the current one.
+	if c.Retention.RateLimits < 2*time.Minute {
+		return fmt.Errorf("config: QMS_RETENTION_RATE_LIMITS (retention.rate_limits) must be at least 2m (windows are a minute long), got %v", c.Retention.RateLimits)
 	}
 	if c.RateLimit.PerMinute <= 0 {
 		return fmt.Errorf("config: QMS_RATELIMIT_PER_MINUTE (ratelimit.per_minute) must be a positive integer, got %d", c.RateLimit.PerMinute)
