@@ -39,7 +39,7 @@ func storage(cfg *config.Config) fx.Option {
 var memoryAdapters = fx.Module("memory",
 	fx.Provide(
 		memory.NewStore,
-		fx.Annotate(func(s *memory.Store) *memory.Store { return s }, fx.As(new(platform.UnitOfWork)), fx.As(new(ports.Pinger))),
+		fx.Annotate(func(s *memory.Store) *memory.Store { return s }, fx.As(new(platform.UnitOfWork)), fx.As(new(ports.Pinger)), fx.As(new(ports.FaultClassifier))),
 		fx.Annotate(memory.NewAccounts, fx.As(new(accounts.Repository))),
 		fx.Annotate(memory.NewEntities, fx.As(new(entities.Repository))),
 		fx.Annotate(memory.NewQueues, fx.As(new(queues.Repository)), fx.As(fx.Self())),
@@ -65,7 +65,7 @@ var memoryAdapters = fx.Module("memory",
 var postgresAdapters = fx.Module("postgres",
 	fx.Provide(
 		openPostgres,
-		fx.Annotate(func(db *postgres.DB) *postgres.DB { return db }, fx.As(new(platform.UnitOfWork)), fx.As(new(ports.Pinger))),
+		fx.Annotate(func(db *postgres.DB) *postgres.DB { return db }, fx.As(new(platform.UnitOfWork)), fx.As(new(ports.Pinger)), fx.As(new(ports.FaultClassifier))),
 		fx.Annotate(postgres.NewAccounts, fx.As(new(accounts.Repository))),
 		fx.Annotate(postgres.NewEntities, fx.As(new(entities.Repository))),
 		fx.Annotate(postgres.NewQueues, fx.As(new(queues.Repository))),
@@ -94,7 +94,8 @@ var postgresAdapters = fx.Module("postgres",
 // openPostgres connects, applies migrations unless told not to, and closes
 // the pool when the application stops (after the job runner has stopped).
 func openPostgres(lc fx.Lifecycle, cfg *config.Config, log *slog.Logger) (*postgres.DB, error) {
-	db, err := postgres.Open(context.Background(), cfg.Database.URL)
+	db, err := postgres.OpenWith(context.Background(), cfg.Database.URL, postgres.Options{
+		MaxConns: int32(cfg.Database.MaxConns), AcquireTimeout: cfg.Database.AcquireTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("QMS_DATABASE_URL: %w", err)
 	}

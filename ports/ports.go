@@ -22,6 +22,15 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// FaultClassifier tells the errors of storage that cannot be reached for
+// now (refused or broken connections, a server shutting down or starting
+// up, a pool with no connection to give within its wait) from the rest: the
+// HTTP layer answers them 503 SERVICE_UNAVAILABLE with Retry-After, never
+// 500, so clients retry.
+type FaultClassifier interface {
+	Unavailable(err error) bool
+}
+
 // JobHandler runs one job. Returning an error makes the job retry with
 // backoff until its attempts are exhausted; a handler must be idempotent.
 type JobHandler func(ctx context.Context, job JobContext) error

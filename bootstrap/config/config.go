@@ -43,11 +43,17 @@ type Config struct {
 		// the CIDRs (or addresses) whose X-Forwarded-For/-Proto count.
 		PublicURL      string   `koanf:"public_url"`
 		TrustedProxies []string `koanf:"trusted_proxies"`
+		// RequestTimeout bounds each request's work (event streams exempt).
+		RequestTimeout time.Duration `koanf:"request_timeout"`
 	} `koanf:"http"`
 	Storage  string `koanf:"storage"`
 	Database struct {
 		URL     string `koanf:"url"`
 		Migrate bool   `koanf:"migrate"`
+		// MaxConns sizes the pool (unless the URL sets pool_max_conns);
+		// AcquireTimeout bounds a unit of work's wait for a connection.
+		MaxConns       int           `koanf:"max_conns"`
+		AcquireTimeout time.Duration `koanf:"acquire_timeout"`
 	} `koanf:"database"`
 	Admin struct {
 		Token string `koanf:"token"`
@@ -222,6 +228,8 @@ func (c *Config) Validate() error {
 		{"QMS_HTTP_READ_TIMEOUT", "http.read_timeout", c.HTTP.ReadTimeout},
 		{"QMS_HTTP_WRITE_TIMEOUT", "http.write_timeout", c.HTTP.WriteTimeout},
 		{"QMS_HTTP_IDLE_TIMEOUT", "http.idle_timeout", c.HTTP.IdleTimeout},
+		{"QMS_HTTP_REQUEST_TIMEOUT", "http.request_timeout", c.HTTP.RequestTimeout},
+		{"QMS_DATABASE_ACQUIRE_TIMEOUT", "database.acquire_timeout", c.Database.AcquireTimeout},
 		{"QMS_RETENTION_INTERVAL", "retention.interval", c.Retention.Interval},
 		{"QMS_RETENTION_EVENTS", "retention.events", c.Retention.Events},
 		{"QMS_RETENTION_DELIVERIES", "retention.deliveries", c.Retention.Deliveries},
@@ -241,6 +249,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := ParseTrustedProxies(c.HTTP.TrustedProxies); err != nil {
 		return err
+	}
+	if c.Database.MaxConns <= 0 || c.Database.MaxConns > 10000 {
+		return fmt.Errorf("config: QMS_DATABASE_MAX_CONNS (database.max_conns) must be between 1 and 10000, got %d", c.Database.MaxConns)
 	}
 	if c.Retention.BatchSize <= 0 {
 		return fmt.Errorf("config: QMS_RETENTION_BATCH_SIZE (retention.batch_size) must be a positive integer, got %d", c.Retention.BatchSize)
