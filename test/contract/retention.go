@@ -2,6 +2,8 @@ package contract
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -65,7 +67,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 		var kept []string
 		for i, at := range []time.Time{old, old.Add(-time.Hour), old, fresh, now, old, old} {
 			e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: o.AccountID, Name: platform.EventTurnCreated,
-				QueueID: o.QueueID, Data: map[string]any{"i": i}, OccurredAt: at}
+				QueueID: o.QueueID, Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), OccurredAt: at}
 			if err := h.Events.Append(ctx, e); err != nil {
 				t.Fatal(err)
 			}

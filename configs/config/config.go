@@ -75,6 +75,11 @@ type Config struct {
 		Level  string `koanf:"level"`
 		Format string `koanf:"format"`
 	} `koanf:"log"`
+	Tickets struct {
+		// ExpireAfter is how long a ticket link stays open after its turn
+		// finished.
+		ExpireAfter time.Duration `koanf:"expire_after"`
+	} `koanf:"tickets"`
 	BootstrapDemo bool `koanf:"bootstrap_demo"`
 	// Retention says how long each kind of record that would otherwise
 	// grow without bound is kept, and how the prune job runs
@@ -228,6 +233,7 @@ func (c *Config) Validate() error {
 		{"QMS_HTTP_READ_TIMEOUT", "http.read_timeout", c.HTTP.ReadTimeout},
 		{"QMS_HTTP_WRITE_TIMEOUT", "http.write_timeout", c.HTTP.WriteTimeout},
 		{"QMS_HTTP_IDLE_TIMEOUT", "http.idle_timeout", c.HTTP.IdleTimeout},
+		{"QMS_TICKETS_EXPIRE_AFTER", "tickets.expire_after", c.Tickets.ExpireAfter},
 		{"QMS_HTTP_REQUEST_TIMEOUT", "http.request_timeout", c.HTTP.RequestTimeout},
 		{"QMS_DATABASE_ACQUIRE_TIMEOUT", "database.acquire_timeout", c.Database.AcquireTimeout},
 		{"QMS_RETENTION_INTERVAL", "retention.interval", c.Retention.Interval},
