@@ -11,9 +11,9 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
 	"github.com/qms-dev/qms/adapters/http/i18nweb"
+	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/adapters/http/tickethttp"
-	"github.com/qms-dev/qms/bootstrap/config"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
@@ -31,7 +31,7 @@ var Module = fx.Module("ticket",
 			return core.NewService(repo, ts, qs, es, uow, clock, core.Options{ExpireAfter: cfg.Tickets.ExpireAfter})
 		},
 	),
-	fx.Invoke(func(srv *web.Server, svc *core.Service, hub *stream.Hub, lim ports.RateLimiter, cfg *config.Config,
+	fx.Invoke(func(srv *server.Server, svc *core.Service, hub *stream.Hub, lim ports.RateLimiter, cfg *config.Config,
 		clock platform.Clock, log *slog.Logger) {
 		tickethttp.RegisterAPI(srv.API, svc)
 		// A ticket page is a waiting-room screen: keyless, limited by

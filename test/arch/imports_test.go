@@ -24,6 +24,7 @@ var coreEdges = map[string][]string{
 	"core/entities":     {"core/location"},
 	"core/queues":       {"core/entities", "core/location"},
 	"core/stream":       {"core/accounts"},
+	"core/ticket":       {"core/display", "core/entities", "core/queues", "core/turns"},
 	"core/turns":        {"core/queues"},
 	"core/workflow":     {"core/queues", "core/turns"},
 }
