@@ -27,7 +27,7 @@ const jobTimeout = 10 * time.Minute
 
 // Module contributes the prune job kind. The storage provides ports.Pruner.
 var Module = fx.Module("retention",
-	fx.Provide(fx.Annotate(Kind, fx.ResultTags(`group:"jobs"`))),
+	fx.Provide(fx.Annotate(Kind, fx.ResultTags(ports.InGroup(ports.GroupJobs)))),
 )
 
 // Policy is what the prune job deletes and how: each Rule's records older
