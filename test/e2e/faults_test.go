@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -223,4 +224,69 @@ func TestDatabaseOutageUnderLoad(t *testing.T) {
 	if n1 < statuses[http.StatusCreated] {
 		t.Errorf("%d turns kept, fewer than the %d acknowledged", n1, statuses[http.StatusCreated])
 	}
+}
+
+// TestAbandonedRequestsDoNotCommitLater holds a lock on the turns table so
+// that creates hang, lets their clients give up, and releases the lock
+// after the server's request deadline: the creates the clients abandoned
+// stopped at the deadline and never commit, and a client that waited got
+// 503 SERVICE_UNAVAILABLE at about the deadline.
+func TestAbandonedRequestsDoNotCommitLater(t *testing.T) {
+	const deadline = time.Second
+	a := apptest.Postgres(t, apptest.WithConfig(func(c *config.Config) { c.HTTP.RequestTimeout = deadline }))
+	_, _, run := setupQueue(t, a, nil)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, a.Config.Database.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	count := func() int {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM turns WHERE run_id = $1`, run).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	lock, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Exec(ctx, `LOCK TABLE turns IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	impatient := &http.Client{Timeout: 300 * time.Millisecond}
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"idempotencyKey":"abandoned-%04d"}`, i)
+			req, _ := http.NewRequest(http.MethodPost, a.BaseURL+"/api/v1/queue-runs/"+run+"/turns", strings.NewReader(body))
+			req.Header.Set("X-API-Key", a.Key)
+			req.Header.Set("Content-Type", "application/json")
+			if resp, err := impatient.Do(req); err == nil {
+				resp.Body.Close()
+				t.Errorf("create %d answered %d before its client gave up", i, resp.StatusCode)
+			}
+		}()
+	}
+	start := time.Now()
+	r := takeTurn(a, run, map[string]any{"idempotencyKey": "patient-0001"})
+	waited := time.Since(start)
+	wantError(t, r, http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE")
+	if waited < deadline-100*time.Millisecond || waited > deadline+2*time.Second {
+		t.Errorf("the waiting client got its 503 after %v, want about the %v deadline", waited, deadline)
+	}
+	wg.Wait()
+	time.Sleep(time.Second) // past every abandoned create's deadline
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if n := count(); n != 0 {
+		t.Fatalf("%d abandoned creates committed after the lock was released", n)
+	}
+	// The run works as before.
+	takeTurn(a, run, map[string]any{}).Must(http.StatusCreated, nil)
 }
