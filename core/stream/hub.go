@@ -41,11 +41,12 @@ const (
 	errorMax   = time.Second
 )
 
-// A subscriber whose buffer is full when the feed has more for it gets up
-// to fullGrace to make room (the feed waits, re-checking every fullRecheck)
-// before it is cut off with ErrOverflow: one that keeps up is never cut off
-// by a burst (a backlog after an outage) that arrives faster than it is
-// written out.
+// A subscriber whose buffer is full when the feed is woken to read gets up
+// to fullGrace to make room (the feed waits, re-checking every fullRecheck,
+// and reads nothing meanwhile) before it is cut off with ErrOverflow: one
+// that keeps up is never cut off by a burst (a backlog after an outage)
+// that arrives faster than it is written out; one that took nothing for a
+// second is not keeping up.
 const (
 	fullGrace   = time.Second
 	fullRecheck = 10 * time.Millisecond
