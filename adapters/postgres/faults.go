@@ -44,7 +44,7 @@ func Unavailable(err error) bool {
 		errors.Is(err, pgconn.ErrConnClosed),
 		errors.Is(err, driver.ErrBadConn),
 		errors.Is(err, sql.ErrConnDone),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return true
 	}
