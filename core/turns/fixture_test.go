@@ -3,7 +3,6 @@ package turns_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
+	"github.com/qms-dev/qms/test/testkit"
 )
 
 const account = "acc_1"
@@ -33,7 +33,7 @@ type fixture struct {
 	queues   *queues.Service
 	svc      *turns.Service
 	events   *memory.Events
-	jobs     *jobLog
+	jobs     *testkit.Jobs
 	entityID string
 	ents     *entities.Service
 	// queuesRepo and bus let a test build a second service on the store.
@@ -49,29 +49,6 @@ func (f *fixture) queuesEntity(accountID string) (string, error) {
 	return e.ID, err
 }
 
-// jobLog is a platform.JobScheduler that keeps the jobs of committed units
-// of work.
-type jobLog struct {
-	store *memory.Store
-	mu    sync.Mutex
-	jobs  []platform.Job
-}
-
-func (l *jobLog) Schedule(ctx context.Context, j platform.Job) error {
-	l.store.AfterCommit(ctx, func() {
-		l.mu.Lock()
-		l.jobs = append(l.jobs, j)
-		l.mu.Unlock()
-	})
-	return nil
-}
-
-func (l *jobLog) all() []platform.Job {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]platform.Job(nil), l.jobs...)
-}
-
 func newFixture(t *testing.T, guards ...turns.IntakeGuard) *fixture {
 	t.Helper()
 	store := memory.NewStore()
@@ -82,7 +59,7 @@ func newFixture(t *testing.T, guards ...turns.IntakeGuard) *fixture {
 	qrepo := memory.NewQueues(store)
 	qs := queues.NewService(qrepo, ents, store, bus, clock)
 	repo := memory.NewTurns(store)
-	jobs := &jobLog{store: store}
+	jobs := testkit.NewJobs(store)
 	svc := turns.NewService(repo, qrepo, store, bus, jobs, clock, guards)
 	bus.Subscribe(svc)
 	e, err := ents.Create(context.Background(), account, entities.CreateInput{Name: platform.Ptr("Main branch")})
