@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
@@ -20,12 +19,9 @@ import (
 // RetentionHarness is a fresh ports.Pruner and the repositories of the
 // same adapter set that write (and read back) what it prunes.
 type RetentionHarness struct {
-	Pruner ports.Pruner
-	Owners Owners
-	Events interface {
-		events.Store
-		List(ctx context.Context, accountID, after string, limit int) ([]platform.Event, error)
-	}
+	Pruner   ports.Pruner
+	Owners   Owners
+	Events   EventLog
 	Webhooks webhooks.Repository
 	Forwards workflow.ForwardRepository
 	Limiter  ports.RateLimiter
