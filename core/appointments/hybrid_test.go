@@ -1,6 +1,7 @@
 package appointments_test
 
 import (
+	"github.com/qms-dev/qms/adapters/adapterset"
 	"testing"
 	"time"
 
@@ -30,13 +31,17 @@ func newHybrid(t *testing.T) *hybrid {
 	t.Helper()
 	store := memory.NewStore()
 	clock := platformtest.NewClock(time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC))
-	bus := events.NewBus(memory.NewEvents(store))
-	ents := entities.NewService(memory.NewEntities(store), store, clock)
-	qrepo := memory.NewQueues(store)
+	set, err := adapterset.Memory(store, adapterset.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := events.NewBus(set.Events)
+	ents := entities.NewService(set.Entities, store, clock)
+	qrepo := set.Queues
 	qs := queues.NewService(qrepo, ents, store, bus, clock)
 	js := testkit.NewJobs(store)
-	ts := turns.NewService(memory.NewTurns(store), qrepo, store, bus, js, clock, nil)
-	as := appointments.NewService(memory.NewAppointments(store), qrepo, store, bus, clock)
+	ts := turns.NewService(set.Turns, qrepo, store, bus, js, clock, nil)
+	as := appointments.NewService(set.Appointments, qrepo, store, bus, clock)
 	as.UseLine(ts, js)
 	ts.Follow(as)
 	e, err := ents.Create(ctx, account, entities.CreateInput{Name: platform.Ptr("Clinic")})

@@ -3,6 +3,7 @@ package turns_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/qms-dev/qms/adapters/adapterset"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ type fixture struct {
 	ctx      context.Context
 	clock    *platformtest.Clock
 	store    *memory.Store
-	repo     *memory.Turns
+	repo     turns.Repository
 	queues   *queues.Service
 	svc      *turns.Service
 	events   *memory.Events
@@ -37,7 +38,7 @@ type fixture struct {
 	entityID string
 	ents     *entities.Service
 	// queuesRepo and bus let a test build a second service on the store.
-	queuesRepo *memory.Queues
+	queuesRepo queues.Repository
 	bus        *events.Bus
 }
 
@@ -53,12 +54,18 @@ func newFixture(t *testing.T, guards ...turns.IntakeGuard) *fixture {
 	t.Helper()
 	store := memory.NewStore()
 	clock := platformtest.NewClock(monday10)
-	ev := memory.NewEvents(store)
+	// The memory adapter set, as bootstrap builds it; jobs are recorded
+	// instead of run.
+	set, err := adapterset.Memory(store, adapterset.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := set.Events.(*memory.Events)
 	bus := events.NewBus(ev)
-	ents := entities.NewService(memory.NewEntities(store), store, clock)
-	qrepo := memory.NewQueues(store)
+	ents := entities.NewService(set.Entities, store, clock)
+	qrepo := set.Queues
 	qs := queues.NewService(qrepo, ents, store, bus, clock)
-	repo := memory.NewTurns(store)
+	repo := set.Turns
 	jobs := testkit.NewJobs(store)
 	svc := turns.NewService(repo, qrepo, store, bus, jobs, clock, guards)
 	bus.Subscribe(svc)

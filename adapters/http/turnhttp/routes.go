@@ -5,6 +5,7 @@ package turnhttp
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -30,11 +31,14 @@ func Register(r fiber.Router, svc *turns.Service, cur httpx.Cursors) {
 	turnList := func(c *fiber.Ctx) string { return "turns/" + c.Params("runId") }
 	arrivalList := func(c *fiber.Ctx) string { return "arrivals/" + c.Params("runId") }
 
+	body := createBody(svc)
 	r.Post("/queue-runs/:runId/turns", write, func(c *fiber.Ctx) error {
 		var in turns.CreateInput
-		if err := httpx.Decode(c, &in); err != nil {
+		ext, err := body.Decode(c, &in)
+		if err != nil {
 			return err
 		}
+		in.Extensions = ext
 		v, replayed, err := svc.Create(c.UserContext(), httpx.AccountOf(c), c.Params("runId"), in)
 		if err != nil {
 			return err
@@ -133,4 +137,14 @@ func withBody[In any](f func(ctx context.Context, accountID, id string, in In) (
 		}
 		return httpx.Created(c, v)
 	}
+}
+
+// createBody is the turn create body with the members other modules
+// declare (turns.BodyMember), decoded as one strict body.
+func createBody(svc *turns.Service) *httpx.ExtendedBody {
+	var members []httpx.Member
+	for _, m := range svc.BodyMembers() {
+		members = append(members, httpx.Member{Name: m.Name, Type: reflect.TypeOf(m.Zero)})
+	}
+	return httpx.NewExtendedBody((*turns.CreateInput)(nil), members)
 }
