@@ -54,7 +54,6 @@ type Token struct {
 	Hash       string     `json:"-"`
 	CreatedAt  time.Time  `json:"createdAt"`
 	RevokedAt  *time.Time `json:"revokedAt"`
-	LastSeenAt *time.Time `json:"-"`
 	Options
 }
 
