@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/test/apptest"
 )
 
@@ -129,7 +130,7 @@ type whBody struct {
 // whRun creates an entity and a TURN queue and returns the queue's open run.
 func whRun(t testing.TB, a *apptest.App) string {
 	t.Helper()
-	var e struct{ ID string }
+	var e client.Entity
 	a.API(http.MethodPost, "/entities", map[string]any{"name": "Centro Núñez"}).Must(http.StatusCreated, &e)
 	var q struct {
 		Runs []struct{ ID string } `json:"runs"`
