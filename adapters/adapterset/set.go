@@ -106,6 +106,7 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 	log := memory.NewStreamLog(s)
 	runner := memory.NewJobRunner(s, o.Clock, memory.JobRunnerOptions{Logger: o.logger("jobs")})
 	qs, wh, ev, rl := memory.NewQueues(s), memory.NewWebhooks(s), memory.NewEvents(s), memory.NewRateLimiter()
+	tl := memory.NewTicketLinks(s)
 	// A positional literal, in the order of Set's fields: a port added to
 	// Set and not built here is a compile error ("too few values"), not a
 	// nil found at run time.
@@ -115,8 +116,8 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 		memory.NewAccessCodes(s), memory.NewAccessCodeTurns(s, tr),
 		wf, wf, an, wh, ev, // Workflow, Forwards, Analytics, Webhooks, Events
 		log, log, log, // StreamLog, StreamNotifier, Calls
-		memory.NewDisplayTokens(s), memory.NewTicketLinks(s), rl,
-		memory.NewPruner(s, ev, wh, tr, qs, wf, rl),
+		memory.NewDisplayTokens(s), tl, rl,
+		memory.NewPruner(s, ev, wh, tr, qs, wf, rl, tl),
 		runner, runner, // JobRunner, Jobs
 		[]events.Subscriber{log}, // EventCopies
 	}, nil

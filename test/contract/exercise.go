@@ -133,7 +133,7 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 		RunPruner(t, func(t *testing.T) RetentionHarness {
 			s := newSet(t)
 			return RetentionHarness{Pruner: s.Pruner, Owners: OwnersOf(s), Events: eventLog(t, s), Webhooks: s.Webhooks,
-				Forwards: s.Forwards, Limiter: s.RateLimiter}
+				Forwards: s.Forwards, Limiter: s.RateLimiter, TicketLinks: s.TicketLinks}
 		})
 	})
 	t.Run("JobRunner", func(t *testing.T) {
