@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/test/apptest"
@@ -46,7 +47,7 @@ func TestRetentionJobPrunes(t *testing.T) {
 		rc.wait(t, 2, 20*time.Second)
 		oldDeliveries := whLog(t, a)
 		for _, d := range oldDeliveries {
-			whLogged(t, a, d.ID, 20*time.Second, func(d whDelivery) bool { return d.Status == "SUCCEEDED" })
+			whLogged(t, a, d.ID, 20*time.Second, func(d client.WebhookDelivery) bool { return d.Status == "SUCCEEDED" })
 		}
 		a.API(http.MethodPost, "/queue-runs/"+runA+"/close", nil).Must(http.StatusCreated, nil)
 
@@ -64,7 +65,7 @@ func TestRetentionJobPrunes(t *testing.T) {
 
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			var fw struct{ Data []forwardJSON }
+			var fw struct{ Data []client.QueueForward }
 			a.API(http.MethodGet, "/turns/"+old.ID+"/forwards", nil).Must(http.StatusOK, &fw)
 			log := whLog(t, a)
 			oldLeft := 0
