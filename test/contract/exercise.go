@@ -238,10 +238,4 @@ func contains(vs []string, v string) bool {
 
 // Subscribe returns a bus over the set's event store with the set's event
 // copies subscribed, as bootstrap wires it.
-func Subscribe(s adapterset.Set) *events.Bus {
-	b := events.NewBus(s.Events)
-	for _, c := range s.EventCopies {
-		b.Subscribe(c)
-	}
-	return b
-}
+func Subscribe(s adapterset.Set) *events.Bus { return testkit.Bus(s) }

@@ -9,6 +9,7 @@ import (
 	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/entities"
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
@@ -95,4 +96,14 @@ func MemorySet(t testing.TB, clock platform.Clock) (adapterset.Set, *memory.Stor
 		t.Fatal(err)
 	}
 	return s, store
+}
+
+// Bus is the event bus over s's event store with s's event copies (the
+// memory stream log) subscribed, as bootstrap wires it.
+func Bus(s adapterset.Set) *events.Bus {
+	b := events.NewBus(s.Events)
+	for _, c := range s.EventCopies {
+		b.Subscribe(c)
+	}
+	return b
 }
