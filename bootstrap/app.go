@@ -14,6 +14,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
@@ -43,6 +44,9 @@ type Options struct {
 	Stdout io.Writer
 	// Logger overrides the JSON logger on stderr.
 	Logger *slog.Logger
+	// DBTracer, when set, sees every statement sent to PostgreSQL (tests
+	// count round trips per request with it).
+	DBTracer pgx.QueryTracer
 }
 
 // Modules lists the business modules: adding a module is adding a line.
@@ -90,7 +94,7 @@ func New(cfg *config.Config, opts Options) (*fx.App, *web.Server) {
 			l.UseLogLevel(slog.LevelDebug)
 			return l
 		}),
-		fx.Supply(cfg, log, web.AdminToken(token)),
+		fx.Supply(cfg, log, web.AdminToken(token), dbTracer{opts.DBTracer}),
 		fx.Provide(
 			func() platform.Clock { return clock },
 			fx.Annotate(events.NewBus, fx.As(fx.Self()), fx.As(new(platform.EventSink))),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/memory"
@@ -89,10 +90,17 @@ var postgresAdapters = fx.Module("postgres",
 	fx.Invoke(sealPlainSecrets),
 )
 
+// dbTracer carries Options.DBTracer into the graph (nil in production).
+type dbTracer struct{ pgx.QueryTracer }
+
 // openPostgres connects, applies migrations unless told not to, and closes
 // the pool when the application stops (after the job runner has stopped).
-func openPostgres(lc fx.Lifecycle, cfg *config.Config, log *slog.Logger) (*postgres.DB, error) {
-	db, err := postgres.Open(context.Background(), cfg.Database.URL)
+func openPostgres(lc fx.Lifecycle, cfg *config.Config, log *slog.Logger, tr dbTracer) (*postgres.DB, error) {
+	var opts []postgres.Option
+	if tr.QueryTracer != nil {
+		opts = append(opts, postgres.WithTracer(tr.QueryTracer))
+	}
+	db, err := postgres.Open(context.Background(), cfg.Database.URL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("QMS_DATABASE_URL: %w", err)
 	}

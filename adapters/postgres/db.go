@@ -7,12 +7,14 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
@@ -40,15 +42,28 @@ type DB struct {
 	retries atomic.Int64
 }
 
+// Option adjusts how Open connects.
+type Option func(*pgxpool.Config)
+
+// WithTracer hands every statement, batch and prepare the pool sends to t
+// (it may also implement pgx.BatchTracer and pgx.PrepareTracer). Tests use
+// it to count the round trips a request costs.
+func WithTracer(t pgx.QueryTracer) Option {
+	return func(c *pgxpool.Config) { c.ConnConfig.Tracer = t }
+}
+
 // Open connects to the database at url (a postgres:// URL or a key=value
 // DSN) and checks that it answers.
-func Open(ctx context.Context, url string) (*DB, error) {
+func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse database url: %w", err)
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = defaultMaxConns
+	}
+	for _, o := range opts {
+		o(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -58,7 +73,9 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect to %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
-	sqldb := stdlib.OpenDBFromPool(pool)
+	sqldb := sql.OpenDB(execConnector{stdlib.GetPoolConnector(pool)})
+	// The pool keeps the idle connections (as stdlib.OpenDBFromPool sets).
+	sqldb.SetMaxIdleConns(0)
 	return &DB{Bun: bun.NewDB(sqldb, pgdialect.New()), Pool: pool}, nil
 }
 

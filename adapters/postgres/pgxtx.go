@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // errRawPanic stands in for a panic inside sql.Conn.Raw; the panic itself is
@@ -46,11 +45,11 @@ func (db *DB) WithPgxTx(ctx context.Context, f func(tx pgx.Tx) error) error {
 				err = errRawPanic
 			}
 		}()
-		sc, ok := driverConn.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("postgres: pgx bridge: driver connection is %T, want *stdlib.Conn", driverConn)
+		conn, err := pgxConn(driverConn)
+		if err != nil {
+			return err
 		}
-		fErr = f(bridgeTx{conn: sc.Conn()})
+		fErr = f(bridgeTx{conn: conn})
 		return nil
 	})
 	if panicked {
