@@ -63,12 +63,22 @@ type RateDecision struct {
 	Allowed   bool
 	Limit     int
 	Remaining int
-	Reset     time.Time // when the current window ends
+	// Reset is when the oldest request counted leaves the minute: the next
+	// instant Remaining grows, and when a refused request may retry.
+	Reset time.Time
 }
 
-// RateLimiter counts requests per key in fixed one-minute windows. The
-// postgres implementation counts in the database, so several processes
-// share one budget per key.
+// RateLimiter lets at most limit requests of a key through in any minute
+// (a sliding window: no 60 s holds more, whatever its start). The postgres
+// implementation counts in the database, so several processes share one
+// budget per key.
 type RateLimiter interface {
 	Allow(ctx context.Context, key string, limit int, now time.Time) (RateDecision, error)
+}
+
+// RateLimitPruner forgets the keys with no request in the minute before
+// now (their budgets are full), returning how many. Both limiters also
+// prune on their own, once a minute; retention jobs may call it too.
+type RateLimitPruner interface {
+	Prune(ctx context.Context, now time.Time) (int64, error)
 }

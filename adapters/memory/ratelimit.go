@@ -8,48 +8,78 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
-var _ ports.RateLimiter = (*RateLimiter)(nil)
+var (
+	_ ports.RateLimiter     = (*RateLimiter)(nil)
+	_ ports.RateLimitPruner = (*RateLimiter)(nil)
+)
 
-// RateLimiter counts requests per key in fixed one-minute windows, in
-// process memory: the single-process counterpart of postgres.RateLimiter,
-// with the same arithmetic.
+// RateLimiter keeps, per key, the times of the requests it let through in
+// the last minute (a sliding log), in process memory: the single-process
+// counterpart of postgres.RateLimiter, with the same arithmetic.
 type RateLimiter struct {
-	mu     sync.Mutex
-	counts map[rateWindow]int
-	// prunedAt is the window of the last prune: past windows are dropped
-	// once per minute, so the map holds about two windows per active key.
+	mu   sync.Mutex
+	hits map[string][]time.Time // oldest first
+	// prunedAt is when idle keys were last dropped (once a minute).
 	prunedAt time.Time
 }
 
-type rateWindow struct {
-	key   string
-	start time.Time
-}
-
 // NewRateLimiter returns a limiter with no requests counted.
-func NewRateLimiter() *RateLimiter { return &RateLimiter{counts: map[rateWindow]int{}} }
+func NewRateLimiter() *RateLimiter { return &RateLimiter{hits: map[string][]time.Time{}} }
 
-// Allow counts one request for key in the window holding now and reports
-// whether it stays within limit.
+// Allow spends one request of key at now and reports whether it stays
+// within limit requests in the minute up to now.
 func (l *RateLimiter) Allow(_ context.Context, key string, limit int, now time.Time) (ports.RateDecision, error) {
-	start := now.UTC().Truncate(time.Minute)
+	now = now.UTC()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if start.After(l.prunedAt) {
-		l.prunedAt = start
-		for w := range l.counts {
-			if w.start.Before(start.Add(-time.Minute)) {
-				delete(l.counts, w)
-			}
+	if now.Sub(l.prunedAt) >= time.Minute {
+		l.prunedAt = now
+		l.prune(now)
+	}
+	hs := live(l.hits[key], now)
+	allowed := len(hs) < limit
+	if allowed {
+		// Keep the log sorted even if clocks hand times out of order.
+		i := len(hs)
+		for i > 0 && hs[i-1].After(now) {
+			i--
+		}
+		hs = append(hs, time.Time{})
+		copy(hs[i+1:], hs[i:])
+		hs[i] = now
+	}
+	l.hits[key] = hs
+	reset := now.Add(time.Minute)
+	if len(hs) > 0 {
+		reset = hs[0].Add(time.Minute)
+	}
+	return ports.RateDecision{Allowed: allowed, Limit: limit, Remaining: max(limit-len(hs), 0), Reset: reset}, nil
+}
+
+// live drops the hits a minute old or older at now (in place).
+func live(hs []time.Time, now time.Time) []time.Time {
+	cut := now.Add(-time.Minute)
+	i := 0
+	for i < len(hs) && !hs[i].After(cut) {
+		i++
+	}
+	return append(hs[:0], hs[i:]...)
+}
+
+// Prune forgets the keys with no request in the minute before now.
+func (l *RateLimiter) Prune(_ context.Context, now time.Time) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.prune(now.UTC()), nil
+}
+
+func (l *RateLimiter) prune(now time.Time) int64 {
+	var n int64
+	for k, hs := range l.hits {
+		if len(hs) == 0 || !hs[len(hs)-1].After(now.Add(-time.Minute)) {
+			delete(l.hits, k)
+			n++
 		}
 	}
-	w := rateWindow{key: key, start: start}
-	l.counts[w]++
-	count := l.counts[w]
-	return ports.RateDecision{
-		Allowed:   count <= limit,
-		Limit:     limit,
-		Remaining: max(limit-count, 0),
-		Reset:     start.Add(time.Minute),
-	}, nil
+	return n
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
-// RunRateLimiter checks the ports.RateLimiter contract: fixed one-minute
-// windows per key, an exact budget under concurrency.
+// RunRateLimiter checks the ports.RateLimiter contract: a sliding minute
+// per key (no 60 s holds more than the limit), an exact budget under
+// concurrency, a Reset at which a retry goes through, and pruning.
 func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimiter) {
 	ctx := context.Background()
 	window := time.Now().UTC().Truncate(time.Minute)
@@ -36,8 +37,8 @@ func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimite
 			if errs[i] != nil {
 				t.Fatal(errs[i])
 			}
-			if d.Limit != limit || !d.Reset.Equal(window.Add(time.Minute)) {
-				t.Fatalf("decision %+v: want limit %d, reset %v", d, limit, window.Add(time.Minute))
+			if reset := window.Add(90 * time.Second); d.Limit != limit || !d.Reset.Equal(reset) {
+				t.Fatalf("decision %+v: want limit %d, reset %v", d, limit, reset)
 			}
 			if d.Allowed {
 				remaining = append(remaining, d.Remaining)
@@ -55,28 +56,53 @@ func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimite
 		}
 	})
 
-	t.Run("a new window starts a new budget", func(t *testing.T) {
+	t.Run("no minute holds more than the limit, across a minute boundary too", func(t *testing.T) {
 		t.Parallel()
 		l := newLimiter(t)
 		allow := func(at time.Time) ports.RateDecision {
 			t.Helper()
-			d, err := l.Allow(ctx, "windows", 2, at)
+			d, err := l.Allow(ctx, "sliding", 2, at)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return d
 		}
 		last := window.Add(time.Minute - time.Millisecond)
-		allow(window)
-		if d := allow(last); !d.Allowed || d.Remaining != 0 {
-			t.Fatalf("second call in the window: %+v", d)
+		if d := allow(window); !d.Allowed || d.Remaining != 1 || !d.Reset.Equal(window.Add(time.Minute)) {
+			t.Fatalf("first call: %+v", d)
 		}
-		if d := allow(last); d.Allowed {
-			t.Fatalf("third call in the window allowed: %+v", d)
+		if d := allow(last); !d.Allowed || d.Remaining != 0 {
+			t.Fatalf("second call in the minute: %+v", d)
+		}
+		// A fixed window would start a new budget of 2 at the minute; the
+		// sliding minute frees one slot when the first call turns a minute old.
+		if d := allow(last); d.Allowed || d.Remaining != 0 || !d.Reset.Equal(window.Add(time.Minute)) {
+			t.Fatalf("third call: %+v", d)
 		}
 		next := window.Add(time.Minute)
-		if d := allow(next); !d.Allowed || d.Remaining != 1 || !d.Reset.Equal(next.Add(time.Minute)) {
-			t.Fatalf("first call of the next window: %+v", d)
+		if d := allow(next); !d.Allowed || d.Remaining != 0 || !d.Reset.Equal(last.Add(time.Minute)) {
+			t.Fatalf("the call a minute after the first: %+v", d)
+		}
+		if d := allow(next.Add(time.Second)); d.Allowed || !d.Reset.Equal(last.Add(time.Minute)) {
+			t.Fatalf("a call with two in the last minute: %+v", d)
+		}
+		// Reset is exact: a retry at Reset goes through.
+		if d := allow(last.Add(time.Minute)); !d.Allowed {
+			t.Fatalf("retry at Reset refused: %+v", d)
+		}
+	})
+
+	t.Run("a burst at the end of a minute leaves no budget at the start of the next", func(t *testing.T) {
+		t.Parallel()
+		l := newLimiter(t)
+		for i := range 3 {
+			if d, err := l.Allow(ctx, "burst", 3, window.Add(59*time.Second)); err != nil || !d.Allowed {
+				t.Fatalf("call %d: %+v %v", i, d, err)
+			}
+		}
+		d, err := l.Allow(ctx, "burst", 3, window.Add(61*time.Second))
+		if err != nil || d.Allowed || !d.Reset.Equal(window.Add(119*time.Second)) {
+			t.Fatalf("call 2 s later, across the minute: %+v %v", d, err)
 		}
 	})
 
@@ -92,6 +118,31 @@ func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimite
 		}
 		if d, err := l.Allow(ctx, "key-a", 1, at); err != nil || d.Allowed {
 			t.Fatalf("key-a again: %+v %v", d, err)
+		}
+	})
+
+	t.Run("pruning forgets idle keys only", func(t *testing.T) {
+		t.Parallel()
+		l := newLimiter(t)
+		p, ok := l.(ports.RateLimitPruner)
+		if !ok {
+			t.Fatalf("%T has no Prune", l)
+		}
+		at := window.Add(10 * time.Second)
+		for _, k := range []string{"idle", "busy"} {
+			if _, err := l.Allow(ctx, "prune-"+k, 1, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := l.Allow(ctx, "prune-busy", 1, at.Add(50*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Prune(ctx, at.Add(70*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		// A pruned key starts again with its whole budget.
+		if d, err := l.Allow(ctx, "prune-idle", 1, at.Add(70*time.Second)); err != nil || !d.Allowed || d.Remaining != 0 {
+			t.Fatalf("pruned key: %+v %v", d, err)
 		}
 	})
 }
