@@ -9,6 +9,7 @@ import (
 
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
 )
 
 type queueRow struct {
@@ -248,4 +249,58 @@ func (r *Queues) ListRuns(ctx context.Context, queueID string, limit int) ([]que
 		out[i] = row.domain()
 	}
 	return out, nil
+}
+
+var _ turns.RunLocker = (*Queues)(nil)
+
+// runQueueRow is a run with its queue, read by one statement.
+type runQueueRow struct {
+	runRow `bun:",extend"`
+
+	TurnAccountID   string          `bun:"t_account_id,scanonly"`
+	QEntityID       string          `bun:"q_entity_id,scanonly"`
+	QName           string          `bun:"q_name,scanonly"`
+	QType           string          `bun:"q_type,scanonly"`
+	QDoc            json.RawMessage `bun:"q_doc,scanonly"`
+	QCreatedAt      time.Time       `bun:"q_created_at,scanonly"`
+	QBranchTimezone *string         `bun:"q_branch_timezone,scanonly"`
+}
+
+// runQueueColumns are the run's columns and its queue's, prefixed.
+const runQueueColumns = `r.*, q.entity_id AS q_entity_id, q.name AS q_name, q.type AS q_type, q.doc AS q_doc,
+	q.created_at AS q_created_at,
+	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id) AS q_branch_timezone`
+
+func (row runQueueRow) domain() (queues.Run, queues.Queue, error) {
+	q, err := queueRow{ID: row.QueueID, AccountID: row.AccountID, EntityID: row.QEntityID, Name: row.QName, Type: row.QType,
+		Doc: row.QDoc, CreatedAt: row.QCreatedAt, BranchTimezone: row.QBranchTimezone}.domain()
+	return row.runRow.domain(), q, err
+}
+
+// LockRunWithQueue locks a run as GetRunForUpdate does and reads its queue
+// in the same statement.
+func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (queues.Run, queues.Queue, error) {
+	var row runQueueRow
+	err := r.db.IDB(ctx).NewRaw(`SELECT `+runQueueColumns+`
+		FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
+		WHERE r.id = ? FOR NO KEY UPDATE OF r`, runID).Scan(ctx, &row)
+	if err != nil {
+		return queues.Run{}, queues.Queue{}, notFound(err, "queue run", runID)
+	}
+	return row.domain()
+}
+
+// LockRunOfTurn locks the run of a turn (only the run: the turn's lock
+// comes next, in the lock order) and reads its queue and the turn's account
+// in the same statement.
+func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error) {
+	var row runQueueRow
+	err := r.db.IDB(ctx).NewRaw(`SELECT `+runQueueColumns+`, t.account_id AS t_account_id
+		FROM turns AS t JOIN queue_runs AS r ON r.id = t.run_id JOIN queues AS q ON q.id = r.queue_id
+		WHERE t.id = ? FOR NO KEY UPDATE OF r`, turnID).Scan(ctx, &row)
+	if err != nil {
+		return "", queues.Run{}, queues.Queue{}, notFound(err, "turn", turnID)
+	}
+	run, q, err := row.domain()
+	return row.TurnAccountID, run, q, err
 }

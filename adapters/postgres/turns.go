@@ -315,16 +315,16 @@ func (r *Turns) ListArrivals(ctx context.Context, runID string, page platform.Pa
 // lineChangesPruneEvery versions, changes older than the kept window are
 // deleted.
 func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineChange) (int64, error) {
+	// One statement: the version's upsert feeds the change's insert.
 	var v int64
-	err := r.db.IDB(ctx).NewRaw(`INSERT INTO turn_lines (run_id, version) VALUES (?, 1)
-		ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version`, runID).Scan(ctx, &v)
+	err := r.db.IDB(ctx).NewRaw(`WITH v AS (
+		INSERT INTO turn_lines (run_id, version) VALUES (?0, 1)
+		ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version)
+	INSERT INTO turn_line_changes (run_id, version, removed, added, reset)
+	SELECT ?0, v.version, ?1, ?2, ?3 FROM v RETURNING version`,
+		runID, pgdialect.Array(encodeKeys(change.Removed)), pgdialect.Array(encodeKeys(change.Added)), change.Reset).Scan(ctx, &v)
 	if err != nil {
 		return 0, wrap(err, "bump line version")
-	}
-	_, err = r.db.IDB(ctx).NewRaw(`INSERT INTO turn_line_changes (run_id, version, removed, added, reset) VALUES (?, ?, ?, ?, ?)`,
-		runID, v, pgdialect.Array(encodeKeys(change.Removed)), pgdialect.Array(encodeKeys(change.Added)), change.Reset).Exec(ctx)
-	if err != nil {
-		return 0, wrap(err, "record line change")
 	}
 	if v%lineChangesPruneEvery == 0 {
 		_, err = r.db.IDB(ctx).NewRaw(`DELETE FROM turn_line_changes WHERE run_id = ? AND version <= ?`,
@@ -417,4 +417,110 @@ func (r *Turns) RecentServiceSeconds(ctx context.Context, queueID string, n int)
 		Where("queue_id = ?", queueID).Where("service_seconds IS NOT NULL").
 		OrderExpr("finished_at DESC").Limit(int64(n)).Scan(ctx, &out)
 	return out, wrap(err, "recent service times")
+}
+
+var _ turns.ViewSource = (*Turns)(nil)
+
+// turnViewRow is a turn with what its view needs, read in one statement.
+type turnViewRow struct {
+	turnRow `bun:",extend"`
+
+	QEntityID       string          `bun:"q_entity_id,scanonly"`
+	QName           string          `bun:"q_name,scanonly"`
+	QType           string          `bun:"q_type,scanonly"`
+	QDoc            json.RawMessage `bun:"q_doc,scanonly"`
+	QCreatedAt      time.Time       `bun:"q_created_at,scanonly"`
+	QBranchTimezone *string         `bun:"q_branch_timezone,scanonly"`
+	LineVersion     int64           `bun:"line_version,scanonly"`
+	RunStatus       string          `bun:"run_status,scanonly"`
+	Stations        json.RawMessage `bun:"stations,scanonly"`
+	Service         []float64       `bun:"service,array,scanonly"`
+}
+
+// stationJSON is a station as json_build_object spells it in GetForView.
+type stationJSON struct {
+	ID          string    `json:"id"`
+	AccountID   string    `json:"account_id"`
+	QueueID     string    `json:"queue_id"`
+	Label       string    `json:"label"`
+	Description *string   `json:"description"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// GetForView reads a turn, its queue and stations, its run's status and
+// line version, and the queue's latest service times in one statement: one
+// round trip, one snapshot (GET /turns/{id}).
+func (r *Turns) GetForView(ctx context.Context, id string) (turns.Turn, turns.ViewContext, error) {
+	var row turnViewRow
+	err := r.db.IDB(ctx).NewRaw(`
+SELECT t.*,
+	q.entity_id AS q_entity_id, q.name AS q_name, q.type AS q_type, q.doc AS q_doc, q.created_at AS q_created_at,
+	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id) AS q_branch_timezone,
+	coalesce((SELECT version FROM turn_lines WHERE run_id = t.run_id), 0) AS line_version,
+	(SELECT status FROM queue_runs WHERE id = t.run_id) AS run_status,
+	(SELECT coalesce(json_agg(json_build_object('id', s.id, 'account_id', s.account_id, 'queue_id', s.queue_id,
+		'label', s.label, 'description', s.description, 'created_at', s.created_at) ORDER BY s.id), '[]')
+	 FROM stations AS s WHERE s.queue_id = t.queue_id) AS stations,
+	(SELECT coalesce(array_agg(x.service_seconds ORDER BY x.finished_at DESC), '{}')
+	 FROM (SELECT service_seconds, finished_at FROM turns
+	       WHERE queue_id = t.queue_id AND service_seconds IS NOT NULL
+	       ORDER BY finished_at DESC LIMIT ?1) AS x) AS service
+FROM turns AS t JOIN queues AS q ON q.id = t.queue_id
+WHERE t.id = ?0`, id, turns.ServiceSamples).Scan(ctx, &row)
+	if err != nil {
+		return turns.Turn{}, turns.ViewContext{}, notFound(err, "turn", id)
+	}
+	t, err := row.domain()
+	if err != nil {
+		return turns.Turn{}, turns.ViewContext{}, err
+	}
+	q, err := queueRow{ID: row.QueueID, AccountID: row.AccountID, EntityID: row.QEntityID, Name: row.QName, Type: row.QType,
+		Doc: row.QDoc, CreatedAt: row.QCreatedAt, BranchTimezone: row.QBranchTimezone}.domain()
+	if err != nil {
+		return turns.Turn{}, turns.ViewContext{}, err
+	}
+	sts, err := decodeStations(row.Stations, q.ID)
+	if err != nil {
+		return turns.Turn{}, turns.ViewContext{}, err
+	}
+	return t, turns.ViewContext{Queue: q, Stations: sts, LineVersion: row.LineVersion,
+		RunOpen: row.RunStatus == queues.RunOpen, ServiceSeconds: row.Service}, nil
+}
+
+var _ turns.QueueViewSource = (*Turns)(nil)
+
+// QueueForView reads a queue's stations and its latest service times in
+// one statement (the answer of a change, inside its transaction).
+func (r *Turns) QueueForView(ctx context.Context, queueID string) ([]queues.Station, []float64, error) {
+	var (
+		stations json.RawMessage
+		service  []float64
+	)
+	err := r.db.IDB(ctx).NewRaw(`
+SELECT (SELECT coalesce(json_agg(json_build_object('id', s.id, 'account_id', s.account_id, 'queue_id', s.queue_id,
+		'label', s.label, 'description', s.description, 'created_at', s.created_at) ORDER BY s.id), '[]')
+	 FROM stations AS s WHERE s.queue_id = ?0),
+	(SELECT coalesce(array_agg(x.service_seconds ORDER BY x.finished_at DESC), '{}')
+	 FROM (SELECT service_seconds, finished_at FROM turns
+	       WHERE queue_id = ?0 AND service_seconds IS NOT NULL
+	       ORDER BY finished_at DESC LIMIT ?1) AS x)`, queueID, turns.ServiceSamples).Scan(ctx, &stations, pgdialect.Array(&service))
+	if err != nil {
+		return nil, nil, wrap(err, "stations and service times of queue "+queueID)
+	}
+	sts, err := decodeStations(stations, queueID)
+	return sts, service, err
+}
+
+// decodeStations decodes the stations json_agg built (stationJSON).
+func decodeStations(doc json.RawMessage, queueID string) ([]queues.Station, error) {
+	var sts []stationJSON
+	if err := json.Unmarshal(doc, &sts); err != nil {
+		return nil, wrap(err, "decode stations of queue "+queueID)
+	}
+	out := make([]queues.Station, len(sts))
+	for i, s := range sts {
+		out[i] = stationRow{ID: s.ID, AccountID: s.AccountID, QueueID: s.QueueID, Label: s.Label,
+			Description: s.Description, CreatedAt: s.CreatedAt}.domain()
+	}
+	return out, nil
 }
