@@ -7,7 +7,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/adminhttp"
 	"github.com/qms-dev/qms/adapters/http/httpx"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/adapters/http/server"
 	core "github.com/qms-dev/qms/core/accounts"
 )
 
@@ -18,7 +18,7 @@ var Module = fx.Module("accounts",
 		core.NewService,
 		func(s *core.Service) httpx.Authenticator { return s },
 	),
-	fx.Invoke(func(srv *web.Server, s *core.Service) {
+	fx.Invoke(func(srv *server.Server, s *core.Service) {
 		adminhttp.Register(srv.App, s, srv.AdminToken)
 	}),
 )

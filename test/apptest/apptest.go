@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/qms-dev/qms/bootstrap"
-	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/test/pgtest"
