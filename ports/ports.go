@@ -76,6 +76,24 @@ type RateLimiter interface {
 	Allow(ctx context.Context, key string, limit int, now time.Time) (RateDecision, error)
 }
 
+// RateWindowSeconds is how many whole seconds after its own a request
+// counts against its key's budget: a request of second S counts until
+// S+61, between 60 and 61 s, so no 60 s window ever holds more than the
+// limit (the limiters count in one-second buckets).
+const RateWindowSeconds = 60
+
+// RateDecisionOf is the decision both limiters return: count requests in
+// the live buckets, the oldest of second oldest (nil for none), at second
+// now.
+func RateDecisionOf(allowed bool, limit, count int, oldest *int64, now int64) RateDecision {
+	first := now
+	if oldest != nil {
+		first = *oldest
+	}
+	return RateDecision{Allowed: allowed, Limit: limit, Remaining: max(limit-count, 0),
+		Reset: time.Unix(first+RateWindowSeconds+1, 0).UTC()}
+}
+
 // RateLimitPruner forgets the keys with no request in the minute before
 // now (their budgets are full), returning how many. Both limiters also
 // prune on their own, once a minute; retention jobs may call it too.

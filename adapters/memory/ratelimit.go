@@ -13,71 +13,91 @@ var (
 	_ ports.RateLimitPruner = (*RateLimiter)(nil)
 )
 
-// RateLimiter keeps, per key, the times of the requests it let through in
-// the last minute (a sliding log), in process memory: the single-process
+// RateLimiter counts, per key, the requests it let through in one-second
+// buckets over the last minute, in process memory: the single-process
 // counterpart of postgres.RateLimiter, with the same arithmetic.
 type RateLimiter struct {
-	mu   sync.Mutex
-	hits map[string][]time.Time // oldest first
-	// prunedAt is when idle keys were last dropped (once a minute).
-	prunedAt time.Time
+	mu      sync.Mutex
+	buckets map[string][]rateBucket // ascending by second
+	// prunedAt is the second idle keys were last dropped (once a minute).
+	prunedAt int64
+}
+
+// rateBucket is the requests of one second.
+type rateBucket struct {
+	sec   int64
+	count int
 }
 
 // NewRateLimiter returns a limiter with no requests counted.
-func NewRateLimiter() *RateLimiter { return &RateLimiter{hits: map[string][]time.Time{}} }
+func NewRateLimiter() *RateLimiter { return &RateLimiter{buckets: map[string][]rateBucket{}} }
 
 // Allow spends one request of key at now and reports whether it stays
-// within limit requests in the minute up to now.
+// within limit requests in the sliding minute.
 func (l *RateLimiter) Allow(_ context.Context, key string, limit int, now time.Time) (ports.RateDecision, error) {
-	now = now.UTC()
+	sec := now.Unix()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now.Sub(l.prunedAt) >= time.Minute {
-		l.prunedAt = now
-		l.prune(now)
+	if sec-l.prunedAt >= ports.RateWindowSeconds {
+		l.prunedAt = sec
+		l.prune(sec)
 	}
-	hs := live(l.hits[key], now)
-	allowed := len(hs) < limit
+	bs := live(l.buckets[key], sec)
+	count := 0
+	for _, b := range bs {
+		count += b.count
+	}
+	allowed := count < limit
 	if allowed {
-		// Keep the log sorted even if clocks hand times out of order.
-		i := len(hs)
-		for i > 0 && hs[i-1].After(now) {
-			i--
-		}
-		hs = append(hs, time.Time{})
-		copy(hs[i+1:], hs[i:])
-		hs[i] = now
+		bs = addHit(bs, sec)
+		count++
 	}
-	l.hits[key] = hs
-	reset := now.Add(time.Minute)
-	if len(hs) > 0 {
-		reset = hs[0].Add(time.Minute)
+	l.buckets[key] = bs
+	var oldest *int64
+	if len(bs) > 0 {
+		oldest = &bs[0].sec
 	}
-	return ports.RateDecision{Allowed: allowed, Limit: limit, Remaining: max(limit-len(hs), 0), Reset: reset}, nil
+	return ports.RateDecisionOf(allowed, limit, count, oldest, sec), nil
 }
 
-// live drops the hits a minute old or older at now (in place).
-func live(hs []time.Time, now time.Time) []time.Time {
-	cut := now.Add(-time.Minute)
+// live drops the buckets past the window at second now (in place).
+func live(bs []rateBucket, now int64) []rateBucket {
 	i := 0
-	for i < len(hs) && !hs[i].After(cut) {
+	for i < len(bs) && bs[i].sec < now-ports.RateWindowSeconds {
 		i++
 	}
-	return append(hs[:0], hs[i:]...)
+	return append(bs[:0], bs[i:]...)
 }
 
-// Prune forgets the keys with no request in the minute before now.
+// addHit counts a request in second sec's bucket, keeping the order even
+// when clocks hand seconds out of order.
+func addHit(bs []rateBucket, sec int64) []rateBucket {
+	i := len(bs)
+	for i > 0 && bs[i-1].sec > sec {
+		i--
+	}
+	if i > 0 && bs[i-1].sec == sec {
+		bs[i-1].count++
+		return bs
+	}
+	bs = append(bs, rateBucket{})
+	copy(bs[i+1:], bs[i:])
+	bs[i] = rateBucket{sec: sec, count: 1}
+	return bs
+}
+
+// Prune forgets the keys with no request in the window before now.
 func (l *RateLimiter) Prune(_ context.Context, now time.Time) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.prune(now.UTC()), nil
+	return l.prune(now.Unix()), nil
 }
 
-func (l *RateLimiter) prune(now time.Time) int64 {
+func (l *RateLimiter) prune(now int64) int64 {
 	var n int64
-	for k, hs := range l.hits {
-		if len(hs) == 0 || !hs[len(hs)-1].After(now.Add(-time.Minute)) {
-			delete(l.hits, k)
+	for k, bs := range l.buckets {
+		if len(bs) == 0 || bs[len(bs)-1].sec < now-ports.RateWindowSeconds {
+			delete(l.buckets, k)
 			n++
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
 	"github.com/qms-dev/qms/core/platform"
@@ -253,54 +254,55 @@ func (r *Queues) ListRuns(ctx context.Context, queueID string, limit int) ([]que
 
 var _ turns.RunLocker = (*Queues)(nil)
 
-// runQueueRow is a run with its queue, read by one statement.
-type runQueueRow struct {
-	runRow `bun:",extend"`
+// runQueueColumns are a run's columns (alias r) and its queue's (alias q),
+// in the order scanRunQueue reads.
+const runQueueColumns = `r.id, r.account_id, r.queue_id, r.status, r.intake_open, r.opened_at, r.closed_at,
+	r.created_at, r.updated_at, q.entity_id, q.name, q.type, q.doc, q.created_at,
+	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id)`
 
-	TurnAccountID   string          `bun:"t_account_id,scanonly"`
-	QEntityID       string          `bun:"q_entity_id,scanonly"`
-	QName           string          `bun:"q_name,scanonly"`
-	QType           string          `bun:"q_type,scanonly"`
-	QDoc            json.RawMessage `bun:"q_doc,scanonly"`
-	QCreatedAt      time.Time       `bun:"q_created_at,scanonly"`
-	QBranchTimezone *string         `bun:"q_branch_timezone,scanonly"`
-}
-
-// runQueueColumns are the run's columns and its queue's, prefixed.
-const runQueueColumns = `r.*, q.entity_id AS q_entity_id, q.name AS q_name, q.type AS q_type, q.doc AS q_doc,
-	q.created_at AS q_created_at,
-	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id) AS q_branch_timezone`
-
-func (row runQueueRow) domain() (queues.Run, queues.Queue, error) {
-	q, err := queueRow{ID: row.QueueID, AccountID: row.AccountID, EntityID: row.QEntityID, Name: row.QName, Type: row.QType,
-		Doc: row.QDoc, CreatedAt: row.QCreatedAt, BranchTimezone: row.QBranchTimezone}.domain()
-	return row.runRow.domain(), q, err
+// scanRunQueue reads runQueueColumns, then extra.
+func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queues.Queue, error) {
+	var (
+		rr runRow
+		qr queueRow
+	)
+	dests := append([]any{&rr.ID, &rr.AccountID, &rr.QueueID, &rr.Status, &rr.IntakeOpen, &rr.OpenedAt, &rr.ClosedAt,
+		&rr.CreatedAt, &rr.UpdatedAt, &qr.EntityID, &qr.Name, &qr.Type, &qr.Doc, &qr.CreatedAt, &qr.BranchTimezone}, extra...)
+	if err := row.Scan(dests...); err != nil {
+		return queues.Run{}, queues.Queue{}, err
+	}
+	qr.ID, qr.AccountID = rr.QueueID, rr.AccountID
+	q, err := qr.domain()
+	return rr.domain(), q, err
 }
 
 // LockRunWithQueue locks a run as GetRunForUpdate does and reads its queue
 // in the same statement.
-func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (queues.Run, queues.Queue, error) {
-	var row runQueueRow
-	err := r.db.IDB(ctx).NewRaw(`SELECT `+runQueueColumns+`
-		FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
-		WHERE r.id = ? FOR NO KEY UPDATE OF r`, runID).Scan(ctx, &row)
+func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (run queues.Run, q queues.Queue, err error) {
+	err = r.db.withPgx(ctx, func(pq pgxQuerier) error {
+		run, q, err = scanRunQueue(pq.QueryRow(ctx, `SELECT `+runQueueColumns+`
+			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
+			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID))
+		return err
+	})
 	if err != nil {
 		return queues.Run{}, queues.Queue{}, notFound(err, "queue run", runID)
 	}
-	return row.domain()
+	return run, q, nil
 }
 
 // LockRunOfTurn locks the run of a turn (only the run: the turn's lock
 // comes next, in the lock order) and reads its queue and the turn's account
 // in the same statement.
-func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error) {
-	var row runQueueRow
-	err := r.db.IDB(ctx).NewRaw(`SELECT `+runQueueColumns+`, t.account_id AS t_account_id
-		FROM turns AS t JOIN queue_runs AS r ON r.id = t.run_id JOIN queues AS q ON q.id = r.queue_id
-		WHERE t.id = ? FOR NO KEY UPDATE OF r`, turnID).Scan(ctx, &row)
+func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (owner string, run queues.Run, q queues.Queue, err error) {
+	err = r.db.withPgx(ctx, func(pq pgxQuerier) error {
+		run, q, err = scanRunQueue(pq.QueryRow(ctx, `SELECT `+runQueueColumns+`, t.account_id
+			FROM turns AS t JOIN queue_runs AS r ON r.id = t.run_id JOIN queues AS q ON q.id = r.queue_id
+			WHERE t.id = $1 FOR NO KEY UPDATE OF r`, turnID), &owner)
+		return err
+	})
 	if err != nil {
 		return "", queues.Run{}, queues.Queue{}, notFound(err, "turn", turnID)
 	}
-	run, q, err := row.domain()
-	return row.TurnAccountID, run, q, err
+	return owner, run, q, nil
 }

@@ -37,7 +37,7 @@ func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimite
 			if errs[i] != nil {
 				t.Fatal(errs[i])
 			}
-			if reset := window.Add(90 * time.Second); d.Limit != limit || !d.Reset.Equal(reset) {
+			if reset := window.Add(91 * time.Second); d.Limit != limit || !d.Reset.Equal(reset) {
 				t.Fatalf("decision %+v: want limit %d, reset %v", d, limit, reset)
 			}
 			if d.Allowed {
@@ -67,28 +67,34 @@ func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimite
 			}
 			return d
 		}
+		// A request counts from its second until a minute after that second
+		// ends: the one at window counts until window+61s.
+		first := window.Add(61 * time.Second)
 		last := window.Add(time.Minute - time.Millisecond)
-		if d := allow(window); !d.Allowed || d.Remaining != 1 || !d.Reset.Equal(window.Add(time.Minute)) {
+		if d := allow(window); !d.Allowed || d.Remaining != 1 || !d.Reset.Equal(first) {
 			t.Fatalf("first call: %+v", d)
 		}
 		if d := allow(last); !d.Allowed || d.Remaining != 0 {
 			t.Fatalf("second call in the minute: %+v", d)
 		}
 		// A fixed window would start a new budget of 2 at the minute; the
-		// sliding minute frees one slot when the first call turns a minute old.
-		if d := allow(last); d.Allowed || d.Remaining != 0 || !d.Reset.Equal(window.Add(time.Minute)) {
-			t.Fatalf("third call: %+v", d)
-		}
-		next := window.Add(time.Minute)
-		if d := allow(next); !d.Allowed || d.Remaining != 0 || !d.Reset.Equal(last.Add(time.Minute)) {
-			t.Fatalf("the call a minute after the first: %+v", d)
-		}
-		if d := allow(next.Add(time.Second)); d.Allowed || !d.Reset.Equal(last.Add(time.Minute)) {
-			t.Fatalf("a call with two in the last minute: %+v", d)
+		// sliding one frees a slot only when the first call's second is a
+		// minute behind.
+		for _, at := range []time.Time{last, window.Add(time.Minute), window.Add(61*time.Second - time.Millisecond)} {
+			if d := allow(at); d.Allowed || d.Remaining != 0 || !d.Reset.Equal(first) {
+				t.Fatalf("call at %v: %+v", at.Sub(window), d)
+			}
 		}
 		// Reset is exact: a retry at Reset goes through.
-		if d := allow(last.Add(time.Minute)); !d.Allowed {
-			t.Fatalf("retry at Reset refused: %+v", d)
+		second := window.Add(59*time.Second + 61*time.Second)
+		if d := allow(first); !d.Allowed || d.Remaining != 0 || !d.Reset.Equal(second) {
+			t.Fatalf("retry at Reset: %+v", d)
+		}
+		if d := allow(first.Add(time.Second)); d.Allowed || !d.Reset.Equal(second) {
+			t.Fatalf("a call with two in the last minute: %+v", d)
+		}
+		if d := allow(second); !d.Allowed {
+			t.Fatalf("retry at the second Reset refused: %+v", d)
 		}
 	})
 
@@ -101,7 +107,7 @@ func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimite
 			}
 		}
 		d, err := l.Allow(ctx, "burst", 3, window.Add(61*time.Second))
-		if err != nil || d.Allowed || !d.Reset.Equal(window.Add(119*time.Second)) {
+		if err != nil || d.Allowed || !d.Reset.Equal(window.Add(120*time.Second)) {
 			t.Fatalf("call 2 s later, across the minute: %+v %v", d, err)
 		}
 	})
