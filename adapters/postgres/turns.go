@@ -242,6 +242,36 @@ func (r *Turns) NextNumber(ctx context.Context, runID, period string) (int, erro
 	return n, wrap(err, "next turn number")
 }
 
+var _ turns.NumberDrawer = (*Turns)(nil)
+
+// DrawNumber is NextNumber, CodeInUse of the number's display code and
+// NextSeq in one statement. The code is spelled as turns' displayCode
+// does: the prefix, then the number zero-padded to padding digits, never
+// cut (lpad alone would cut a longer number).
+func (r *Turns) DrawNumber(ctx context.Context, runID, period, prefix string, padding int, since time.Time) (int, bool, int64, error) {
+	var (
+		n    int
+		held bool
+		seq  int64
+	)
+	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+		return q.QueryRow(ctx, `WITH c AS (
+			INSERT INTO turn_counters AS c (run_id, period, last_number) VALUES ($1, $2, 1)
+			ON CONFLICT (run_id) DO UPDATE SET
+				last_number = CASE WHEN c.period = EXCLUDED.period OR c.period = '' OR EXCLUDED.period = ''
+					THEN c.last_number + 1 ELSE 1 END,
+				period = EXCLUDED.period
+			RETURNING last_number),
+		code AS (SELECT c.last_number AS n, $3::text || CASE WHEN length(c.last_number::text) >= $4::int
+			THEN c.last_number::text ELSE lpad(c.last_number::text, $4::int, '0') END AS code FROM c)
+		SELECT code.n, EXISTS (SELECT 1 FROM turns
+			WHERE run_id = $1 AND display_code = code.code
+			AND (status NOT IN ('COMPLETED', 'CANCELLED') OR finished_at > $5)), nextval('turn_seq')
+		FROM code`, runID, period, prefix, padding, since).Scan(&n, &held, &seq)
+	})
+	return n, held, seq, wrap(err, "draw turn number")
+}
+
 // CodeInUse reports whether a turn of the run that is or may come back in
 // the line shows code (turns_code_idx finds the run's turns with the code).
 func (r *Turns) CodeInUse(ctx context.Context, runID, code string, since time.Time) (bool, error) {

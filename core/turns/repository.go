@@ -130,3 +130,11 @@ type RunLocker interface {
 	// the turn's account, the run and its queue.
 	LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error)
 }
+
+// NumberDrawer is storage that does in one round trip what an intake asks
+// of Repository one call at a time: NextNumber, CodeInUse of the code the
+// number makes (prefix, then the number zero-padded to padding digits, as
+// displayCode), and NextSeq. The repository may implement it.
+type NumberDrawer interface {
+	DrawNumber(ctx context.Context, runID, period, prefix string, padding int, since time.Time) (n int, codeInUse bool, seq int64, err error)
+}

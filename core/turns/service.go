@@ -264,13 +264,14 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, LineChan
 		}
 	}
 	now := s.clock.Now()
-	number, code, err := s.number(ctx, in, d, now)
+	number, code, seq, err := s.number(ctx, in, d, now)
 	if err != nil {
 		return Turn{}, LineChange{}, err
 	}
-	seq, err := s.repo.NextSeq(ctx)
-	if err != nil {
-		return Turn{}, LineChange{}, err
+	if seq == 0 {
+		if seq, err = s.repo.NextSeq(ctx); err != nil {
+			return Turn{}, LineChange{}, err
+		}
 	}
 	t := Turn{
 		ID: platform.NewID(platform.PrefixTurn), AccountID: in.AccountID, QueueID: in.Queue.ID, RunID: in.Run.ID,
@@ -303,27 +304,40 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, LineChan
 // yesterday's after a daily restart). In use counts the turns that may
 // still come back (a no-show's re-entry, a reopen), so a display code
 // never repeats among a run's unfinished turns, then or later.
-func (s *Service) number(ctx context.Context, in Intake, d draft, now time.Time) (int, string, error) {
+func (s *Service) number(ctx context.Context, in Intake, d draft, now time.Time) (int, string, int64, error) {
 	since := now.Add(-ReopenWindow)
 	if d.code != "" {
 		held, err := s.repo.CodeInUse(ctx, in.Run.ID, d.code, since)
 		if err != nil || !held {
-			return d.number, d.code, err
+			return d.number, d.code, 0, err
 		}
 	}
 	period := numberingPeriod(in.Queue, now)
+	var seq int64
+	if nd, ok := s.repo.(NumberDrawer); ok {
+		// The usual case in one round trip: the next number, whether its
+		// code is free, and the arrival seq.
+		n, held, drawn, err := nd.DrawNumber(ctx, in.Run.ID, period, d.prefix, in.Queue.TurnPadding, since)
+		if err != nil {
+			return 0, "", 0, err
+		}
+		if !held {
+			return n, displayCode(d.prefix, in.Queue.TurnPadding, n), drawn, nil
+		}
+		seq = drawn
+	}
 	for {
 		n, err := s.repo.NextNumber(ctx, in.Run.ID, period)
 		if err != nil {
-			return 0, "", err
+			return 0, "", 0, err
 		}
 		code := displayCode(d.prefix, in.Queue.TurnPadding, n)
 		held, err := s.repo.CodeInUse(ctx, in.Run.ID, code, since)
 		if err != nil {
-			return 0, "", err
+			return 0, "", 0, err
 		}
 		if !held {
-			return n, code, nil
+			return n, code, seq, nil
 		}
 	}
 }

@@ -146,7 +146,7 @@ func TestRoundTripBudgets(t *testing.T) {
 
 	var id string
 	trips := tr.during(func() { id = create(2) })
-	budget(t, "POST /queue-runs/{id}/turns", trips, 6, 13, false)
+	budget(t, "POST /queue-runs/{id}/turns", trips, 6, 11, false)
 
 	trips = tr.during(func() { a.API(http.MethodGet, "/turns/"+second, nil).Must(http.StatusOK, nil) })
 	budget(t, "GET /turns/{id} (waiting)", trips, 2, 2, true)
