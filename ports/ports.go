@@ -12,6 +12,7 @@ package ports
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/qms-dev/qms/core/platform"
@@ -20,6 +21,15 @@ import (
 // Pinger reports whether storage is reachable (GET /readyz).
 type Pinger interface {
 	Ping(ctx context.Context) error
+}
+
+// FaultClassifier tells the errors of storage that cannot be reached for
+// now (refused or broken connections, a server shutting down or starting
+// up, a pool with no connection to give within its wait) from the rest: the
+// HTTP layer answers them 503 SERVICE_UNAVAILABLE with Retry-After, never
+// 500, so clients retry.
+type FaultClassifier interface {
+	Unavailable(err error) bool
 }
 
 // JobHandler runs one job. Returning an error makes the job retry with
@@ -46,6 +56,12 @@ type JobKind struct {
 	// Backoff returns the delay before attempt+1 after a failed attempt;
 	// nil uses the runner's default exponential backoff with jitter.
 	Backoff func(attempt int) time.Duration
+	// Every, when positive, makes the kind periodic: the runner enqueues a
+	// job of it (with no args) at start-up and then every Every, and skips
+	// a period while the last one is still pending. On River only the
+	// elected leader enqueues (River's periodic jobs), so several processes
+	// run it once per period between them.
+	Every time.Duration
 }
 
 // JobRunner runs scheduled jobs. It implements the core's JobScheduler, so
@@ -94,9 +110,21 @@ func RateDecisionOf(allowed bool, limit, count int, oldest *int64, now int64) Ra
 		Reset: time.Unix(first+RateWindowSeconds+1, 0).UTC()}
 }
 
-// RateLimitPruner forgets the keys with no request in the minute before
-// now (their budgets are full), returning how many. Both limiters also
-// prune on their own, once a minute; retention jobs may call it too.
-type RateLimitPruner interface {
-	Prune(ctx context.Context, now time.Time) (int64, error)
+// Typed is the handler of a kind whose arguments are A: the kind decodes
+// them once, so a handler never reads JSON (River's JobArgs idea). A job
+// whose arguments do not decode, or that Check refuses, fails with its id
+// and arguments in the error.
+func Typed[A any](module string, handle func(ctx context.Context, args A, job JobContext) error, check ...func(A) error) JobHandler {
+	return func(ctx context.Context, job JobContext) error {
+		var args A
+		if err := json.Unmarshal(job.Args, &args); err != nil {
+			return fmt.Errorf("%s: job %s (%s): malformed arguments %s: %w", module, job.ID, job.Kind, job.Args, err)
+		}
+		for _, c := range check {
+			if err := c(args); err != nil {
+				return fmt.Errorf("%s: job %s (%s): malformed arguments %s: %w", module, job.ID, job.Kind, job.Args, err)
+			}
+		}
+		return handle(ctx, args, job)
+	}
 }

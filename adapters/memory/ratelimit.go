@@ -8,10 +8,7 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
-var (
-	_ ports.RateLimiter     = (*RateLimiter)(nil)
-	_ ports.RateLimitPruner = (*RateLimiter)(nil)
-)
+var _ ports.RateLimiter = (*RateLimiter)(nil)
 
 // RateLimiter counts, per key, the requests it let through in one-second
 // buckets over the last minute, in process memory: the single-process
@@ -40,7 +37,7 @@ func (l *RateLimiter) Allow(_ context.Context, key string, limit int, now time.T
 	defer l.mu.Unlock()
 	if sec-l.prunedAt >= ports.RateWindowSeconds {
 		l.prunedAt = sec
-		l.prune(sec)
+		l.pruneIdle(sec)
 	}
 	bs := live(l.buckets[key], sec)
 	count := 0
@@ -86,17 +83,27 @@ func addHit(bs []rateBucket, sec int64) []rateBucket {
 	return bs
 }
 
-// Prune forgets the keys with no request in the window before now.
-func (l *RateLimiter) Prune(_ context.Context, now time.Time) (int64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.prune(now.Unix()), nil
-}
-
-func (l *RateLimiter) prune(now int64) int64 {
-	var n int64
+// pruneIdle forgets the keys with no live bucket at second now.
+func (l *RateLimiter) pruneIdle(now int64) {
 	for k, bs := range l.buckets {
 		if len(bs) == 0 || bs[len(bs)-1].sec < now-ports.RateWindowSeconds {
+			delete(l.buckets, k)
+		}
+	}
+}
+
+// prune forgets at most limit keys whose last request was before before
+// (retention, ports.Pruner.PruneRateLimits; before is minutes old, so
+// their windows are over).
+func (l *RateLimiter) prune(before time.Time, limit int) (n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cut := before.Unix()
+	for k, bs := range l.buckets {
+		if n >= limit {
+			break
+		}
+		if len(bs) == 0 || bs[len(bs)-1].sec < cut {
 			delete(l.buckets, k)
 			n++
 		}

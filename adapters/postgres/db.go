@@ -6,6 +6,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -40,30 +42,40 @@ type DB struct {
 
 	// retries counts transactions Do ran again (see TxRetries).
 	retries atomic.Int64
+	// acquireTimeout is Options.AcquireTimeout.
+	acquireTimeout time.Duration
 }
 
-// Option adjusts how Open connects.
-type Option func(*pgxpool.Config)
-
-// WithTracer hands every statement, batch and prepare the pool sends to t
-// (it may also implement pgx.BatchTracer and pgx.PrepareTracer). Tests use
-// it to count the round trips a request costs.
-func WithTracer(t pgx.QueryTracer) Option {
-	return func(c *pgxpool.Config) { c.ConnConfig.Tracer = t }
+// Options tune Open.
+type Options struct {
+	// MaxConns sizes the pool when the URL does not (pool_max_conns); zero
+	// takes defaultMaxConns.
+	MaxConns int32
+	// AcquireTimeout bounds how long a unit of work waits for a connection
+	// of the full pool before it fails with an error Unavailable
+	// recognises (503); zero leaves only its context to bound it.
+	AcquireTimeout time.Duration
+	// Tracer, when set, sees every statement, batch and prepare the pool
+	// sends (it may also implement pgx.BatchTracer and pgx.PrepareTracer).
+	// Tests count the round trips a request costs with it.
+	Tracer pgx.QueryTracer
 }
 
 // Open connects to the database at url (a postgres:// URL or a key=value
 // DSN) and checks that it answers.
-func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
+func Open(ctx context.Context, url string) (*DB, error) { return OpenWith(ctx, url, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse database url: %w", err)
 	}
 	if !strings.Contains(url, "pool_max_conns") {
-		cfg.MaxConns = defaultMaxConns
+		cfg.MaxConns = cmp.Or(opts.MaxConns, defaultMaxConns)
 	}
-	for _, o := range opts {
-		o(cfg)
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -76,7 +88,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	sqldb := sql.OpenDB(execConnector{stdlib.GetPoolConnector(pool)})
 	// The pool keeps the idle connections (as stdlib.OpenDBFromPool sets).
 	sqldb.SetMaxIdleConns(0)
-	return &DB{Bun: bun.NewDB(sqldb, pgdialect.New()), Pool: pool}, nil
+	return &DB{Bun: bun.NewDB(sqldb, pgdialect.New()), Pool: pool, acquireTimeout: opts.AcquireTimeout}, nil
 }
 
 // Close releases every connection. Closing bun first lets database/sql hand

@@ -9,10 +9,7 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
-var (
-	_ ports.RateLimiter     = (*RateLimiter)(nil)
-	_ ports.RateLimitPruner = (*RateLimiter)(nil)
-)
+var _ ports.RateLimiter = (*RateLimiter)(nil)
 
 // pruneEvery is how often one process deletes keys idle for a minute.
 const pruneEvery = time.Minute
@@ -76,10 +73,9 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, limit int, now time
 	return ports.RateDecisionOf(allowed, limit, count, oldest, sec), nil
 }
 
-// Prune deletes the keys with no request in the minute before now: their
-// budgets are full, which is what a missing row means. It returns how many
-// it deleted.
-func (l *RateLimiter) Prune(ctx context.Context, now time.Time) (int64, error) {
+// pruneIdle deletes the keys with no request in the window before now:
+// their budgets are full, which is what a missing row means.
+func (l *RateLimiter) pruneIdle(ctx context.Context, now time.Time) (int64, error) {
 	tag, err := l.db.Pool.Exec(ctx, "DELETE FROM rate_limits WHERE updated_at < $1", now.UTC().Add(-(ports.RateWindowSeconds+1)*time.Second))
 	if err != nil {
 		return 0, fmt.Errorf("postgres: prune rate limits: %w", err)
@@ -98,5 +94,5 @@ func (l *RateLimiter) maybePrune(ctx context.Context, now time.Time) {
 	if !l.nextPrune.CompareAndSwap(next, now.Add(pruneEvery).UnixNano()) {
 		return // another goroutine prunes this time
 	}
-	_, _ = l.Prune(ctx, now)
+	_, _ = l.pruneIdle(ctx, now)
 }

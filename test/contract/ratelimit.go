@@ -126,29 +126,4 @@ func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimite
 			t.Fatalf("key-a again: %+v %v", d, err)
 		}
 	})
-
-	t.Run("pruning forgets idle keys only", func(t *testing.T) {
-		t.Parallel()
-		l := newLimiter(t)
-		p, ok := l.(ports.RateLimitPruner)
-		if !ok {
-			t.Fatalf("%T has no Prune", l)
-		}
-		at := window.Add(10 * time.Second)
-		for _, k := range []string{"idle", "busy"} {
-			if _, err := l.Allow(ctx, "prune-"+k, 1, at); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := l.Allow(ctx, "prune-busy", 1, at.Add(50*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.Prune(ctx, at.Add(70*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		// A pruned key starts again with its whole budget.
-		if d, err := l.Allow(ctx, "prune-idle", 1, at.Add(70*time.Second)); err != nil || !d.Allowed || d.Remaining != 0 {
-			t.Fatalf("pruned key: %+v %v", d, err)
-		}
-	})
 }
