@@ -282,8 +282,9 @@ var conventions = map[string]convention{
 		unsupported: "UnsupportedMediaType",
 	},
 	kindAdmin: {
-		headers:     []string{"X-Request-Id"},
-		errors:      map[string]string{"400": "AdminBadRequest", "401": "AdminUnauthorized", "413": "PayloadTooLarge", "500": "AdminInternalError"},
+		headers: []string{"X-Request-Id"},
+		errors: map[string]string{"400": "AdminBadRequest", "401": "AdminUnauthorized", "413": "PayloadTooLarge",
+			"429": "AdminRateLimited", "500": "AdminInternalError"},
 		unsupported: "AdminUnsupportedMediaType",
 	},
 	kindPublicAPI: {
