@@ -29,9 +29,9 @@ const (
 
 // Codes raised by this module.
 const (
-	// CodeInvalidDisplayToken: the display token is unknown. 401.
+	// CodeInvalidDisplayToken: the display token is unknown. 404.
 	CodeInvalidDisplayToken = "INVALID_DISPLAY_TOKEN"
-	// CodeDisplayTokenRevoked: the display token was revoked. 401.
+	// CodeDisplayTokenRevoked: the display token was revoked. 410.
 	CodeDisplayTokenRevoked = "DISPLAY_TOKEN_REVOKED"
 	// CodeTooManyDisplayTokens: the run has MaxTokensPerRun live tokens. 409.
 	CodeTooManyDisplayTokens = "TOO_MANY_DISPLAY_TOKENS"

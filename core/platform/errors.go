@@ -20,6 +20,7 @@ const (
 	KindConflict                    // a business conflict with the current state (409)
 	KindUnprocessable               // a well-formed request the rules refuse (422)
 	KindRateLimited                 // too many requests (429)
+	KindGone                        // the resource existed and was withdrawn for good (410)
 )
 
 // Stable error codes shared by several modules. Modules define their own
