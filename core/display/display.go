@@ -69,7 +69,7 @@ type Created struct {
 // CreateInput is the body of a token creation: an optional label naming
 // the screen ("Lobby, left").
 type CreateInput struct {
-	Label *string `json:"label"`
+	Label *string `json:"label" text:"name"`
 }
 
 // newTokenValue returns "qmsd_" and 32 base32 characters (160 random bits).
