@@ -12,13 +12,13 @@ import (
 
 type eventRow struct {
 	bun.BaseModel `bun:"table:events"`
-	ID            string          `bun:"id,pk"`
-	AccountID     string          `bun:"account_id"`
-	Name          string          `bun:"name"`
-	QueueID       *string         `bun:"queue_id"`
-	RunID         *string         `bun:"run_id"`
-	Data          json.RawMessage `bun:"data,type:jsonb"`
-	OccurredAt    time.Time       `bun:"occurred_at"`
+	ID            string    `bun:"id,pk"`
+	AccountID     string    `bun:"account_id"`
+	Name          string    `bun:"name"`
+	QueueID       *string   `bun:"queue_id"`
+	RunID         *string   `bun:"run_id"`
+	Data          jsonb     `bun:"data,type:jsonb"`
+	OccurredAt    time.Time `bun:"occurred_at"`
 }
 
 // Events is the Postgres event log.

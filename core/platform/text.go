@@ -100,3 +100,14 @@ func isInvisible(r rune) bool {
 	}
 	return false
 }
+
+// String names the kind as its struct tag does: plain, free, name.
+func (k TextKind) String() string {
+	switch k {
+	case TextFree:
+		return "free"
+	case TextName:
+		return "name"
+	}
+	return "plain"
+}

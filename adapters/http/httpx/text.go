@@ -92,12 +92,10 @@ func (w *textWalker) walkStruct(v reflect.Value, path string, k platform.TextKin
 	if t == timeType {
 		return
 	}
-	if hasOwnUnmarshal(t) {
+	if _, wrapper := t.FieldByName("Value"); wrapper && hasOwnUnmarshal(t) {
 		// A wrapper with its own decoding (Optional, Nullable): its
 		// exported Value holds what was sent.
-		if f := v.FieldByName("Value"); f.IsValid() {
-			w.walk(f, path, k, depth+1)
-		}
+		w.walk(v.FieldByName("Value"), path, k, depth+1)
 		return
 	}
 	for i := 0; i < t.NumField(); i++ {
@@ -225,4 +223,69 @@ func pathParamAt(c *fiber.Ctx, path string) string {
 		}
 	}
 	return "path"
+}
+
+// TextField is a string field of a body type and the text kind the
+// decoder holds it to.
+type TextField struct {
+	Path string // JSON path; [] for list items, {} for map values, {key} for map keys
+	Kind platform.TextKind
+}
+
+// TextFields lists the string fields of the body type of v (a value or a
+// pointer) with the kind of each, in declaration order: the table of
+// which rule applies where (docs/strings.md is checked against it).
+func TextFields(v any) []TextField {
+	var out []TextField
+	textFieldsOf(reflect.TypeOf(v), "", platform.TextPlain, &out, 0)
+	return out
+}
+
+func textFieldsOf(t reflect.Type, path string, k platform.TextKind, out *[]TextField, depth int) {
+	if depth > 20 {
+		return // recursive types: bodies have none, but do not loop
+	}
+	switch t.Kind() {
+	case reflect.String:
+		*out = append(*out, TextField{Path: path, Kind: k})
+	case reflect.Interface:
+		*out = append(*out, TextField{Path: path + " (any JSON: its strings)", Kind: k})
+		*out = append(*out, TextField{Path: path + " (any JSON: its object keys)", Kind: platform.TextPlain})
+	case reflect.Pointer:
+		textFieldsOf(t.Elem(), path, k, out, depth+1)
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() != reflect.Uint8 {
+			textFieldsOf(t.Elem(), path+"[]", k, out, depth+1)
+		}
+	case reflect.Map:
+		*out = append(*out, TextField{Path: path + "{key}", Kind: platform.TextPlain})
+		textFieldsOf(t.Elem(), path+"{}", k, out, depth+1)
+	case reflect.Struct:
+		if t == timeType {
+			return
+		}
+		if f, wrapper := t.FieldByName("Value"); wrapper && (reflect.PointerTo(t).Implements(patchFieldType) || hasOwnUnmarshal(t)) {
+			textFieldsOf(f.Type, path, k, out, depth+1)
+			return
+		}
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			if !sf.IsExported() && !sf.Anonymous {
+				continue
+			}
+			name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			fk := textKind(sf.Tag.Get(TextTag), k)
+			if sf.Anonymous && name == "" {
+				textFieldsOf(sf.Type, path, fk, out, depth+1)
+				continue
+			}
+			if name == "" {
+				name = sf.Name
+			}
+			textFieldsOf(sf.Type, platform.Path(path, name), fk, out, depth+1)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
 )
 
 // textBody has one field of each text kind, nested the ways bodies nest.
@@ -24,6 +25,7 @@ type textBody struct {
 	Stations []textStation          `json:"stations"`
 	Title    platform.Patch[string] `json:"title" text:"name"`
 	Nick     Optional[string]       `json:"nick" text:"name"`
+	Options  []queues.Option        `json:"options"`
 	textInline
 }
 
@@ -60,6 +62,8 @@ func TestDecodeTextRule(t *testing.T) {
 		{`{"stations":[{"label":"ok"},{"label":"\u202a"}]}`, "stations[1].label", platform.RuleBidiControl},
 		{`{"title":" "}`, "title", platform.RuleNoVisibleCharacter},
 		{`{"nick":"\u0000"}`, "nick", platform.RuleControlCharacter},
+		{`{"options":["Yes","N\u0000o"]}`, "options[1].label", platform.RuleControlCharacter},
+		{`{"options":[{"label":"\u202eNo"}]}`, "options[0].label", platform.RuleBidiControl},
 	} {
 		var dst textBody
 		f := ruleOf(t, c.body, decodeBytes([]byte(c.body), &dst))
