@@ -17,8 +17,8 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
-	"github.com/qms-dev/qms/bootstrap/config"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/adapters/http/server"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/modules/accesscodes"
@@ -30,6 +30,7 @@ import (
 	"github.com/qms-dev/qms/modules/metrics"
 	"github.com/qms-dev/qms/modules/queues"
 	"github.com/qms-dev/qms/modules/stream"
+	"github.com/qms-dev/qms/modules/ticket"
 	"github.com/qms-dev/qms/modules/turns"
 	"github.com/qms-dev/qms/modules/webhooks"
 	"github.com/qms-dev/qms/modules/workflow"
@@ -45,7 +46,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Modules lists the business modules: adding a module is adding a line.
+// Modules lists the business modules. A new module is a line here, plus
+// its repository port in each adapter set (storage.go) and its routes'
+// OpenAPI fragment; it contributes jobs, metrics or intake guards through
+// the extension points of package ports, never by importing a module.
 var Modules = []fx.Option{
 	accounts.Module,
 	entities.Module,
@@ -59,11 +63,20 @@ var Modules = []fx.Option{
 	metrics.Module,
 	stream.Module,
 	display.Module,
+	ticket.Module,
 }
 
 // New builds the application for cfg. Start it with app.Start and stop it
 // with app.Stop; Server is filled once it has started.
-func New(cfg *config.Config, opts Options) (*fx.App, *web.Server) {
+func New(cfg *config.Config, opts Options) (*fx.App, *server.Server) {
+	var srv *server.Server
+	app := fx.New(append(graph(cfg, opts), fx.Invoke(func(s *server.Server) { srv = s }))...)
+	return app, srv
+}
+
+// graph is the application's fx options for cfg: the adapter set it names,
+// the platform and every module. TestGraphs validates it for both sets.
+func graph(cfg *config.Config, opts Options) []fx.Option {
 	log := opts.Logger
 	if log == nil {
 		log = NewLogger(cfg, os.Stderr)
@@ -82,23 +95,21 @@ func New(cfg *config.Config, opts Options) (*fx.App, *web.Server) {
 		token = "qms_admin_" + randomHex(24)
 		generated = true
 	}
-	var srv *web.Server
-	app := fx.New(
+	return []fx.Option{
 		fx.WithLogger(func() fxevent.Logger {
 			// fx's own start-up chatter is debug detail; its errors stay errors.
 			l := &fxevent.SlogLogger{Logger: log.With("component", "fx")}
 			l.UseLogLevel(slog.LevelDebug)
 			return l
 		}),
-		fx.Supply(cfg, log, web.AdminToken(token)),
+		fx.Supply(cfg, log, server.AdminToken(token)),
 		fx.Provide(
 			func() platform.Clock { return clock },
 			fx.Annotate(events.NewBus, fx.As(fx.Self()), fx.As(new(platform.EventSink))),
-			web.New,
+			server.New,
 		),
 		storage(cfg),
 		fx.Options(Modules...),
-		fx.Invoke(func(s *web.Server) { srv = s }),
 		fx.Invoke(func(lc fx.Lifecycle, d demoDeps) {
 			if cfg.Storage != config.StorageMemory || !cfg.BootstrapDemo {
 				return
@@ -107,10 +118,9 @@ func New(cfg *config.Config, opts Options) (*fx.App, *web.Server) {
 				return printDemo(ctx, stdout, d, token, generated)
 			}})
 		}),
-		fx.StartTimeout(60*time.Second),
-		fx.StopTimeout(cfg.HTTP.ShutdownTimeout+5*time.Second),
-	)
-	return app, srv
+		fx.StartTimeout(60 * time.Second),
+		fx.StopTimeout(cfg.HTTP.ShutdownTimeout + 5*time.Second),
+	}
 }
 
 // NewLogger builds the process logger from the log settings.

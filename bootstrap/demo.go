@@ -8,14 +8,14 @@ import (
 
 	"go.uber.org/fx"
 
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/core/accounts"
 )
 
 type demoDeps struct {
 	fx.In
 	Accounts *accounts.Service
-	Server   *web.Server
+	Server   *server.Server
 }
 
 // printDemo makes memory mode usable at once: a premium account, a key with

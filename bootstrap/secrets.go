@@ -8,7 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/postgres"
-	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/configs/config"
 )
 
 // newWebhooksRepo is the Postgres webhooks repository, sealing signing

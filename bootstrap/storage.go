@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/memory"
+	"github.com/qms-dev/qms/adapters/metrics"
 	"github.com/qms-dev/qms/adapters/postgres"
 	"github.com/qms-dev/qms/adapters/riverjobs"
-	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/accesscodes"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/analytics"
@@ -21,6 +23,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
@@ -53,6 +56,7 @@ var memoryAdapters = fx.Module("memory",
 		fx.Annotate(memory.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
 		fx.Annotate(memory.NewStreamLog, fx.As(new(stream.Log)), fx.As(new(stream.Notifier)), fx.As(new(display.Calls)), fx.As(fx.Self())),
 		fx.Annotate(memory.NewDisplayTokens, fx.As(new(display.Repository))),
+		fx.Annotate(memory.NewTicketLinks, fx.As(new(ticket.Repository))),
 		fx.Annotate(memory.NewRateLimiter, fx.As(new(ports.RateLimiter))),
 		fx.Annotate(newMemoryRunner, fx.As(new(ports.JobRunner)), fx.As(new(platform.JobScheduler))),
 	),
@@ -79,10 +83,12 @@ var postgresAdapters = fx.Module("postgres",
 		fx.Annotate(postgres.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
 		fx.Annotate(postgres.NewStreamLog, fx.As(new(stream.Log)), fx.As(new(display.Calls))),
 		fx.Annotate(postgres.NewDisplayTokens, fx.As(new(display.Repository))),
+		fx.Annotate(postgres.NewTicketLinks, fx.As(new(ticket.Repository))),
 		fx.Annotate(postgres.NewStreamNotifier, fx.As(new(stream.Notifier))),
 		fx.Annotate(postgres.NewRateLimiter, fx.As(new(ports.RateLimiter))),
 		fx.Annotate(newRiverRunner, fx.As(new(ports.JobRunner)), fx.As(new(platform.JobScheduler))),
 		postgres.NewAuthListener,
+		fx.Annotate(postgresCollectors, fx.ResultTags(`group:"`+ports.GroupMetrics+`,flatten"`)),
 	),
 	fx.Invoke(runJobs),
 	fx.Invoke(listenAuth),
@@ -119,6 +125,12 @@ func newMemoryRunner(s *memory.Store, clock platform.Clock, log *slog.Logger) *m
 
 func newRiverRunner(db *postgres.DB, log *slog.Logger) *riverjobs.Runner {
 	return riverjobs.New(db, riverjobs.Options{Logger: log.With("component", "river")})
+}
+
+// postgresCollectors are the PostgreSQL set's metrics: the pool and
+// River's jobs.
+func postgresCollectors(db *postgres.DB, log *slog.Logger) []prometheus.Collector {
+	return []prometheus.Collector{metrics.NewPoolCollector(db.Pool), metrics.NewJobsCollector(db.Pool, log)}
 }
 
 // jobKinds collects the job kinds modules contribute.

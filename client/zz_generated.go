@@ -382,6 +382,7 @@ type DisplayBoard struct {
 	// Columns: The queue's arrivalBoard columns.
 	Columns     []DisplayBoardColumnsItem `json:"columns"`
 	GeneratedAt time.Time                 `json:"generatedAt"`
+	Options     *DisplayOptions           `json:"options,omitempty"`
 	Queue       DisplayBoardQueue         `json:"queue"`
 	// Recent: The last calls before them (at most 6), newest first.
 	Recent []DisplayBoardTurn `json:"recent"`
@@ -443,20 +444,48 @@ type DisplayBoardWaiting struct {
 	WaitRange   *TurnWaitRange `json:"waitRange"`
 }
 
+// DisplayLanguage: The screen's language; absent or null follows the
+// browser's.
+type DisplayLanguage string
+
+// Values of DisplayLanguage.
+const (
+	DisplayLanguageEn DisplayLanguage = "en"
+	DisplayLanguageEs DisplayLanguage = "es"
+	DisplayLanguagePt DisplayLanguage = "pt"
+	DisplayLanguageFr DisplayLanguage = "fr"
+)
+
+// DisplayOptions: How the screen behaves; the board's link may override each
+// for one screen (?next=N, ?speak=off|on, ?lang=xx).
+type DisplayOptions struct {
+	Language *DisplayLanguage `json:"language"`
+	NextUp   int              `json:"nextUp"`
+	Speech   bool             `json:"speech"`
+}
+
 // DisplayToken is a schema of the API.
 type DisplayToken struct {
-	CreatedAt  time.Time  `json:"createdAt"`
-	ID         string     `json:"id"`
-	Label      *string    `json:"label"`
-	QueueID    string     `json:"queueId"`
-	QueueRunID string     `json:"queueRunId"`
-	RevokedAt  *time.Time `json:"revokedAt"`
+	CreatedAt  time.Time                 `json:"createdAt"`
+	ID         string                    `json:"id"`
+	Label      *string                   `json:"label"`
+	Language   Nullable[DisplayLanguage] `json:"language,omitzero"`
+	NextUp     *int                      `json:"nextUp,omitempty"`
+	QueueID    string                    `json:"queueId"`
+	QueueRunID string                    `json:"queueRunId"`
+	RevokedAt  *time.Time                `json:"revokedAt"`
+	Speech     *bool                     `json:"speech,omitempty"`
 }
 
 // DisplayTokenCreate is a schema of the API.
 type DisplayTokenCreate struct {
 	// Label: Names the screen (Lobby, left).
-	Label *string `json:"label,omitempty"`
+	Label    *string          `json:"label,omitempty"`
+	Language *DisplayLanguage `json:"language,omitempty"`
+	// NextUp: How many next-up codes the screen lists (default 0, none).
+	NextUp *int `json:"nextUp,omitempty"`
+	// Speech: Whether each call is also spoken (default true).
+	Speech *bool `json:"speech,omitempty"`
 }
 
 // DisplayTokenCreated is a schema of the API.
@@ -472,6 +501,14 @@ type DisplayTokenCreated struct {
 type DisplayTokenPage struct {
 	Data       []DisplayToken `json:"data"`
 	Pagination Pagination     `json:"pagination"`
+}
+
+// DisplayTokenUpdate is a schema of the API.
+type DisplayTokenUpdate struct {
+	Label    Nullable[string]          `json:"label,omitzero"`
+	Language Nullable[DisplayLanguage] `json:"language,omitzero"`
+	NextUp   *int                      `json:"nextUp,omitempty"`
+	Speech   *bool                     `json:"speech,omitempty"`
 }
 
 // Entity is a schema of the API.
@@ -1317,6 +1354,57 @@ type StreamPage struct {
 	HasMore bool `json:"hasMore"`
 }
 
+// Ticket: One turn as its customer sees it; nothing about other turns or the
+// account.
+type Ticket struct {
+	// Ahead: How many will be called first (WAITING only).
+	Ahead    *int        `json:"ahead"`
+	Branch   TicketPlace `json:"branch"`
+	CalledAt *time.Time  `json:"calledAt"`
+	// CanLeave: The turn is not finished: the customer may leave the queue.
+	CanLeave    bool             `json:"canLeave"`
+	DisplayCode string           `json:"displayCode"`
+	ExpiresAt   *time.Time       `json:"expiresAt"`
+	FinishedAt  *time.Time       `json:"finishedAt"`
+	Language    *DisplayLanguage `json:"language"`
+	Queue       TicketPlace      `json:"queue"`
+	RunOpen     bool             `json:"runOpen"`
+	// Station: Where to go, once called (null: the counter).
+	Station     *string        `json:"station"`
+	Status      string         `json:"status"`
+	WaitMinutes *int           `json:"waitMinutes"`
+	WaitRange   *TurnWaitRange `json:"waitRange"`
+}
+
+// TicketLinkCreate is a schema of the API.
+type TicketLinkCreate struct {
+	Language *DisplayLanguage `json:"language,omitempty"`
+}
+
+// TicketLinkCreated is a schema of the API.
+type TicketLinkCreated struct {
+	CreatedAt time.Time `json:"createdAt"`
+	// ExpiresAt: When the link expires; null while the turn is not finished (it
+	// expires tickets.expire_after after).
+	ExpiresAt *time.Time       `json:"expiresAt"`
+	ID        string           `json:"id"`
+	Language  *DisplayLanguage `json:"language"`
+	// QrURL: A QR code of url, as SVG (qr.png for PNG).
+	QrURL string `json:"qrUrl"`
+	// Token: The link's token, shown this once.
+	Token  string `json:"token"`
+	TurnID string `json:"turnId"`
+	// URL: The page's address (on http.public_url, else the host the request
+	// reached).
+	URL string `json:"url"`
+}
+
+// TicketPlace is a schema of the API.
+type TicketPlace struct {
+	Name     string  `json:"name"`
+	Subtitle *string `json:"subtitle,omitempty"`
+}
+
 // Tolerance: graceMinutes is null when the queue has no tolerance (called
 // turns never expire). allowReentry and maxReentries are the re-entry rules
 // in force either way (defaults true and 1).
@@ -1778,6 +1866,17 @@ func (c *Client) NoShowAppointment(ctx context.Context, id string) (*Appointment
 func (c *Client) StartAppointment(ctx context.Context, id string) (*Appointment, error) {
 	r := request{op: "startAppointment", method: "POST", path: "/api/v1/appointments/" + url.PathEscape(id) + "/start"}
 	var out Appointment
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// UpdateDisplayToken: Change a display token's label and screen options
+// (PATCH /api/v1/display-tokens/{tokenId}, scope queues:write).
+func (c *Client) UpdateDisplayToken(ctx context.Context, tokenID string, body DisplayTokenUpdate) (*DisplayToken, error) {
+	r := request{op: "updateDisplayToken", method: "PATCH", path: "/api/v1/display-tokens/" + url.PathEscape(tokenID), body: &body}
+	var out DisplayToken
 	if err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}
@@ -2391,6 +2490,17 @@ func (c *Client) StartTurn(ctx context.Context, turnID string) (*Turn, error) {
 	return &out, nil
 }
 
+// CreateTicketLink: Make a live ticket link for a turn (POST
+// /api/v1/turns/{turnId}/ticket-links, scope turns:write).
+func (c *Client) CreateTicketLink(ctx context.Context, turnID string, body TicketLinkCreate) (*TicketLinkCreated, error) {
+	r := request{op: "createTicketLink", method: "POST", path: "/api/v1/turns/" + url.PathEscape(turnID) + "/ticket-links", body: &body}
+	var out TicketLinkCreated
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // ListWebhookDeliveries: The delivery log (GET /api/v1/webhook-deliveries,
 // scope webhooks:read).
 func (c *Client) ListWebhookDeliveries(ctx context.Context) (*WebhookDeliveryPage, error) {
@@ -2479,6 +2589,26 @@ func (c *Client) GetReadiness(ctx context.Context) (*GetReadinessResponse, error
 	return &out, nil
 }
 
+// LeaveQueue: The customer leaves the queue (POST /ticket/{token}/leave).
+func (c *Client) LeaveQueue(ctx context.Context, token string) (*Ticket, error) {
+	r := request{op: "leaveQueue", method: "POST", path: "/ticket/" + url.PathEscape(token) + "/leave"}
+	var out Ticket
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetTicket: The ticket, once (GET /ticket/{token}/state).
+func (c *Client) GetTicket(ctx context.Context, token string) (*Ticket, error) {
+	r := request{op: "getTicket", method: "GET", path: "/ticket/" + url.PathEscape(token) + "/state"}
+	var out Ticket
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // operations lists the document's operations and the SDK methods that call them.
 var operations = []Operation{
 	{ID: "adminCreateAPIKey", Method: "POST", Path: "/admin/v1/accounts/{accountId}/api-keys", GoMethods: []string{"Admin.CreateAPIKey"}},
@@ -2504,6 +2634,7 @@ var operations = []Operation{
 	{ID: "createQueue", Method: "POST", Path: "/api/v1/queues", GoMethods: []string{"Client.CreateQueue"}},
 	{ID: "createQueueLink", Method: "POST", Path: "/api/v1/queue-links", GoMethods: []string{"Client.CreateQueueLink"}},
 	{ID: "createStation", Method: "POST", Path: "/api/v1/queues/{queueId}/stations", GoMethods: []string{"Client.CreateStation"}},
+	{ID: "createTicketLink", Method: "POST", Path: "/api/v1/turns/{turnId}/ticket-links", GoMethods: []string{"Client.CreateTicketLink"}},
 	{ID: "createTurn", Method: "POST", Path: "/api/v1/queue-runs/{runId}/turns", GoMethods: []string{"Client.CreateTurn"}},
 	{ID: "createWebhookEndpoint", Method: "POST", Path: "/api/v1/webhook-endpoints", GoMethods: []string{"Client.CreateWebhookEndpoint"}},
 	{ID: "deleteEntity", Method: "DELETE", Path: "/api/v1/entities/{entityId}", GoMethods: []string{"Client.DeleteEntity"}},
@@ -2524,12 +2655,19 @@ var operations = []Operation{
 	{ID: "getHealth", Method: "GET", Path: "/healthz", GoMethods: []string{"Client.GetHealth"}},
 	{ID: "getMetrics", Method: "GET", Path: "/metrics", GoMethods: []string(nil)},
 	{ID: "getOpenAPIDocument", Method: "GET", Path: "/api/v1/openapi.json", GoMethods: []string{"Client.GetOpenAPIDocument"}},
+	{ID: "getPageStrings", Method: "GET", Path: "/i18n/{file}", GoMethods: []string(nil)},
 	{ID: "getQueue", Method: "GET", Path: "/api/v1/queues/{queueId}", GoMethods: []string{"Client.GetQueue"}},
 	{ID: "getQueueLink", Method: "GET", Path: "/api/v1/queue-links/{linkId}", GoMethods: []string{"Client.GetQueueLink"}},
 	{ID: "getReadiness", Method: "GET", Path: "/readyz", GoMethods: []string{"Client.GetReadiness"}},
+	{ID: "getTicket", Method: "GET", Path: "/ticket/{token}/state", GoMethods: []string{"Client.GetTicket"}},
+	{ID: "getTicketAsset", Method: "GET", Path: "/ticket/assets/{file}", GoMethods: []string(nil)},
+	{ID: "getTicketPage", Method: "GET", Path: "/ticket/{token}", GoMethods: []string(nil)},
+	{ID: "getTicketQRCodePNG", Method: "GET", Path: "/ticket/{token}/qr.png", GoMethods: []string(nil)},
+	{ID: "getTicketQRCodeSVG", Method: "GET", Path: "/ticket/{token}/qr.svg", GoMethods: []string(nil)},
 	{ID: "getTurn", Method: "GET", Path: "/api/v1/turns/{turnId}", GoMethods: []string{"Client.GetTurn"}},
 	{ID: "getTurnAccessCode", Method: "GET", Path: "/api/v1/turns/{turnId}/access-code", GoMethods: []string{"Client.GetTurnAccessCode"}},
 	{ID: "holdTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/hold", GoMethods: []string{"Client.HoldTurn"}},
+	{ID: "leaveQueue", Method: "POST", Path: "/ticket/{token}/leave", GoMethods: []string{"Client.LeaveQueue"}},
 	{ID: "listAccessCodes", Method: "GET", Path: "/api/v1/access-codes", GoMethods: []string{"Client.ListAccessCodes"}},
 	{ID: "listAppointments", Method: "GET", Path: "/api/v1/queue-runs/{runId}/appointments", GoMethods: []string{"Client.ListAppointments"}},
 	{ID: "listArrivals", Method: "GET", Path: "/api/v1/queue-runs/{runId}/arrivals", GoMethods: []string{"Client.ListArrivals"}},
@@ -2563,6 +2701,8 @@ var operations = []Operation{
 	{ID: "startTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/start", GoMethods: []string{"Client.StartTurn"}},
 	{ID: "streamDisplayBoard", Method: "GET", Path: "/display/{token}/events", GoMethods: []string{"Client.SubscribeDisplayBoard"}},
 	{ID: "streamEvents", Method: "GET", Path: "/api/v1/events/stream", GoMethods: []string{"Client.SubscribeEvents", "Client.PollEvents"}},
+	{ID: "streamTicket", Method: "GET", Path: "/ticket/{token}/events", GoMethods: []string(nil)},
+	{ID: "updateDisplayToken", Method: "PATCH", Path: "/api/v1/display-tokens/{tokenId}", GoMethods: []string{"Client.UpdateDisplayToken"}},
 	{ID: "updateEntity", Method: "PATCH", Path: "/api/v1/entities/{entityId}", GoMethods: []string{"Client.UpdateEntity"}},
 	{ID: "updateQueueLink", Method: "PATCH", Path: "/api/v1/queue-links/{linkId}", GoMethods: []string{"Client.UpdateQueueLink"}},
 }

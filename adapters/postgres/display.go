@@ -20,11 +20,15 @@ type displayTokenRow struct {
 	Hash          string     `bun:"hash"`
 	CreatedAt     time.Time  `bun:"created_at"`
 	RevokedAt     *time.Time `bun:"revoked_at"`
+	NextUp        int        `bun:"next_up"`
+	Speech        bool       `bun:"speech"`
+	Language      *string    `bun:"language"`
 }
 
 func (row displayTokenRow) domain() display.Token {
 	return display.Token{ID: row.ID, AccountID: row.AccountID, QueueID: row.QueueID, RunID: row.RunID,
-		Label: row.Label, Hash: row.Hash, CreatedAt: row.CreatedAt.UTC(), RevokedAt: utcPtr(row.RevokedAt)}
+		Label: row.Label, Hash: row.Hash, CreatedAt: row.CreatedAt.UTC(), RevokedAt: utcPtr(row.RevokedAt),
+		Options: display.Options{NextUp: row.NextUp, Speech: row.Speech, Language: row.Language}}
 }
 
 // DisplayTokens is the Postgres display.Repository.
@@ -37,7 +41,8 @@ var _ display.Repository = (*DisplayTokens)(nil)
 
 func displayTokenToRow(t display.Token) *displayTokenRow {
 	return &displayTokenRow{ID: t.ID, AccountID: t.AccountID, QueueID: t.QueueID, RunID: t.RunID,
-		Label: t.Label, Hash: t.Hash, CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt}
+		Label: t.Label, Hash: t.Hash, CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt,
+		NextUp: t.NextUp, Speech: t.Speech, Language: t.Language}
 }
 
 // Create stores a new token.

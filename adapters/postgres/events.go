@@ -17,7 +17,7 @@ type eventRow struct {
 	Name          string    `bun:"name"`
 	QueueID       *string   `bun:"queue_id"`
 	RunID         *string   `bun:"run_id"`
-	Data          jsonb     `bun:"data,type:jsonb"`
+	Data          jsonb     `bun:"data,type:json"`
 	OccurredAt    time.Time `bun:"occurred_at"`
 }
 
@@ -34,15 +34,14 @@ func nullable(s string) *string {
 	return &s
 }
 
-// Append records an event in the caller's transaction.
+// Append records an event in the caller's transaction. Its data is kept
+// as the bytes the core marshalled (a json column, not jsonb, which would
+// reorder keys and add spaces): every reader of the log sees what the
+// in-transaction subscribers saw.
 func (r *Events) Append(ctx context.Context, e platform.Event) error {
-	data, err := json.Marshal(e.Data)
-	if err != nil {
-		return wrap(err, "encode event data")
-	}
 	row := &eventRow{ID: e.ID, AccountID: e.AccountID, Name: e.Name, QueueID: nullable(e.QueueID),
-		RunID: nullable(e.RunID), Data: data, OccurredAt: e.OccurredAt}
-	_, err = r.db.IDB(ctx).NewInsert().Model(row).Exec(ctx)
+		RunID: nullable(e.RunID), Data: jsonb(e.DataOrEmpty()), OccurredAt: e.OccurredAt}
+	_, err := r.db.IDB(ctx).NewInsert().Model(row).Exec(ctx)
 	return wrap(err, "insert event")
 }
 
@@ -65,9 +64,7 @@ func (r *Events) List(ctx context.Context, accountID, after string, limit int) (
 		if row.RunID != nil {
 			e.RunID = *row.RunID
 		}
-		if err := json.Unmarshal(row.Data, &e.Data); err != nil {
-			return nil, wrap(err, "decode event "+row.ID)
-		}
+		e.Data = json.RawMessage(row.Data)
 		out[i] = e
 	}
 	return out, nil

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -131,9 +130,7 @@ FROM horizon LEFT JOIN LATERAL (
 		if runID != nil {
 			e.Event.RunID = *runID
 		}
-		if err := json.Unmarshal(data, &e.Event.Data); err != nil {
-			return nil, false, fmt.Errorf("postgres: decode event %s: %w", *id, err)
-		}
+		e.Event.Data = data
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -211,9 +208,7 @@ func (l *StreamLog) RecentCalls(ctx context.Context, accountID, runID string, li
 		if queueID != nil {
 			e.QueueID = *queueID
 		}
-		if err := json.Unmarshal(data, &e.Data); err != nil {
-			return nil, fmt.Errorf("postgres: decode event %s: %w", e.ID, err)
-		}
+		e.Data = data
 		out = append(out, e)
 	}
 	return out, wrap(rows.Err(), "recent calls")

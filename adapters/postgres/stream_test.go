@@ -60,7 +60,7 @@ func read(t *testing.T, l *postgres.StreamLog, acc string, after stream.Position
 	for i, e := range entries {
 		ids[i] = e.Event.ID
 		after = e.Position
-		if e.Event.Data["displayCode"] != "A001" || e.Event.RunID != "run_1" || e.Event.QueueID != "que_1" || e.Event.AccountID != acc {
+		if string(e.Event.Data) != `{"displayCode":"A001"}` || e.Event.RunID != "run_1" || e.Event.QueueID != "que_1" || e.Event.AccountID != acc {
 			t.Fatalf("event read back wrong: %+v", e.Event)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/postgres"
 	"github.com/qms-dev/qms/bootstrap"
-	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/configs/config"
 )
 
 func main() {

@@ -632,18 +632,6 @@ func (s *Service) transition(ctx context.Context, accountID, id string, action A
 	return out, err
 }
 
-func (s *Service) emit(ctx context.Context, name string, a Appointment) error {
-	return s.events.Emit(ctx, platform.Event{
-		ID: platform.NewID(platform.PrefixEvent), AccountID: a.AccountID, Name: name,
-		QueueID: a.QueueID, RunID: a.RunID, OccurredAt: a.UpdatedAt,
-		Data: map[string]any{
-			"appointmentId": a.ID, "queueId": a.QueueID, "queueRunId": a.RunID, "slotId": a.SlotID,
-			"slotStart": a.SlotStart.Format(time.RFC3339), "slotEnd": a.SlotEnd.Format(time.RFC3339),
-			"date": a.Date, "status": string(a.Status),
-		},
-	})
-}
-
 // SortKey is the paging key of slots and appointments: the start instant
 // (fixed width, so keys compare as strings in time order), then the id.
 func SortKey(start time.Time, id string) string {

@@ -288,8 +288,11 @@ func TestScheduleIntoASlotAndIntoTheNextAvailable(t *testing.T) {
 	if len(sch) != 6 {
 		t.Fatalf("%d appointment.scheduled events, want 6", len(sch))
 	}
-	d := sch[0].Data
-	if d["appointmentId"] != a.ID || d["queueRunId"] != run.ID || d["slotId"] != s[1].ID || d["slotStart"] != "2026-03-09T13:20:00Z" ||
+	var d appointments.AppointmentScheduled
+	if err := sch[0].Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d.AppointmentID != a.ID || d.QueueRunID != run.ID || d.SlotID != s[1].ID || d.SlotStart != "2026-03-09T13:20:00Z" ||
 		sch[0].RunID != run.ID || sch[0].QueueID != a.QueueID {
 		t.Fatalf("event %+v", sch[0])
 	}
@@ -537,8 +540,9 @@ func TestLifecycleCancellationPolicyAndEvents(t *testing.T) {
 		t.Fatalf("complete %+v %v", done, err)
 	}
 	ev := f.eventsNamed(t, platform.EventAppointmentCompleted)
-	if len(ev) != 1 || ev[0].Data["appointmentId"] != b.ID || ev[0].Data["queueRunId"] != run.ID || ev[0].Data["slotStart"] != "2026-03-07T15:00:00Z" ||
-		ev[0].Data["status"] != "COMPLETED" {
+	var ac appointments.AppointmentCompleted
+	if len(ev) != 1 || ev[0].Decode(&ac) != nil || ac.AppointmentID != b.ID || ac.QueueRunID != run.ID || ac.SlotStart != "2026-03-07T15:00:00Z" ||
+		ac.Status != "COMPLETED" {
 		t.Fatalf("completed events %+v", ev)
 	}
 	// The seat of a completed appointment stays taken.

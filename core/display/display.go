@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/turns"
 )
 
@@ -54,6 +55,37 @@ type Token struct {
 	CreatedAt  time.Time  `json:"createdAt"`
 	RevokedAt  *time.Time `json:"revokedAt"`
 	LastSeenAt *time.Time `json:"-"`
+	Options
+}
+
+// Options are how a token's screen behaves; a board's link may still
+// override them (?next=, ?speak=, ?lang=) for one screen.
+type Options struct {
+	// NextUp is how many next-up codes the screen lists (0 to NextUp).
+	NextUp int `json:"nextUp"`
+	// Speech is whether each call is also spoken.
+	Speech bool `json:"speech"`
+	// Language is the screen's language (one of Languages); null follows
+	// the browser's.
+	Language *string `json:"language"`
+}
+
+// DefaultOptions are a new token's options: no next-up codes (some places
+// prefer not to promise an order), calls spoken, the browser's language.
+func DefaultOptions() Options { return Options{Speech: true} }
+
+// Languages are the languages the waiting-room pages speak; each has a
+// catalogue of its strings (adapters/http/waitingroom/web/i18n).
+var Languages = []string{"en", "es", "pt", "fr"}
+
+// ValidLanguage reports whether s is one of Languages.
+func ValidLanguage(s string) bool {
+	for _, l := range Languages {
+		if l == s {
+			return true
+		}
+	}
+	return false
 }
 
 // Revoked reports whether the token was revoked.
@@ -67,9 +99,21 @@ type Created struct {
 }
 
 // CreateInput is the body of a token creation: an optional label naming
-// the screen ("Lobby, left").
+// the screen ("Lobby, left"), and its options (DefaultOptions when absent).
 type CreateInput struct {
-	Label *string `json:"label" text:"name"`
+	Label    *string `json:"label" text:"name"`
+	NextUp   *int    `json:"nextUp"`
+	Speech   *bool   `json:"speech"`
+	Language *string `json:"language"`
+}
+
+// UpdateInput is the body of a token update: each field present is set;
+// label and language may be null (no label; the browser's language).
+type UpdateInput struct {
+	Label    platform.Patch[string] `json:"label" text:"name"`
+	NextUp   platform.Patch[int]    `json:"nextUp"`
+	Speech   platform.Patch[bool]   `json:"speech"`
+	Language platform.Patch[string] `json:"language"`
 }
 
 // newTokenValue returns "qmsd_" and 32 base32 characters (160 random bits).
@@ -116,6 +160,8 @@ type Board struct {
 	// Waiting is how many wait to be called and how long a newcomer would
 	// wait about.
 	Waiting BoardWaiting `json:"waiting"`
+	// Options are the token's screen options.
+	Options Options `json:"options"`
 	// GeneratedAt is when the board was read.
 	GeneratedAt time.Time `json:"generatedAt"`
 }

@@ -155,13 +155,19 @@ func TestBoardShowsCallsWithStationsAndOnlyTheBoardColumns(t *testing.T) {
 			Station: &turns.StationRef{ID: "sta_2", Label: "Window 2"}},
 	}
 	var evs []platform.Event
-	call := func(id, code string, station any) platform.Event {
-		return platform.Event{Name: platform.EventTurnCalled, OccurredAt: *at(0),
-			Data: map[string]any{"turnId": id, "displayCode": code, "stationId": station}}
+	call := func(id, code string, station string) platform.Event {
+		var st *string
+		if station != "" {
+			st = &station
+		}
+		e, err := platform.NewEvent("acc_1", platform.EventTurnCalled, turns.TurnCalled{TurnID: id, DisplayCode: code, StationID: st}, *at(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
 	}
 	evs = append(evs, call("turn_b", "A002", "sta_2"), call("turn_a", "A001", "sta_1"))
-	sta2 := "sta_2"
-	evs = append(evs, call("turn_9", "A009", &sta2), call("turn_9", "A009", "sta_1"), call("turn_8", "A008", nil))
+	evs = append(evs, call("turn_9", "A009", "sta_2"), call("turn_9", "A009", "sta_1"), call("turn_8", "A008", ""))
 	for i := 7; i >= 1; i-- {
 		evs = append(evs, call(fmt.Sprintf("turn_old%d", i), fmt.Sprintf("B%03d", i), "sta_1"))
 	}

@@ -66,9 +66,17 @@ func NewService(repo Repository, qs Queues, ts Turns, calls Calls, uow platform.
 func (s *Service) Create(ctx context.Context, accountID, runID string, in CreateInput) (Created, error) {
 	var v platform.Validator
 	v.OptLen("label", in.Label, 1, 80)
+	v.OptRange("nextUp", in.NextUp, 0, NextUp)
+	if in.Language != nil {
+		v.OneOf("language", *in.Language, Languages...)
+	}
 	if err := v.Err(); err != nil {
 		return Created{}, err
 	}
+	opts := DefaultOptions()
+	opts.NextUp = platform.Deref(in.NextUp, opts.NextUp)
+	opts.Speech = platform.Deref(in.Speech, opts.Speech)
+	opts.Language = in.Language
 	var out Created
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		run, err := s.queues.GetRun(ctx, accountID, runID)
@@ -86,7 +94,7 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 		}
 		value := newTokenValue()
 		t := Token{ID: platform.NewID(PrefixToken), AccountID: accountID, QueueID: run.QueueID, RunID: run.ID,
-			Label: in.Label, Hash: HashToken(value), CreatedAt: s.clock.Now()}
+			Label: in.Label, Hash: HashToken(value), CreatedAt: s.clock.Now(), Options: opts}
 		if err := s.repo.Create(ctx, t); err != nil {
 			return err
 		}
@@ -133,6 +141,67 @@ func (s *Service) Revoke(ctx context.Context, accountID, id string) (Token, erro
 		return nil
 	})
 	return out, err
+}
+
+// Update changes a token's label and options (PATCH
+// /display-tokens/{tokenId}); an open board follows at its next change.
+// A revoked token can still be updated: it changes nothing it can open.
+func (s *Service) Update(ctx context.Context, accountID, id string, in UpdateInput) (Token, error) {
+	var v platform.Validator
+	if in.Label.Set && !in.Label.Null {
+		v.Len("label", in.Label.Value, 1, 80)
+	}
+	if in.NextUp.Set {
+		if in.NextUp.Null {
+			v.Fail("nextUp", "type", "must be an integer from 0 to %d", NextUp)
+		} else {
+			v.Range("nextUp", in.NextUp.Value, 0, NextUp)
+		}
+	}
+	if in.Speech.Set && in.Speech.Null {
+		v.Fail("speech", "type", "must be true or false")
+	}
+	if in.Language.Set && !in.Language.Null {
+		v.OneOf("language", in.Language.Value, Languages...)
+	}
+	if err := v.Err(); err != nil {
+		return Token{}, err
+	}
+	var out Token
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		t, err := s.repo.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if t.AccountID != accountID {
+			return platform.ForeignResource("display token")
+		}
+		if in.Label.Set {
+			t.Label = patchPtr(in.Label)
+		}
+		if in.NextUp.Set {
+			t.NextUp = in.NextUp.Value
+		}
+		if in.Speech.Set {
+			t.Speech = in.Speech.Value
+		}
+		if in.Language.Set {
+			t.Language = patchPtr(in.Language)
+		}
+		if err := s.repo.Update(ctx, t); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	return out, err
+}
+
+func patchPtr[T any](p platform.Patch[T]) *T {
+	if p.Null {
+		return nil
+	}
+	return &p.Value
 }
 
 // Resolve returns the live token whose value is given: 404
@@ -184,6 +253,7 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 		Columns:     columns(q),
 		Calling:     []BoardTurn{},
 		Recent:      []BoardTurn{},
+		Options:     t.Options,
 		GeneratedAt: s.clock.Now(),
 	}
 
@@ -254,14 +324,18 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 	}
 	seen := map[string]bool{}
 	for _, e := range evs {
-		id, code := str(e.Data["turnId"]), str(e.Data["displayCode"])
+		var call turns.TurnCalled
+		if err := e.Decode(&call); err != nil {
+			return Board{}, err
+		}
+		id, code := call.TurnID, call.DisplayCode
 		if id == "" || calling[id] || seen[id] {
 			continue
 		}
 		seen[id] = true
 		at := e.OccurredAt
 		bt := BoardTurn{TurnID: id, DisplayCode: code, CalledAt: &at, Columns: map[string]string{}}
-		if st, ok := stations[str(e.Data["stationId"])]; ok {
+		if st, ok := stations[platform.Deref(call.StationID, "")]; ok {
 			bt.Station = &st
 		}
 		b.Recent = append(b.Recent, bt)
@@ -270,21 +344,6 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 		}
 	}
 	return b, nil
-}
-
-// str reads a string from event data: a string once the event went
-// through JSON (Postgres), possibly a *string straight from the emitter
-// (memory).
-func str(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case *string:
-		if v != nil {
-			return *v
-		}
-	}
-	return ""
 }
 
 func columns(q queues.Queue) []Column {

@@ -39,9 +39,7 @@ func (b *Bus) Emit(ctx context.Context, e platform.Event) error {
 	if e.ID == "" {
 		e.ID = platform.NewID(platform.PrefixEvent)
 	}
-	if e.Data == nil {
-		e.Data = map[string]any{}
-	}
+	e.Data = e.DataOrEmpty()
 	if err := b.store.Append(ctx, e); err != nil {
 		return fmt.Errorf("events: append %s: %w", e.Name, err)
 	}

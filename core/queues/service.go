@@ -405,11 +405,3 @@ func (s *Service) changeRun(ctx context.Context, accountID, id string, change fu
 	})
 	return out, err
 }
-
-func (s *Service) emitRun(ctx context.Context, name string, q Queue, r Run) error {
-	return s.events.Emit(ctx, platform.Event{
-		ID: platform.NewID(platform.PrefixEvent), AccountID: q.AccountID, Name: name,
-		QueueID: q.ID, RunID: r.ID, OccurredAt: s.clock.Now(),
-		Data: map[string]any{"queueId": q.ID, "queueRunId": r.ID, "queueName": q.Name, "status": r.Status},
-	})
-}

@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -66,7 +67,7 @@ func (w *world) emit(evs ...platform.Event) []string {
 
 func turnCalled(account, queue, run string) platform.Event {
 	return platform.Event{AccountID: account, Name: platform.EventTurnCalled, QueueID: queue, RunID: run,
-		Data: map[string]any{"turnId": "turn_x", "queueRunId": run, "displayCode": "A001"}}
+		Data: json.RawMessage(`{"displayCode":"A001","queueRunId":"` + run + `","turnId":"turn_x"}`)}
 }
 
 func (w *world) subscribe(req stream.Request) *stream.Subscription {
@@ -330,14 +331,14 @@ func TestFilterMatch(t *testing.T) {
 }
 
 func TestMessageIsTheWebhookBodyWithTheEventID(t *testing.T) {
-	e := platform.Event{ID: "evt_1", Name: platform.EventTurnCalled, Data: map[string]any{"turnId": "turn_1"},
+	e := platform.Event{ID: "evt_1", Name: platform.EventTurnCalled, Data: json.RawMessage(`{"turnId":"turn_1"}`),
 		OccurredAt: time.Date(2026, 3, 1, 9, 0, 0, 0, time.FixedZone("x", 3600))}
 	m := stream.MessageOf(e)
-	if got := fmt.Sprintf("%s %s %v %s", m.ID, m.Event, m.Data, m.CreatedAt); got != "evt_1 turn.called map[turnId:turn_1] 2026-03-01T08:00:00.000Z" {
+	if got := fmt.Sprintf("%s %s %s %s", m.ID, m.Event, m.Data, m.CreatedAt); got != `evt_1 turn.called {"turnId":"turn_1"} 2026-03-01T08:00:00.000Z` {
 		t.Fatal(got)
 	}
-	if stream.MessageOf(platform.Event{}).Data == nil {
-		t.Fatal("nil data")
+	if d := stream.MessageOf(platform.Event{}).Data; string(d) != "{}" {
+		t.Fatalf("data of an event without data: %q", d)
 	}
 }
 

@@ -24,6 +24,7 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -142,10 +143,10 @@ func (f Filter) Match(e platform.Event) bool {
 // body of spec section 6, with the event's id where a delivery carries its
 // delivery id (the SSE id is that same event id).
 type Message struct {
-	ID        string         `json:"id"`
-	Event     string         `json:"event"`
-	Data      map[string]any `json:"data"`
-	CreatedAt string         `json:"createdAt"`
+	ID        string          `json:"id"`
+	Event     string          `json:"event"`
+	Data      json.RawMessage `json:"data"`
+	CreatedAt string          `json:"createdAt"`
 }
 
 // TimestampLayout is the layout of createdAt: ISO 8601 in UTC with
@@ -154,9 +155,5 @@ const TimestampLayout = "2006-01-02T15:04:05.000Z"
 
 // MessageOf builds the message of an event.
 func MessageOf(e platform.Event) Message {
-	data := e.Data
-	if data == nil {
-		data = map[string]any{}
-	}
-	return Message{ID: e.ID, Event: e.Name, Data: data, CreatedAt: e.OccurredAt.UTC().Format(TimestampLayout)}
+	return Message{ID: e.ID, Event: e.Name, Data: e.DataOrEmpty(), CreatedAt: e.OccurredAt.UTC().Format(TimestampLayout)}
 }

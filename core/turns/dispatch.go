@@ -18,9 +18,8 @@ type change struct {
 	q      queues.Queue
 	run    queues.Run
 	now    time.Time
-	// event to raise (with extra data), "" for none.
-	event string
-	extra map[string]any
+	// event is the event the change raises, nil for none.
+	event eventData
 	// call is set when the operation made a new call: its tolerance job
 	// is scheduled.
 	call bool
@@ -113,8 +112,8 @@ func (s *Service) commit(ctx context.Context, c *change) error {
 			}
 		}
 	}
-	if c.event != "" {
-		if err := s.emit(ctx, c.event, c.t, c.extra); err != nil {
+	if c.event != nil {
+		if err := s.emit(ctx, c.t, c.event); err != nil {
 			return err
 		}
 	}
@@ -280,8 +279,7 @@ func callTurn(c *change, serve bool) {
 	now := c.now
 	c.t.Status, c.t.CalledAt, c.t.CallCount = Called, &now, c.t.CallCount+1
 	c.t.HeldFrom = ""
-	c.event = platform.EventTurnCalled
-	c.extra = map[string]any{"callCount": c.t.CallCount}
+	c.event = calledEvent
 	if serve {
 		c.t.Status, c.t.StartedAt = InService, &now
 		if c.t.ArrivedAt == nil {
@@ -430,7 +428,7 @@ func (s *Service) Complete(ctx context.Context, accountID, id string) (View, err
 			c.t.ServiceSeconds = &d
 		}
 		finish(c, Completed)
-		c.event = platform.EventTurnCompleted
+		c.event = completedEvent
 		return nil
 	})
 }
@@ -527,8 +525,7 @@ func (s *Service) CancelFor(ctx context.Context, accountID, id, reason string) (
 func cancelTurn(c *change, reason string) {
 	from := c.t.Status
 	finish(c, Cancelled)
-	c.event = platform.EventTurnCancelled
-	c.extra = map[string]any{"reason": reason, "previousStatus": string(from)}
+	c.event = cancelledEvent(from, reason)
 }
 
 // Reopen brings a finished turn back to the status it finished from, with
@@ -563,8 +560,7 @@ func (s *Service) Reopen(ctx context.Context, accountID, id string) (View, error
 			c.t.ServiceSeconds = nil
 		}
 		c.t.FinishedAt, c.t.ReopenTo = nil, ""
-		c.event = platform.EventTurnReopened
-		c.extra = map[string]any{"previousStatus": string(from)}
+		c.event = reopenedEvent(from)
 		return nil
 	})
 }

@@ -225,7 +225,7 @@ func TestReopen(t *testing.T) {
 	if got.Status != turns.Waiting || pos(got) != 1 || got.FinishedAt != nil {
 		t.Fatalf("reopened cancelled turn: %s %d", got.Status, pos(got))
 	}
-	if evs := f.eventsOf(a.ID); evs[len(evs)-1].Name != platform.EventTurnReopened || evs[len(evs)-1].Data["previousStatus"] != "CANCELLED" {
+	if evs := f.eventsOf(a.ID); evs[len(evs)-1].Name != platform.EventTurnReopened || data(evs[len(evs)-1])["previousStatus"] != "CANCELLED" {
 		t.Fatalf("turn.reopened: %+v", evs[len(evs)-1])
 	}
 	// A completed turn returns to service; not after 5 minutes.
@@ -295,7 +295,7 @@ func TestEventsOfTheLifecycle(t *testing.T) {
 	for _, e := range f.eventsOf(a.ID) {
 		names = append(names, e.Name)
 		for _, k := range []string{"turnId", "queueRunId", "displayCode", "queueId", "status"} {
-			if e.Data[k] == nil {
+			if data(e)[k] == nil {
 				t.Errorf("%s: data lacks %s: %v", e.Name, k, e.Data)
 			}
 		}
@@ -310,7 +310,7 @@ func TestEventsOfTheLifecycle(t *testing.T) {
 		}
 	}
 	called := f.eventsOf(a.ID)[1]
-	if called.Data["stationId"] == nil || called.Data["status"] != "CALLED" {
+	if data(called)["stationId"] == nil || data(called)["status"] != "CALLED" {
 		t.Fatalf("turn.called data: %v", called.Data)
 	}
 }

@@ -2,6 +2,7 @@ package turns_test
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -151,12 +152,22 @@ func (f *fixture) force(id string, fn func(t *turns.Turn)) {
 	}
 }
 
+// data is an event's data as a map, to check its members by their wire
+// names.
+func data(e platform.Event) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal(e.Data, &m); err != nil {
+		panic(err)
+	}
+	return m
+}
+
 // eventNames lists the names of the account's events after the id.
 func (f *fixture) eventsOf(turnID string) []platform.Event {
 	evs, _ := f.events.List(f.ctx, account, "", 0)
 	var out []platform.Event
 	for _, e := range evs {
-		if e.Data["turnId"] == turnID {
+		if data(e)["turnId"] == turnID {
 			out = append(out, e)
 		}
 	}

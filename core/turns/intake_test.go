@@ -334,7 +334,7 @@ func TestRolledBackIntakeLeavesNoGap(t *testing.T) {
 		t.Fatalf("after a rolled-back intake: want A002, got %s", v.DisplayCode)
 	}
 	for _, e := range f.eventsOfName(platform.EventTurnCreated) {
-		if e.Data["displayCode"] == "A003" {
+		if data(e)["displayCode"] == "A003" {
 			t.Fatal("an event of the rolled-back turn survived")
 		}
 	}
@@ -362,7 +362,7 @@ func TestCreatedEventData(t *testing.T) {
 	if len(evs) != 1 || evs[0].Name != platform.EventTurnCreated {
 		t.Fatalf("events: %+v", evs)
 	}
-	d := evs[0].Data
+	d := data(evs[0])
 	if d["turnId"] != v.ID || d["queueRunId"] != run || d["displayCode"] != "B1" || d["queueId"] != q.ID || d["status"] != "WAITING" {
 		t.Fatalf("data: %v", d)
 	}

@@ -274,7 +274,7 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, error) {
 			return Turn{}, err
 		}
 	}
-	if err := s.emit(ctx, platform.EventTurnCreated, t, nil); err != nil {
+	if err := s.emit(ctx, t, createdEvent); err != nil {
 		return Turn{}, err
 	}
 	lc := LineChange{Added: keys(promoted)}
@@ -488,24 +488,6 @@ func (s *Service) page(ctx context.Context, run queues.Run, items []Turn, limit 
 		}
 	}
 	return out, nil
-}
-
-// emit raises a turn event in the caller's unit of work. Its data carries
-// what subscribers need to act without reading the turn: turnId,
-// queueRunId, displayCode (spec 6), and the queue, status, priority and
-// station.
-func (s *Service) emit(ctx context.Context, name string, t Turn, extra map[string]any) error {
-	data := map[string]any{
-		"turnId": t.ID, "queueRunId": t.RunID, "queueId": t.QueueID, "displayCode": t.DisplayCode,
-		"number": t.Number, "status": string(t.Status), "priority": string(t.Priority), "stationId": t.StationID,
-	}
-	for k, v := range extra {
-		data[k] = v
-	}
-	return s.events.Emit(ctx, platform.Event{
-		ID: platform.NewID(platform.PrefixEvent), AccountID: t.AccountID, Name: name,
-		QueueID: t.QueueID, RunID: t.RunID, Data: data, OccurredAt: s.clock.Now(),
-	})
 }
 
 // closedRun refuses an operation that would put a turn in line or call it

@@ -65,7 +65,7 @@ func TestToleranceExpiryOutcomes(t *testing.T) {
 			if c.event == "" && len(evs) != events || c.event != "" && (len(evs) != events+1 || evs[len(evs)-1].Name != c.event) {
 				t.Fatalf("events: %d before, after %+v", events, evs)
 			}
-			if c.event != "" && evs[len(evs)-1].Data["reason"] != "tolerance_expired" {
+			if c.event != "" && data(evs[len(evs)-1])["reason"] != "tolerance_expired" {
 				t.Fatalf("reason: %v", evs[len(evs)-1].Data)
 			}
 		})

@@ -17,10 +17,10 @@ import (
 // body is the delivery request body of spec section 6, fields in the
 // spec's order.
 type body struct {
-	ID        string         `json:"id"`
-	Event     string         `json:"event"`
-	Data      map[string]any `json:"data"`
-	CreatedAt string         `json:"createdAt"`
+	ID        string          `json:"id"`
+	Event     string          `json:"event"`
+	Data      json.RawMessage `json:"data"`
+	CreatedAt string          `json:"createdAt"`
 }
 
 // timestampLayout is ISO 8601 in UTC with milliseconds.
@@ -37,10 +37,7 @@ func (s *Service) OnEvent(ctx context.Context, e platform.Event) error {
 	if err != nil || len(eps) == 0 {
 		return err
 	}
-	data := e.Data
-	if data == nil {
-		data = map[string]any{}
-	}
+	data := e.DataOrEmpty()
 	occurred := e.OccurredAt
 	if occurred.IsZero() {
 		occurred = s.clock.Now()

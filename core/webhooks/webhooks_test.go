@@ -145,7 +145,7 @@ func (f *fixture) emit(t *testing.T, name string, fail bool) error {
 	t.Helper()
 	return f.store.Do(context.Background(), func(ctx context.Context) error {
 		err := f.bus.Emit(ctx, platform.Event{AccountID: account, Name: name, QueueID: "que_1", RunID: "run_1",
-			OccurredAt: f.clock.Now(), Data: map[string]any{"queueId": "que_1", "queueRunId": "run_1"}})
+			OccurredAt: f.clock.Now(), Data: json.RawMessage(`{"queueId":"que_1","queueRunId":"run_1"}`)})
 		if err != nil {
 			return err
 		}

@@ -150,7 +150,11 @@ func (f *Forwarder) OnEvent(ctx context.Context, e platform.Event) error {
 	if e.Name != platform.EventTurnCompleted {
 		return nil
 	}
-	turnID, _ := e.Data["turnId"].(string)
+	var done turns.TurnCompleted
+	if err := e.Decode(&done); err != nil {
+		return err
+	}
+	turnID := done.TurnID
 	if turnID == "" || e.QueueID == "" {
 		return fmt.Errorf("workflow: turn.completed %s without turnId or queue", e.ID)
 	}

@@ -237,7 +237,8 @@ func TestCompletionForwardsThroughMatchingLinksOnce(t *testing.T) {
 	evs, _ := f.events.List(f.ctx, acct, "", 0)
 	created := 0
 	for _, e := range evs {
-		if e.Name == platform.EventTurnCreated && e.Data["turnId"] == nt.ID {
+		var c turns.TurnCreated
+		if e.Name == platform.EventTurnCreated && e.Decode(&c) == nil && c.TurnID == nt.ID {
 			created++
 		}
 	}

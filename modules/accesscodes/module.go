@@ -6,12 +6,12 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/http/accesscodehttp"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/adapters/http/server"
 	core "github.com/qms-dev/qms/core/accesscodes"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
-	turnsmodule "github.com/qms-dev/qms/modules/turns"
+	"github.com/qms-dev/qms/ports"
 )
 
 // Module provides the access-codes service, contributes its intake guard
@@ -23,9 +23,9 @@ var Module = fx.Module("accesscodes",
 		func(s *entities.Service) core.Entities { return s },
 		func(s *queues.Service) core.Queues { return s },
 		fx.Annotate(func(g *core.Guard) turns.IntakeGuard { return g },
-			fx.ResultTags(`group:"`+turnsmodule.GuardGroup+`"`)),
+			fx.ResultTags(ports.InGroup(ports.GroupIntakeGuards))),
 	),
-	fx.Invoke(func(srv *web.Server, s *core.Service, g *core.Guard) {
+	fx.Invoke(func(srv *server.Server, s *core.Service, g *core.Guard) {
 		accesscodehttp.Register(srv.API, s, g, srv.Cursors)
 	}),
 )

@@ -7,8 +7,8 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/adminhttp"
 	"github.com/qms-dev/qms/adapters/http/httpx"
-	"github.com/qms-dev/qms/bootstrap/config"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/adapters/http/server"
+	"github.com/qms-dev/qms/configs/config"
 	core "github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/platform"
 )
@@ -20,7 +20,7 @@ var Module = fx.Module("accounts",
 		core.NewService,
 		func(s *core.Service) httpx.Authenticator { return s },
 	),
-	fx.Invoke(func(srv *web.Server, s *core.Service, cfg *config.Config, clock platform.Clock) {
+	fx.Invoke(func(srv *server.Server, s *core.Service, cfg *config.Config, clock platform.Clock) {
 		adminhttp.Register(srv.App, s, srv.AdminToken, adminhttp.NewBrake(cfg.Admin.AuthFailuresPerMinute, clock.Now))
 	}),
 )

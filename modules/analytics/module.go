@@ -5,7 +5,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/http/analyticshttp"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/adapters/http/server"
 	core "github.com/qms-dev/qms/core/analytics"
 	"github.com/qms-dev/qms/core/queues"
 )
@@ -16,5 +16,5 @@ var Module = fx.Module("analytics",
 		core.NewService,
 		func(r queues.Repository) core.Queues { return r },
 	),
-	fx.Invoke(func(srv *web.Server, s *core.Service) { analyticshttp.Register(srv.API, s) }),
+	fx.Invoke(func(srv *server.Server, s *core.Service) { analyticshttp.Register(srv.API, s) }),
 )

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/http/appointmenthttp"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/adapters/http/server"
 	core "github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
@@ -27,13 +27,13 @@ var Module = fx.Module("appointments",
 	fx.Provide(
 		core.NewService,
 		func(r queues.Repository) core.Queues { return r },
-		fx.Annotate(joinLineJob, fx.ResultTags(`group:"jobs"`)),
+		fx.Annotate(joinLineJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 	),
 	fx.Invoke(func(s *core.Service, line *turns.Service, jobs platform.JobScheduler) {
 		s.UseLine(line, jobs)
 		line.Follow(s)
 	}),
-	fx.Invoke(func(srv *web.Server, s *core.Service) { appointmenthttp.Register(srv.API, s, srv.Cursors) }),
+	fx.Invoke(func(srv *server.Server, s *core.Service) { appointmenthttp.Register(srv.API, s, srv.Cursors) }),
 )
 
 // joinLineJob is the job kind that puts an appointment checked in early in

@@ -10,8 +10,8 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/displayhttp"
 	"github.com/qms-dev/qms/adapters/http/httpx"
-	"github.com/qms-dev/qms/bootstrap/config"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/adapters/http/server"
+	"github.com/qms-dev/qms/configs/config"
 	core "github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
@@ -27,7 +27,7 @@ var Module = fx.Module("display",
 		func(s *queues.Service) core.Queues { return s },
 		func(s *turns.Service) core.Turns { return s },
 	),
-	fx.Invoke(func(srv *web.Server, svc *core.Service, hub *stream.Hub, lim ports.RateLimiter, cfg *config.Config,
+	fx.Invoke(func(srv *server.Server, svc *core.Service, hub *stream.Hub, lim ports.RateLimiter, cfg *config.Config,
 		clock platform.Clock, log *slog.Logger) {
 		displayhttp.RegisterAPI(srv.API, svc, srv.Cursors)
 		// The boards take no key: they are rate limited by client address,

@@ -5,12 +5,12 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/http/entityhttp"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/adapters/http/server"
 	core "github.com/qms-dev/qms/core/entities"
 )
 
 // Module provides the entities service and mounts its routes.
 var Module = fx.Module("entities",
 	fx.Provide(core.NewService),
-	fx.Invoke(func(srv *web.Server, s *core.Service) { entityhttp.Register(srv.API, s, srv.Cursors) }),
+	fx.Invoke(func(srv *server.Server, s *core.Service) { entityhttp.Register(srv.API, s, srv.Cursors) }),
 )

@@ -17,10 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
+	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/adapters/metrics"
-	"github.com/qms-dev/qms/adapters/postgres"
-	"github.com/qms-dev/qms/bootstrap/config"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/ports"
 )
 
@@ -33,14 +32,14 @@ const Path = "/metrics"
 //
 // Other modules add collectors with
 //
-//	fx.Provide(fx.Annotate(newCollector, fx.ResultTags(`group:"metrics"`)))
+//	fx.Provide(fx.Annotate(newCollector, fx.ResultTags(ports.InGroup(ports.GroupMetrics))))
 //
 // where newCollector returns a prometheus.Collector.
 var Module = fx.Module("metrics",
 	fx.Provide(
 		metrics.New,
 		func(m *metrics.Metrics) ports.DeliveryObserver { return m },
-		fx.Annotate(func(m *metrics.Metrics) fiber.Handler { return m.Middleware() }, fx.ResultTags(`name:"http_metrics"`)),
+		fx.Annotate(func(m *metrics.Metrics) fiber.Handler { return m.Middleware() }, fx.ResultTags(ports.Named(ports.NameHTTPMetrics))),
 	),
 	fx.Invoke(register, serve),
 )
@@ -48,17 +47,13 @@ var Module = fx.Module("metrics",
 type collectors struct {
 	fx.In
 	Metrics    *metrics.Metrics
-	Log        *slog.Logger
-	DB         *postgres.DB           `optional:"true"` // postgres mode only
 	Collectors []prometheus.Collector `group:"metrics"`
 }
 
-// register adds the storage's collectors (the pool and River's jobs in
-// postgres mode) and those other modules contribute.
+// register adds the collectors other modules and the adapter set
+// contribute (ports.GroupMetrics; in postgres mode the pool's and River's
+// jobs').
 func register(in collectors) {
-	if in.DB != nil {
-		in.Metrics.Register(metrics.NewPoolCollector(in.DB.Pool), metrics.NewJobsCollector(in.DB.Pool, in.Log))
-	}
 	for _, c := range in.Collectors {
 		if c != nil {
 			in.Metrics.Register(c)
@@ -68,7 +63,7 @@ func register(in collectors) {
 
 // serve mounts GET /metrics on the API's app, or, when metrics.addr is set,
 // on a listener of its own that starts and stops with the application.
-func serve(lc fx.Lifecycle, cfg *config.Config, srv *web.Server, m *metrics.Metrics, log *slog.Logger) {
+func serve(lc fx.Lifecycle, cfg *config.Config, srv *server.Server, m *metrics.Metrics, log *slog.Logger) {
 	if cfg.Metrics.Addr == "" {
 		srv.App.Get(Path, m.Handler())
 		return

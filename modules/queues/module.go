@@ -5,7 +5,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/http/queuehttp"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/core/entities"
 	core "github.com/qms-dev/qms/core/queues"
 )
@@ -16,5 +16,5 @@ var Module = fx.Module("queues",
 		core.NewService,
 		func(s *entities.Service) core.Entities { return s },
 	),
-	fx.Invoke(func(srv *web.Server, s *core.Service) { queuehttp.Register(srv.API, s, srv.Cursors) }),
+	fx.Invoke(func(srv *server.Server, s *core.Service) { queuehttp.Register(srv.API, s, srv.Cursors) }),
 )

@@ -10,11 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
+	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/adapters/http/streamhttp"
-	"github.com/qms-dev/qms/bootstrap/web"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	core "github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/ports"
 )
 
 // Module provides *stream.Hub and mounts the stream. The storage provides
@@ -22,9 +23,9 @@ import (
 var Module = fx.Module("stream",
 	fx.Provide(
 		newHub,
-		fx.Annotate(subscribersGauge, fx.ResultTags(`group:"metrics"`)),
+		fx.Annotate(subscribersGauge, fx.ResultTags(ports.InGroup(ports.GroupMetrics))),
 	),
-	fx.Invoke(func(srv *web.Server, hub *core.Hub, qs *queues.Service) {
+	fx.Invoke(func(srv *server.Server, hub *core.Hub, qs *queues.Service) {
 		streamhttp.Register(srv.API, hub, qs, srv.Cursors, streamhttp.SSE{})
 	}),
 )

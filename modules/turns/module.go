@@ -9,17 +9,14 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/adapters/http/turnhttp"
-	"github.com/qms-dev/qms/bootstrap/web"
 	"github.com/qms-dev/qms/core/events"
+	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	core "github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/ports"
 )
-
-// GuardGroup is the fx value group other modules contribute their
-// core.IntakeGuard to, with fx.ResultTags(`group:"turns.intakeGuards"`).
-const GuardGroup = "turns.intakeGuards"
 
 // Module provides the turns service (with every contributed intake guard),
 // mounts its routes and contributes the tolerance job kind. It reads
@@ -27,13 +24,30 @@ const GuardGroup = "turns.intakeGuards"
 // provides.
 var Module = fx.Module("turns",
 	fx.Provide(
-		fx.Annotate(core.NewService, fx.ParamTags(``, ``, ``, ``, ``, ``, `group:"`+GuardGroup+`"`)),
+		newService,
 		func(r queues.Repository) core.Queues { return r },
-		fx.Annotate(toleranceJob, fx.ResultTags(`group:"jobs"`)),
+		fx.Annotate(toleranceJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 	),
-	fx.Invoke(func(srv *web.Server, s *core.Service) { turnhttp.Register(srv.API, s, srv.Cursors) }),
+	fx.Invoke(func(srv *server.Server, s *core.Service) { turnhttp.Register(srv.API, s, srv.Cursors) }),
 	fx.Invoke(func(bus *events.Bus, s *core.Service) { bus.Subscribe(s) }),
 )
+
+// serviceParams are the turns service's dependencies; Guards are the
+// intake guards other modules contribute (ports.GroupIntakeGuards).
+type serviceParams struct {
+	fx.In
+	Repo   core.Repository
+	Queues core.Queues
+	UoW    platform.UnitOfWork
+	Events platform.EventSink
+	Jobs   platform.JobScheduler
+	Clock  platform.Clock
+	Guards []core.IntakeGuard `group:"turns.intakeGuards"`
+}
+
+func newService(p serviceParams) *core.Service {
+	return core.NewService(p.Repo, p.Queues, p.UoW, p.Events, p.Jobs, p.Clock, p.Guards)
+}
 
 // toleranceMaxAttempts: the job is idempotent and quick; a failure is the
 // database being away, worth retrying for a while, not forever.

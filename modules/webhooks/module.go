@@ -12,10 +12,10 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/adapters/http/webhookhttp"
 	"github.com/qms-dev/qms/adapters/webhookclient"
-	"github.com/qms-dev/qms/bootstrap/config"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	core "github.com/qms-dev/qms/core/webhooks"
@@ -26,15 +26,28 @@ import (
 // mounts its routes and contributes the delivery job kind.
 var Module = fx.Module("webhooks",
 	fx.Provide(
-		fx.Annotate(newService, fx.ParamTags(``, ``, ``, ``, ``, ``, `optional:"true"`)),
-		fx.Annotate(DeliveryKind, fx.ResultTags(`group:"jobs"`)),
+		newService,
+		fx.Annotate(DeliveryKind, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 	),
 	fx.Invoke(func(b *events.Bus, s *core.Service) { b.Subscribe(s) }),
-	fx.Invoke(func(srv *web.Server, s *core.Service) { webhookhttp.Register(srv.API, s, srv.Cursors) }),
+	fx.Invoke(func(srv *server.Server, s *core.Service) { webhookhttp.Register(srv.API, s, srv.Cursors) }),
 )
 
-func newService(repo core.Repository, uow platform.UnitOfWork, jobs platform.JobScheduler, clock platform.Clock,
-	cfg *config.Config, log *slog.Logger, obs ports.DeliveryObserver) *core.Service {
+// serviceParams are the webhooks service's dependencies; Observer (the
+// delivery metrics) is there only when the metrics module is.
+type serviceParams struct {
+	fx.In
+	Repo     core.Repository
+	UoW      platform.UnitOfWork
+	Jobs     platform.JobScheduler
+	Clock    platform.Clock
+	Config   *config.Config
+	Log      *slog.Logger
+	Observer ports.DeliveryObserver `optional:"true"`
+}
+
+func newService(p serviceParams) *core.Service {
+	repo, uow, jobs, clock, cfg, log, obs := p.Repo, p.UoW, p.Jobs, p.Clock, p.Config, p.Log, p.Observer
 	allow := cfg.Webhooks.AllowPrivate
 	if allow {
 		log.Warn("webhooks may reach loopback and private addresses (webhooks.allow_private): for local development only")

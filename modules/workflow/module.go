@@ -10,8 +10,8 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/adapters/http/workflowhttp"
-	"github.com/qms-dev/qms/bootstrap/web"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
@@ -29,10 +29,10 @@ var Module = fx.Module("workflow",
 		func(s *queues.Service) core.Queues { return s },
 		func(r queues.Repository) core.QueueStore { return r },
 		func(s *turns.Service) core.Turns { return s },
-		fx.Annotate(forwardJob, fx.ResultTags(`group:"jobs"`)),
+		fx.Annotate(forwardJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 	),
 	fx.Invoke(func(bus *events.Bus, f *core.Forwarder) { bus.Subscribe(f) }),
-	fx.Invoke(func(srv *web.Server, s *core.Service, f *core.Forwarder) {
+	fx.Invoke(func(srv *server.Server, s *core.Service, f *core.Forwarder) {
 		workflowhttp.Register(srv.API, s, f, srv.Cursors)
 	}),
 )

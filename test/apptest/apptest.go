@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/qms-dev/qms/bootstrap"
-	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/test/pgtest"

@@ -326,8 +326,9 @@ func TestAppointmentsRepositoryContract(t *testing.T) {
 					got = &evs[i]
 				}
 			}
-			if got == nil || got.Data["appointmentId"] != a.ID || got.Data["queueRunId"] != run.ID || got.Data["slotId"] != s[0].ID ||
-				got.Data["slotStart"] != "2026-03-08T09:00:00Z" || got.RunID != run.ID {
+			var d appointments.AppointmentScheduled
+			if got == nil || got.Decode(&d) != nil || d.AppointmentID != a.ID || d.QueueRunID != run.ID || d.SlotID != s[0].ID ||
+				d.SlotStart != "2026-03-08T09:00:00Z" || got.RunID != run.ID {
 				t.Fatalf("event %+v", got)
 			}
 		})

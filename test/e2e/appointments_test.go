@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/test/apptest"
 )

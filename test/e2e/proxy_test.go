@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
 )
 

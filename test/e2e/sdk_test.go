@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/bootstrap/config"
 	"github.com/qms-dev/qms/client"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/qms-dev/qms/adapters/postgres"
-	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
 	"github.com/qms-dev/qms/test/pgtest"
 )

@@ -185,7 +185,7 @@ func webhookPipeline(b *testing.B, workers int) {
 			for seq := c; seq < count; seq += clients {
 				err := db.Do(ctx, func(ctx context.Context) error {
 					return bus.Emit(ctx, platform.Event{AccountID: "acc_bench", Name: "queue.closed", OccurredAt: time.Now(),
-						Data: map[string]any{"seq": seq}})
+						Data: json.RawMessage(fmt.Sprintf(`{"seq":%d}`, seq))})
 				})
 				if err != nil {
 					b.Error(err)

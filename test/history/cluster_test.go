@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
 	"github.com/qms-dev/qms/test/pgtest"
 )

@@ -13,14 +13,14 @@ import (
 	"time"
 
 	"github.com/qms-dev/qms/adapters/http/openapi"
+	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/bootstrap"
-	"github.com/qms-dev/qms/bootstrap/config"
-	"github.com/qms-dev/qms/bootstrap/web"
+	"github.com/qms-dev/qms/configs/config"
 )
 
 // startApp starts a whole qms process in memory mode, with every module
 // of bootstrap.Modules, and returns its server.
-func startApp(t *testing.T) *web.Server {
+func startApp(t *testing.T) *server.Server {
 	t.Helper()
 	cfg, err := config.Load("", []string{
 		"QMS_STORAGE=memory", "QMS_HTTP_ADDR=127.0.0.1:0",

@@ -18,6 +18,7 @@ import (
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
@@ -44,6 +45,8 @@ var bodies = []struct {
 	{"POST /api/v1/turns/{turnId}/assign-station", turns.AssignStationInput{}},
 	{"POST /api/v1/turns/{turnId}/priority", turns.PriorityInput{}},
 	{"POST /api/v1/queue-runs/{runId}/display-tokens", display.CreateInput{}},
+	{"PATCH /api/v1/display-tokens/{tokenId}", display.UpdateInput{}},
+	{"POST /api/v1/turns/{turnId}/ticket-links", ticket.CreateInput{}},
 	{"POST /api/v1/access-codes", accesscodes.CreateInput{}},
 	{"POST /api/v1/access-codes/bulk", accesscodes.BulkInput{}},
 	{"POST /api/v1/queue-runs/{runId}/slots", appointments.GenerateInput{}},

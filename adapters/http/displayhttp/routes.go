@@ -23,6 +23,7 @@ import (
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/turns"
 )
 
 //go:embed web
@@ -74,6 +75,17 @@ func RegisterAPI(r fiber.Router, svc *display.Service, cur httpx.Cursors) {
 			return err
 		}
 		return httpx.WritePage(c, cur, list, p, page.Limit)
+	})
+	r.Patch("/display-tokens/:tokenId", write, func(c *fiber.Ctx) error {
+		var in display.UpdateInput
+		if err := httpx.Decode(c, &in); err != nil {
+			return err
+		}
+		t, err := svc.Update(c.UserContext(), account(c), c.Params("tokenId"), in)
+		if err != nil {
+			return err
+		}
+		return httpx.OK(c, t)
 	})
 	r.Delete("/display-tokens/:tokenId", write, func(c *fiber.Ctx) error {
 		t, err := svc.Revoke(c.UserContext(), account(c), c.Params("tokenId"))
@@ -200,8 +212,13 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 					return "", nil, err
 				}
 				tr := &trigger{Event: e.Event.Name}
-				tr.TurnID, _ = e.Event.Data["turnId"].(string)
-				tr.DisplayCode, _ = e.Event.Data["displayCode"].(string)
+				if turns.IsEvent(e.Event.Name) {
+					var ref turns.EventRef
+					if err := e.Event.Decode(&ref); err != nil {
+						return "", nil, err
+					}
+					tr.TurnID, tr.DisplayCode = ref.TurnID, ref.DisplayCode
+				}
 				return "board", boardMessage{Board: b, Trigger: tr}, nil
 			},
 			Check: func() error {

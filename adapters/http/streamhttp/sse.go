@@ -55,7 +55,8 @@ type SSE struct {
 	Retry time.Duration
 	// Message turns an entry into the SSE event name and the JSON of its
 	// data line; nil sends stream.MessageOf under the event's name. An
-	// error ends the stream with EventFailure.
+	// error ends the stream with its own final event (Ended), or
+	// EventFailure.
 	Message func(e stream.Entry) (name string, data any, err error)
 	// Check, when set, runs at every heartbeat; an error ends the stream
 	// with a final event named by the error's Event (see Ended), or
@@ -138,7 +139,12 @@ func Serve(c *fiber.Ctx, sub *stream.Subscription, cfg SSE) error {
 			case err == nil:
 				name, data, merr := cfg.Message(e)
 				if merr != nil {
-					writeEvent(w, "", EventFailure, map[string]any{"message": "the stream failed; reconnect with Last-Event-ID", "lastEventId": last})
+					var end *Ended
+					if errors.As(merr, &end) {
+						writeEvent(w, "", end.Event, endData(end))
+					} else {
+						writeEvent(w, "", EventFailure, map[string]any{"message": "the stream failed; reconnect with Last-Event-ID", "lastEventId": last})
+					}
 					flush()
 					return
 				}

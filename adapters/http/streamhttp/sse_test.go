@@ -3,6 +3,7 @@ package streamhttp_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -64,7 +65,7 @@ func (r *rig) emit(n int) {
 	err := r.store.Do(context.Background(), func(ctx context.Context) error {
 		for i := 0; i < n; i++ {
 			if err := r.bus.Emit(ctx, platform.Event{AccountID: "acc_1", Name: platform.EventTurnCreated, OccurredAt: time.Now(),
-				Data: map[string]any{"turnId": "turn_1"}}); err != nil {
+				Data: json.RawMessage(`{"turnId":"turn_1"}`)}); err != nil {
 				return err
 			}
 		}

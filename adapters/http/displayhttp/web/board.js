@@ -15,6 +15,8 @@
   var retryTimer = null;
   var stopped = false;
   var highlightTimer = null;
+  var i18n = window.qmsI18n;
+  var t = i18n.t;
 
   // Exposed for people debugging a screen (and for the browser test).
   window.qmsBoard = { boards: 0, lastTrigger: null, state: "connecting", page: 0, pages: 1, rotateMs: 6000 };
@@ -67,11 +69,12 @@
     resizeTimer = setTimeout(function () { paginate(true); }, 150);
   });
 
-  function setState(state, label) {
+  function setState(state) {
     window.qmsBoard.state = state;
     document.body.dataset.state = state;
     var c = $("connection");
-    c.textContent = label;
+    var label = { live: "conn.live", connecting: "conn.connecting", reconnecting: "conn.reconnecting" }[state] || "conn.stopped";
+    c.textContent = t(label);
     c.className = "connection " + (state === "live" ? "live" : state === "connecting" ? "" : "down");
   }
 
@@ -82,10 +85,10 @@
     window.qmsBoard.boards++;
     text($("queue-name"), board.queue.name);
     text($("queue-subtitle"), board.queue.subtitle || "");
-    document.title = "Now calling: " + board.queue.name;
+    document.title = t("board.title", { queue: board.queue.name });
 
     var head = $("calling-head");
-    head.replaceChildren(cell("th", "Turn"), cell("th", "Go to"));
+    head.replaceChildren(cell("th", t("board.turn")), cell("th", t("board.goTo")));
     board.columns.forEach(function (c) { head.appendChild(cell("th", c.label)); });
 
     var rows = $("calling-rows");
@@ -95,7 +98,7 @@
       var tr = document.createElement("tr");
       tr.dataset.turnId = t.turnId;
       tr.appendChild(cell("td", t.displayCode, "code"));
-      tr.appendChild(cell("td", t.station ? t.station.label : "Counter", "station"));
+      tr.appendChild(cell("td", t.station ? t.station.label : i18n.t("board.counter"), "station"));
       board.columns.forEach(function (c) { tr.appendChild(cell("td", t.columns[c.key] || "")); });
       if (t.turnId === fresh) { tr.className = "fresh"; }
       rows.appendChild(tr);
@@ -116,16 +119,22 @@
 
     var run = board.run;
     var banner = $("banner");
-    text(banner, run.status !== "OPEN" ? "This queue is closed." : run.intakeOpen ? "" : "No new turns are being taken; waiting turns will still be served.");
+    text(banner, run.status !== "OPEN" ? t("board.closed") : run.intakeOpen ? "" : t("board.intakeClosed"));
     banner.className = "banner" + (run.status !== "OPEN" ? " closed" : "");
     banner.hidden = run.status === "OPEN" && run.intakeOpen;
+    nextUp = nextUpOf(board);
+    speaking = speakingOf(board);
     renderWaiting(board.waiting);
     paginate(!fresh);
 
     if (fresh) {
       window.qmsBoard.lastTrigger = trigger;
       chime();
-      speak(trigger.displayCode || "", stationOf(board, trigger.turnId));
+      var station = stationOf(board, trigger.turnId);
+      speak(trigger.displayCode || "", station);
+      // Screen readers hear each call once, in the board's language
+      // (the table itself is not a live region: it is redrawn whole).
+      announce(t("board.called", { code: trigger.displayCode || "", station: station || t("board.counter") }));
       clearTimeout(highlightTimer);
       highlightTimer = setTimeout(function () {
         var el = rows.querySelector("tr.fresh");
@@ -136,41 +145,56 @@
 
   // How many wait and about how long: "5 waiting · usual wait 4–9 min"
   // (the range when the queue has one, else the estimate).
+  var nextUp = 0;
+  var speaking = true;
   function renderWaiting(w) {
     var el = $("waiting");
     el.replaceChildren();
     if (!w) { return; }
-    var nf = new Intl.NumberFormat(document.documentElement.lang || undefined);
-    if (w.count === 0) { el.appendChild(cell("span", "No one is waiting")); return; }
-    el.appendChild(cell("strong", nf.format(w.count)));
-    el.appendChild(document.createTextNode(" waiting"));
+    if (w.count === 0) { el.appendChild(cell("span", t("board.noneWaiting"))); return; }
+    // "{count} waiting": the number in bold, wherever the language puts it.
+    var parts = t("board.waiting", { count: "\u0000" }).split("\u0000");
+    el.appendChild(document.createTextNode(parts[0]));
+    el.appendChild(cell("strong", i18n.number(w.count)));
+    el.appendChild(document.createTextNode(parts[1] || ""));
     var wait = null;
     if (w.waitRange) {
-      wait = w.waitRange.p50Minutes === w.waitRange.p90Minutes ? nf.format(w.waitRange.p90Minutes) :
-        nf.format(w.waitRange.p50Minutes) + "–" + nf.format(w.waitRange.p90Minutes);
+      wait = t("wait.range", { wait: w.waitRange.p50Minutes === w.waitRange.p90Minutes ? i18n.number(w.waitRange.p90Minutes) :
+        i18n.number(w.waitRange.p50Minutes) + "–" + i18n.number(w.waitRange.p90Minutes) });
     } else if (w.waitMinutes != null) {
-      wait = "about " + nf.format(w.waitMinutes);
+      wait = t("wait.about", { wait: i18n.number(w.waitMinutes) });
     }
     if (wait !== null && w.count > 0) {
-      el.appendChild(document.createTextNode(" · usual wait "));
-      el.appendChild(cell("strong", wait + " min", "wait"));
+      el.appendChild(document.createTextNode(" · " + t("board.usualWait") + " "));
+      el.appendChild(cell("strong", wait, "wait"));
     }
     var codes = (w.next || []).slice(0, nextUp);
     if (codes.length > 0) {
       var span = cell("span", "", "next");
-      span.appendChild(document.createTextNode(" · Next: "));
+      span.appendChild(document.createTextNode(" · " + t("board.next") + " "));
       codes.forEach(function (c, i) { if (i > 0) { span.appendChild(document.createTextNode(" ")); } span.appendChild(cell("strong", c, "code")); });
       el.appendChild(span);
     }
   }
-  // "?next=3" on the board's link lists the next 3 codes (at most 5).
-  var nextUp = Math.min(5, parseInt((/[?&]next=(\d+)/.exec(location.search) || [0, "0"])[1], 10) || 0);
+  // How many next-up codes to list (at most 5) and whether to speak: the
+  // token's options (board.options), unless the board's link overrides
+  // them for this screen ("?next=3", "?speak=off" or "?speak=on").
+  var params = new URLSearchParams(location.search);
+  function nextUpOf(board) {
+    var q = params.get("next");
+    var n = q !== null ? parseInt(q, 10) : (board.options ? board.options.nextUp : 0);
+    return Math.max(0, Math.min(5, n || 0));
+  }
+  function speakingOf(board) {
+    var q = params.get("speak");
+    if (q !== null) { return !/^(off|0|false|no)$/i.test(q); }
+    return !board.options || board.options.speech !== false;
+  }
 
   // Each call is also spoken, after the chime, in the board's language:
   // the code letter by letter ("A 0 0 4, Window 3"), so it is heard the
-  // same in any language. On by default; "?speak=off" on the board's link
-  // switches it off for that screen.
-  var speaking = !/[?&]speak=(off|0|false)\b/.test(location.search);
+  // same in any language. The token's speech option; "?speak=off" on the board's link
+  // switches it off for that screen (speakingOf).
   window.qmsBoard.spoken = [];
   function stationOf(board, turnId) {
     for (var i = 0; i < board.calling.length; i++) {
@@ -184,7 +208,7 @@
     window.qmsBoard.spoken.push(words);
     try {
       var u = new SpeechSynthesisUtterance(words);
-      u.lang = document.documentElement.lang || "en";
+      u.lang = i18n.lang;
       u.rate = 0.9;
       setTimeout(function () { window.speechSynthesis.speak(u); }, 800);
     } catch (e) { /* no voice on this device: the chime and highlight remain */ }
@@ -227,16 +251,16 @@
     text($("message-title"), title);
     text($("message-text"), body);
     $("message").hidden = false;
-    setState(state, "stopped");
+    setState(state);
   }
 
   function explain(code) {
     if (code === "DISPLAY_TOKEN_REVOKED") {
-      showMessage("This display link has been revoked", "Ask the staff for a new display link.", "revoked");
+      showMessage(t("board.revokedTitle"), t("board.revokedText"), "revoked");
       return true;
     }
     if (code === "INVALID_DISPLAY_TOKEN") {
-      showMessage("This display link is not valid", "Check the address, or ask the staff for a new display link.", "invalid");
+      showMessage(t("board.invalidTitle"), t("board.invalidText"), "invalid");
       return true;
     }
     return false;
@@ -244,7 +268,7 @@
 
   function reconnectLater() {
     if (stopped) { return; }
-    setState("reconnecting", "reconnecting…");
+    setState("reconnecting");
     clearTimeout(retryTimer);
     retryTimer = setTimeout(connect, retryDelay);
     retryDelay = Math.min(retryDelay * 2, 30000);
@@ -263,12 +287,16 @@
   function connect() {
     if (stopped) { return; }
     if (source) { source.close(); }
-    setState("connecting", "connecting…");
+    if (window.qmsBoard.state !== "reconnecting") { setState("connecting"); }
     source = new EventSource(base + "/events");
-    source.onopen = function () { retryDelay = 1000; setState("live", "live"); };
+    source.onopen = function () { retryDelay = 1000; setState("live"); };
     source.addEventListener("board", function (e) {
       var msg = JSON.parse(e.data);
-      render(msg.board, msg.trigger);
+      // The token's language, unless the link names one (?lang=).
+      i18n.use(msg.board.options && msg.board.options.language).then(function (changed) {
+        if (changed) { setState(window.qmsBoard.state); }
+        render(msg.board, msg.trigger);
+      });
     });
     source.addEventListener("revoked", function () { explain("DISPLAY_TOKEN_REVOKED"); });
     ["shutdown", "overflow", "failure"].forEach(function (name) {
@@ -282,15 +310,25 @@
       if (source.readyState === EventSource.CLOSED) {
         diagnose();
       } else {
-        setState("reconnecting", "reconnecting…");
+        setState("reconnecting");
       }
     };
   }
 
   function tick() {
-    text($("clock"), new Date().toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }));
+    text($("clock"), i18n.time(new Date()));
   }
-  tick();
-  setInterval(tick, 1000);
-  connect();
+  // The screen-reader announcement of a call (aria-live="assertive").
+  function announce(s) {
+    var el = $("announce");
+    text(el, "");
+    setTimeout(function () { text(el, s); }, 50);
+  }
+  window.qmsBoard.announce = function () { return $("announce").textContent; };
+  i18n.load(i18n.lang).catch(function () { return i18n.load("en"); }).then(function () {
+    tick();
+    setInterval(tick, 1000);
+    setState("connecting");
+    connect();
+  });
 })();

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/configs/config"
 )
 
 func TestDefaults(t *testing.T) {

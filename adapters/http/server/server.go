@@ -1,7 +1,7 @@
-// Package web owns the HTTP server of a qms process: the fiber app with the
+// Package server owns the HTTP server of a qms process: the fiber app with the
 // platform middleware, the authenticated /api/v1 router that modules mount
 // their routes on, health endpoints, and the listener's life cycle.
-package web
+package server
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
 	"github.com/qms-dev/qms/adapters/http/openapi"
-	"github.com/qms-dev/qms/bootstrap/config"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/ports"
 )

@@ -72,6 +72,11 @@ type Config struct {
 		Level  string `koanf:"level"`
 		Format string `koanf:"format"`
 	} `koanf:"log"`
+	Tickets struct {
+		// ExpireAfter is how long a ticket link stays open after its turn
+		// finished.
+		ExpireAfter time.Duration `koanf:"expire_after"`
+	} `koanf:"tickets"`
 	BootstrapDemo bool `koanf:"bootstrap_demo"`
 	Metrics       struct {
 		// Addr, when set, serves GET /metrics on its own listener (and not
@@ -213,6 +218,7 @@ func (c *Config) Validate() error {
 		{"QMS_HTTP_READ_TIMEOUT", "http.read_timeout", c.HTTP.ReadTimeout},
 		{"QMS_HTTP_WRITE_TIMEOUT", "http.write_timeout", c.HTTP.WriteTimeout},
 		{"QMS_HTTP_IDLE_TIMEOUT", "http.idle_timeout", c.HTTP.IdleTimeout},
+		{"QMS_TICKETS_EXPIRE_AFTER", "tickets.expire_after", c.Tickets.ExpireAfter},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("config: %s (%s) must be a positive duration such as 30s, got %v", d.env, d.key, d.v)

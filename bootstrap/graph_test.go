@@ -1,0 +1,68 @@
+package bootstrap
+
+import (
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.uber.org/fx"
+
+	"github.com/qms-dev/qms/configs/config"
+	"github.com/qms-dev/qms/ports"
+)
+
+// TestGraphs validates the dependency graph of both adapter sets without
+// building anything (no database is opened): a missing or doubly provided
+// type, a cycle or a module reading something no one provides fails here,
+// in a second, instead of when the e2e suite starts a process.
+func TestGraphs(t *testing.T) {
+	for _, storage := range []string{config.StorageMemory, config.StoragePostgres} {
+		t.Run(storage, func(t *testing.T) {
+			env := []string{"QMS_STORAGE=" + storage}
+			if storage == config.StoragePostgres {
+				env = append(env, "QMS_DATABASE_URL=postgres://qms@127.0.0.1:1/qms", "QMS_WEBHOOKS_SECRET_KEY=graph-test-key-of-at-least-32-characters", "QMS_ADMIN_TOKEN=graph-test-admin-token-0123456789")
+			}
+			cfg, err := config.Load("", env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: io.Discard}
+			if err := fx.ValidateApp(graph(cfg, opts)...); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Struct tags cannot name constants, so fx.In fields spell their group as
+// a literal: every literal group or name tag in the wiring must be one of
+// the extension points of package ports.
+func TestTagsNameExtensionPoints(t *testing.T) {
+	known := map[string]bool{ports.GroupJobs: true, ports.GroupMetrics: true, ports.GroupIntakeGuards: true, ports.NameHTTPMetrics: true}
+	tag := regexp.MustCompile("(?:group|name):\"([^\",`+]+)")
+	for _, dir := range []string{".", "../modules", "../adapters/http"} {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range tag.FindAllStringSubmatch(string(b), -1) {
+				if !known[m[1]] {
+					t.Errorf("%s: fx tag %q is not an extension point of package ports", path, m[0])
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,44 @@
+// Package ticket wires the customer's live ticket page: ticket links under
+// /api/v1 and the pages under /ticket, and the strings of the
+// waiting-room pages under /i18n. The storage provides the link
+// repository.
+package ticket
+
+import (
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"github.com/qms-dev/qms/adapters/http/httpx"
+	"github.com/qms-dev/qms/adapters/http/i18nweb"
+	"github.com/qms-dev/qms/adapters/http/server"
+	"github.com/qms-dev/qms/adapters/http/tickethttp"
+	"github.com/qms-dev/qms/configs/config"
+	"github.com/qms-dev/qms/core/entities"
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/stream"
+	core "github.com/qms-dev/qms/core/ticket"
+	"github.com/qms-dev/qms/core/turns"
+	"github.com/qms-dev/qms/ports"
+)
+
+// Module provides the ticket service and mounts its routes.
+var Module = fx.Module("ticket",
+	fx.Provide(
+		func(repo core.Repository, ts *turns.Service, qs *queues.Service, es *entities.Service, uow platform.UnitOfWork,
+			clock platform.Clock, cfg *config.Config) *core.Service {
+			return core.NewService(repo, ts, qs, es, uow, clock, core.Options{ExpireAfter: cfg.Tickets.ExpireAfter})
+		},
+	),
+	fx.Invoke(func(srv *server.Server, svc *core.Service, hub *stream.Hub, lim ports.RateLimiter, cfg *config.Config,
+		clock platform.Clock, log *slog.Logger) {
+		tickethttp.RegisterAPI(srv.API, svc)
+		// A ticket page is a waiting-room screen: keyless, limited by
+		// client address in the display boards' budget (one budget for a
+		// lobby's screens and phones, apart from other keyless traffic).
+		limit := httpx.RateLimitBudget(lim, cfg.RateLimit.PerMinute, clock.Now, "display")
+		i18nweb.Register(srv.App, limit)
+		tickethttp.RegisterPage(srv.App, svc, hub, limit, log.With("module", "ticket"), tickethttp.Options{})
+	}),
+)

@@ -1,0 +1,31 @@
+package ports
+
+// The extension points of the application: fx value groups and named
+// values through which a module contributes to another part of the
+// application without importing it. A module provides into a group with
+// fx.ResultTags(ports.InGroup(ports.GroupJobs)) and reads one with a
+// struct field tagged `group:"jobs"` in an fx.In parameter struct (struct
+// tags cannot name constants: bootstrap's TestTagsNameExtensionPoints fails
+// on a literal that is not one of these).
+const (
+	// GroupJobs collects JobKind values. Every kind is registered with the
+	// job runner (memory or River) before it starts.
+	GroupJobs = "jobs"
+	// GroupMetrics collects prometheus.Collector values, registered on the
+	// /metrics registry (modules/metrics). The PostgreSQL adapter set
+	// contributes its pool and River collectors here.
+	GroupMetrics = "metrics"
+	// GroupIntakeGuards collects turns.IntakeGuard values: the turns
+	// service asks each of them before it lets a turn into a line (the
+	// access-codes module contributes one).
+	GroupIntakeGuards = "turns.intakeGuards"
+	// NameHTTPMetrics names the fiber.Handler that measures every request
+	// (modules/metrics provides it; the HTTP server uses it when present).
+	NameHTTPMetrics = "http_metrics"
+)
+
+// InGroup is the fx tag that puts a provided value into group g.
+func InGroup(g string) string { return `group:"` + g + `"` }
+
+// Named is the fx tag that names a provided value n.
+func Named(n string) string { return `name:"` + n + `"` }

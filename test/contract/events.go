@@ -1,0 +1,125 @@
+package contract
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/qms-dev/qms/core/display"
+	"github.com/qms-dev/qms/core/events"
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/turns"
+)
+
+// EventLog is the event log as the application reads it: appended to by
+// the bus, listed, streamed and read by the display board.
+type EventLog interface {
+	events.Store
+	List(ctx context.Context, accountID, after string, limit int) ([]platform.Event, error)
+}
+
+// EventLogHarness is one backend's event log and the readers over it;
+// Account exists in its storage.
+type EventLogHarness struct {
+	UoW     platform.UnitOfWork
+	Log     EventLog
+	Stream  stream.Log
+	Calls   display.Calls
+	Account string
+	// Subscribers are the adapters that keep their own copy of the log
+	// from the bus (the memory stream log).
+	Subscribers []events.Subscriber
+}
+
+func (h EventLogHarness) bus() *events.Bus {
+	b := events.NewBus(h.Log)
+	for _, s := range h.Subscribers {
+		b.Subscribe(s)
+	}
+	return b
+}
+
+// RunEventLog checks that every reader of the log sees the bytes the core
+// marshalled when it raised the event, in memory and PostgreSQL mode
+// alike, so a subscriber decodes the same payload whichever backend runs.
+func RunEventLog(t *testing.T, newHarness func(t *testing.T) EventLogHarness) {
+	t.Run("readers see the emitted bytes", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		ctx := context.Background()
+		station := "sta_1"
+		e, err := platform.NewEvent(h.Account, platform.EventTurnCalled, turns.TurnCalled{CallCount: 2, DisplayCode: "A001",
+			Number: 1, Priority: "NORMAL", QueueID: "que_1", QueueRunID: "run_1", StationID: &station, Status: "CALLED", TurnID: "turn_1"},
+			time.Now().UTC().Truncate(time.Microsecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.QueueID, e.RunID = "que_1", "run_1"
+		bus := h.bus()
+		if err := h.UoW.Do(ctx, func(ctx context.Context) error { return bus.Emit(ctx, e) }); err != nil {
+			t.Fatal(err)
+		}
+		listed, err := h.Log.List(ctx, h.Account, "", 0)
+		if err != nil || len(listed) != 1 {
+			t.Fatalf("list: %d events, %v", len(listed), err)
+		}
+		entries, _, err := h.Stream.Read(ctx, h.Account, stream.Position{}, 10)
+		if err != nil || len(entries) != 1 {
+			t.Fatalf("stream: %d entries, %v", len(entries), err)
+		}
+		calls, err := h.Calls.RecentCalls(ctx, h.Account, "run_1", 10)
+		if err != nil || len(calls) != 1 {
+			t.Fatalf("recent calls: %d events, %v", len(calls), err)
+		}
+		for reader, got := range map[string]platform.Event{"list": listed[0], "stream": entries[0].Event, "recent calls": calls[0]} {
+			if !bytes.Equal(got.Data, e.Data) {
+				t.Errorf("%s: data %s, emitted %s", reader, got.Data, e.Data)
+			}
+			if got.ID != e.ID || got.Name != e.Name || got.RunID != "run_1" || got.QueueID != "que_1" || !got.OccurredAt.Equal(e.OccurredAt) {
+				t.Errorf("%s: event %+v, emitted %+v", reader, got, e)
+			}
+			var call turns.TurnCalled
+			if err := got.Decode(&call); err != nil || call.StationID == nil || *call.StationID != station || call.CallCount != 2 {
+				t.Errorf("%s: decoded %+v, %v", reader, call, err)
+			}
+		}
+	})
+	t.Run("an event without data has the empty object", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		ctx := context.Background()
+		bus := h.bus()
+		err := h.UoW.Do(ctx, func(ctx context.Context) error {
+			return bus.Emit(ctx, platform.Event{AccountID: h.Account, Name: platform.EventQueueClosed, OccurredAt: time.Now()})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed, err := h.Log.List(ctx, h.Account, "", 0)
+		if err != nil || len(listed) != 1 || string(listed[0].Data) != "{}" {
+			t.Fatalf("list: %+v, %v", listed, err)
+		}
+	})
+	t.Run("a rolled-back event is in no reader", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		ctx := context.Background()
+		bus := h.bus()
+		_ = h.UoW.Do(ctx, func(ctx context.Context) error {
+			if err := bus.Emit(ctx, platform.Event{AccountID: h.Account, Name: platform.EventQueueClosed, RunID: "run_1", OccurredAt: time.Now()}); err != nil {
+				return err
+			}
+			return context.Canceled
+		})
+		listed, err := h.Log.List(ctx, h.Account, "", 0)
+		if err != nil || len(listed) != 0 {
+			t.Fatalf("list after rollback: %+v, %v", listed, err)
+		}
+		entries, _, err := h.Stream.Read(ctx, h.Account, stream.Position{}, 10)
+		if err != nil || len(entries) != 0 {
+			t.Fatalf("stream after rollback: %+v, %v", entries, err)
+		}
+	})
+}
