@@ -140,6 +140,14 @@ func TestDisplayTokensAndBoard(t *testing.T) {
 			}
 			refusedPage(t, app, bad, http.StatusNotFound, "This display link is not valid")
 		}
+		// In the board's languages: ?lang=, else the browser's.
+		if r := app.Do(http.MethodGet, "/display/"+tok.Token+"?lang=es", nil, nil); r.Status != http.StatusGone ||
+			!strings.Contains(string(r.Body), `<html lang="es">`) || !strings.Contains(string(r.Body), "<h1>Este enlace de pantalla ha sido revocado</h1>") {
+			t.Fatalf("revoked page in Spanish: %d %s", r.Status, r.Body)
+		}
+		if r := app.Do(http.MethodGet, "/display/"+tok.Token, nil, map[string]string{"Accept-Language": "de-DE, fr-CA;q=0.8"}); !strings.Contains(string(r.Body), `<html lang="fr">`) {
+			t.Fatalf("revoked page for a French-speaking browser: %s", r.Body)
+		}
 	})
 }
 
