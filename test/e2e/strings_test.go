@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/url"
 	"testing"
@@ -92,7 +93,7 @@ func TestOneRuleForText(t *testing.T) {
 		t.Run("round trip", func(t *testing.T) {
 			props := map[string]any{
 				"plate": "ABC-123", "note": "line 1\r\n\tline 2", "unicode": "Zoë 👩‍👩‍👧 مرحبا\u2028end \\ \" / <>&",
-				"n": []any{0, -1, 1.5, 1e21, 123456789012, -0.0, 1e-7}, "nested": map[string]any{"deep": []any{map[string]any{"x": nil, "t": true}}},
+				"n": []any{0, -1, 1.5, 1e21, 123456789012, math.Copysign(0, -1), 1e-7, 0.1}, "nested": map[string]any{"deep": []any{map[string]any{"x": nil, "t": true}}},
 				"empty": map[string]any{}, "list": []any{}, "": "empty key",
 			}
 			r := w.app.API("POST", "/access-codes", map[string]any{"code": "VIP-RT", "properties": props}).Must(http.StatusCreated, nil)

@@ -35,8 +35,27 @@ var decodeOptions = json.JoinOptions(
 	json.MatchCaseInsensitiveNames(false), // "Name" is not "name"
 	jsontext.AllowDuplicateNames(false),   // {"a":1,"a":2} is refused, not last-wins
 	jsontext.AllowInvalidUTF8(false),
-	json.WithUnmarshalers(json.JoinUnmarshalers(patchFields, shorthands, rejectNull)),
+	json.WithUnmarshalers(json.JoinUnmarshalers(patchFields, shorthands, rejectNull, noNegativeZero)),
 )
+
+// noNegativeZero reads a number inside free JSON (an `any`, such as an
+// access code's properties) as float64 like json/v2 does, but -0 as 0:
+// PostgreSQL's jsonb has no negative zero, so a stored -0 would read back
+// as 0 while the 201 showed -0.
+var noNegativeZero = json.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *any) error {
+	if dec.PeekKind() != '0' {
+		return errors.ErrUnsupported
+	}
+	var f float64
+	if err := json.UnmarshalDecode(dec, &f); err != nil {
+		return err
+	}
+	if f == 0 {
+		f = 0 // drops the sign of -0
+	}
+	*v = f
+	return nil
+})
 
 // patchFields decode the core's PATCH fields (platform.Patch) with these
 // same strict rules: their UnmarshalJSON would fall back to encoding/json,
