@@ -46,7 +46,7 @@ FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckText$$' -fuzztime $(FUZZTIME) ./adapters/http/httpx
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./adapters/http/httpx
-	$(GO) test -run '^$$' -fuzz '^FuzzTextThroughPostgres$$' -fuzztime $(FUZZTIME) ./test/e2e
+	$(GO) test -run '^$$' -fuzz '^FuzzTextThroughPostgres$$' -fuzztime $(FUZZTIME) ./test/textfuzz
 
 ## lint: gofmt, go vet, staticcheck
 lint:
