@@ -4,29 +4,18 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
+	"github.com/qms-dev/qms/adapters/adapterset"
 	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/adapters/metrics"
 	"github.com/qms-dev/qms/adapters/postgres"
-	"github.com/qms-dev/qms/adapters/riverjobs"
 	"github.com/qms-dev/qms/configs/config"
-	"github.com/qms-dev/qms/core/accesscodes"
-	"github.com/qms-dev/qms/core/accounts"
-	"github.com/qms-dev/qms/core/analytics"
-	"github.com/qms-dev/qms/core/appointments"
-	"github.com/qms-dev/qms/core/display"
-	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
-	"github.com/qms-dev/qms/core/queues"
-	"github.com/qms-dev/qms/core/stream"
-	"github.com/qms-dev/qms/core/ticket"
-	"github.com/qms-dev/qms/core/turns"
-	"github.com/qms-dev/qms/core/webhooks"
-	"github.com/qms-dev/qms/core/workflow"
 	"github.com/qms-dev/qms/ports"
 )
 
@@ -42,58 +31,55 @@ func storage(cfg *config.Config) fx.Option {
 var memoryAdapters = fx.Module("memory",
 	fx.Provide(
 		memory.NewStore,
-		fx.Annotate(func(s *memory.Store) *memory.Store { return s }, fx.As(new(platform.UnitOfWork)), fx.As(new(ports.Pinger))),
-		fx.Annotate(memory.NewAccounts, fx.As(new(accounts.Repository))),
-		fx.Annotate(memory.NewEntities, fx.As(new(entities.Repository))),
-		fx.Annotate(memory.NewQueues, fx.As(new(queues.Repository))),
-		fx.Annotate(memory.NewTurns, fx.As(new(turns.Repository))),
-		fx.Annotate(memory.NewAppointments, fx.As(new(appointments.Repository))),
-		fx.Annotate(memory.NewAccessCodes, fx.As(new(accesscodes.Repository))),
-		fx.Annotate(memory.NewAccessCodeTurns, fx.As(new(accesscodes.TurnCodes))),
-		fx.Annotate(memory.NewWorkflow, fx.As(new(workflow.Repository)), fx.As(new(workflow.ForwardRepository))),
-		fx.Annotate(memory.NewAnalytics, fx.As(new(analytics.Repository))),
-		fx.Annotate(memory.NewWebhooks, fx.As(new(webhooks.Repository))),
-		fx.Annotate(memory.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
-		fx.Annotate(memory.NewStreamLog, fx.As(new(stream.Log)), fx.As(new(stream.Notifier)), fx.As(new(display.Calls)), fx.As(fx.Self())),
-		fx.Annotate(memory.NewDisplayTokens, fx.As(new(display.Repository))),
-		fx.Annotate(memory.NewTicketLinks, fx.As(new(ticket.Repository))),
-		fx.Annotate(memory.NewRateLimiter, fx.As(new(ports.RateLimiter))),
-		fx.Annotate(newMemoryRunner, fx.As(new(ports.JobRunner)), fx.As(new(platform.JobScheduler))),
+		func(s *memory.Store, clock platform.Clock, log *slog.Logger) (adapterset.Set, error) {
+			return adapterset.Memory(s, adapterset.Options{Clock: clock, Logger: log})
+		},
 	),
-	fx.Invoke(runJobs),
-	// The stream log copies each event, in its transaction, in commit order.
-	fx.Invoke(func(b *events.Bus, l *memory.StreamLog) { b.Subscribe(l) }),
+	providePorts,
+	fx.Invoke(runJobs, subscribeCopies),
 )
 
 var postgresAdapters = fx.Module("postgres",
 	fx.Provide(
 		openPostgres,
-		fx.Annotate(func(db *postgres.DB) *postgres.DB { return db }, fx.As(new(platform.UnitOfWork)), fx.As(new(ports.Pinger))),
-		fx.Annotate(postgres.NewAccounts, fx.As(new(accounts.Repository))),
-		fx.Annotate(postgres.NewEntities, fx.As(new(entities.Repository))),
-		fx.Annotate(postgres.NewQueues, fx.As(new(queues.Repository))),
-		fx.Annotate(postgres.NewTurns, fx.As(new(turns.Repository))),
-		fx.Annotate(postgres.NewAppointments, fx.As(new(appointments.Repository))),
-		fx.Annotate(postgres.NewAccessCodes, fx.As(new(accesscodes.Repository))),
-		fx.Annotate(postgres.NewAccessCodeTurns, fx.As(new(accesscodes.TurnCodes))),
-		fx.Annotate(postgres.NewWorkflow, fx.As(new(workflow.Repository)), fx.As(new(workflow.ForwardRepository))),
-		fx.Annotate(postgres.NewAnalytics, fx.As(new(analytics.Repository))),
-		// Signing secrets are sealed under webhooks.secret_key (secrets.go).
-		fx.Annotate(newWebhooksRepo, fx.As(new(webhooks.Repository)), fx.As(fx.Self())),
-		fx.Annotate(postgres.NewEvents, fx.As(new(events.Store)), fx.As(fx.Self())),
-		fx.Annotate(postgres.NewStreamLog, fx.As(new(stream.Log)), fx.As(new(display.Calls))),
-		fx.Annotate(postgres.NewDisplayTokens, fx.As(new(display.Repository))),
-		fx.Annotate(postgres.NewTicketLinks, fx.As(new(ticket.Repository))),
-		fx.Annotate(postgres.NewStreamNotifier, fx.As(new(stream.Notifier))),
-		fx.Annotate(postgres.NewRateLimiter, fx.As(new(ports.RateLimiter))),
-		fx.Annotate(newRiverRunner, fx.As(new(ports.JobRunner)), fx.As(new(platform.JobScheduler))),
+		func(db *postgres.DB, cfg *config.Config, log *slog.Logger) (adapterset.Set, error) {
+			return adapterset.Postgres(db, adapterset.Options{Logger: log,
+				SecretKey: cfg.Webhooks.SecretKey, OldSecretKeys: cfg.OldSecretKeys()})
+		},
 		postgres.NewAuthListener,
 		fx.Annotate(postgresCollectors, fx.ResultTags(`group:"`+ports.GroupMetrics+`,flatten"`)),
 	),
-	fx.Invoke(runJobs),
+	providePorts,
+	fx.Invoke(runJobs, subscribeCopies),
 	fx.Invoke(listenAuth),
 	fx.Invoke(sealPlainSecrets),
 )
+
+// providePorts provides every port field of the adapter set under its
+// interface type, so a port added to adapterset.Set needs no line here.
+var providePorts = func() fx.Option {
+	setType := reflect.TypeFor[adapterset.Set]()
+	var provide []any
+	for i := 0; i < setType.NumField(); i++ {
+		f := setType.Field(i)
+		if f.Type.Kind() != reflect.Interface {
+			continue
+		}
+		fn := reflect.MakeFunc(reflect.FuncOf([]reflect.Type{setType}, []reflect.Type{f.Type}, false),
+			func(args []reflect.Value) []reflect.Value { return []reflect.Value{args[0].Field(i)} })
+		provide = append(provide, fn.Interface())
+	}
+	return fx.Provide(provide...)
+}()
+
+// subscribeCopies subscribes to the event bus the adapters that keep their
+// own copy of the log (the memory stream log copies each event, in its
+// transaction, in commit order).
+func subscribeCopies(b *events.Bus, s adapterset.Set) {
+	for _, c := range s.EventCopies {
+		b.Subscribe(c)
+	}
+}
 
 // openPostgres connects, applies migrations unless told not to, and closes
 // the pool when the application stops (after the job runner has stopped).
@@ -117,14 +103,6 @@ func openPostgres(lc fx.Lifecycle, cfg *config.Config, log *slog.Logger) (*postg
 		OnStop: func(context.Context) error { db.Close(); return nil },
 	})
 	return db, nil
-}
-
-func newMemoryRunner(s *memory.Store, clock platform.Clock, log *slog.Logger) *memory.JobRunner {
-	return memory.NewJobRunner(s, clock, memory.JobRunnerOptions{Logger: log.With("component", "jobs")})
-}
-
-func newRiverRunner(db *postgres.DB, log *slog.Logger) *riverjobs.Runner {
-	return riverjobs.New(db, riverjobs.Options{Logger: log.With("component", "river")})
 }
 
 // postgresCollectors are the PostgreSQL set's metrics: the pool and

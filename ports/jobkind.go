@@ -22,10 +22,16 @@ func CheckJobKind(kind JobKind) error {
 }
 
 // DefaultBackoff is the wait before the next attempt of a kind without its
-// own Backoff: about 2^(attempt-1) seconds (1 s, 2 s, 4 s, ..., capped at an
-// hour), spread ±25% so failures that happened together do not retry
-// together.
-func DefaultBackoff(attempt int) time.Duration {
-	d := min(time.Second<<min(max(attempt-1, 0), 12), time.Hour)
-	return d*3/4 + rand.N(d/2)
+// own Backoff: Backoff capped at an hour.
+var DefaultBackoff = Backoff(time.Hour)
+
+// Backoff is the one backoff of the job runners: the wait before the next
+// attempt is about 2^(attempt-1) seconds (1 s, 2 s, 4 s, ...), at most
+// limit, spread ±25% so failures that happened together do not retry
+// together. A kind with a shorter limit sets Backoff: Backoff(limit).
+func Backoff(limit time.Duration) func(attempt int) time.Duration {
+	return func(attempt int) time.Duration {
+		d := min(time.Second<<min(max(attempt-1, 0), 30), limit)
+		return d*3/4 + rand.N(d/2)
+	}
 }

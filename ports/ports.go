@@ -12,6 +12,7 @@ package ports
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/qms-dev/qms/core/platform"
@@ -71,4 +72,23 @@ type RateDecision struct {
 // share one budget per key.
 type RateLimiter interface {
 	Allow(ctx context.Context, key string, limit int, now time.Time) (RateDecision, error)
+}
+
+// Typed is the handler of a kind whose arguments are A: the kind decodes
+// them once, so a handler never reads JSON (River's JobArgs idea). A job
+// whose arguments do not decode, or that Check refuses, fails with its id
+// and arguments in the error.
+func Typed[A any](module string, handle func(ctx context.Context, args A, job JobContext) error, check ...func(A) error) JobHandler {
+	return func(ctx context.Context, job JobContext) error {
+		var args A
+		if err := json.Unmarshal(job.Args, &args); err != nil {
+			return fmt.Errorf("%s: job %s (%s): malformed arguments %s: %w", module, job.ID, job.Kind, job.Args, err)
+		}
+		for _, c := range check {
+			if err := c(args); err != nil {
+				return fmt.Errorf("%s: job %s (%s): malformed arguments %s: %w", module, job.ID, job.Kind, job.Args, err)
+			}
+		}
+		return handle(ctx, args, job)
+	}
 }

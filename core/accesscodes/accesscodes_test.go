@@ -15,6 +15,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/test/testkit"
 )
 
 type fixture struct {
@@ -55,20 +56,6 @@ func setup(t *testing.T) *fixture {
 
 func code(c string) accesscodes.CreateInput { return accesscodes.CreateInput{Code: platform.Ptr(c)} }
 
-// fieldsOf returns the paths and rules of a VALIDATION_ERROR.
-func fieldsOf(t *testing.T, err error) map[string]string {
-	t.Helper()
-	e, ok := platform.AsError(err)
-	if !ok || e.Code != platform.CodeValidation {
-		t.Fatalf("want VALIDATION_ERROR, got %v", err)
-	}
-	out := map[string]string{}
-	for _, f := range e.Details["fields"].([]platform.FieldError) {
-		out[f.Path] = f.Rule
-	}
-	return out
-}
-
 func TestValidateEveryBound(t *testing.T) {
 	long := func(n int) *string { return platform.Ptr(strings.Repeat("x", n)) }
 	cases := []struct {
@@ -95,7 +82,7 @@ func TestValidateEveryBound(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := fieldsOf(t, c.in.Validate())
+			got := testkit.Fields(t, c.in.Validate())
 			if got[c.path] != c.rule {
 				t.Fatalf("want %s %s, got %v", c.path, c.rule, got)
 			}
@@ -202,7 +189,7 @@ func TestBulkIsAllOrNothingAndNamesEveryFailingIndex(t *testing.T) {
 
 	// Field rules come first, as VALIDATION_ERROR with indexed paths.
 	_, err = f.svc.CreateBulk(ctx, acct, accesscodes.BulkInput{Codes: []accesscodes.CreateInput{code("ok"), {}, {Code: platform.Ptr("x"), MaxUses: platform.Ptr(0)}}})
-	fields := fieldsOf(t, err)
+	fields := testkit.Fields(t, err)
 	if fields["codes[1].code"] != "required" || fields["codes[2].maxUses"] != "min" || len(fields) != 2 {
 		t.Fatalf("fields: %v", fields)
 	}
@@ -211,11 +198,11 @@ func TestBulkIsAllOrNothingAndNamesEveryFailingIndex(t *testing.T) {
 		for i := range cs {
 			cs[i] = code(fmt.Sprint("B", i))
 		}
-		if fields := fieldsOf(t, mustFail(f.svc.CreateBulk(ctx, acct, accesscodes.BulkInput{Codes: cs}))); fields["codes"] == "" {
+		if fields := testkit.Fields(t, mustFail(f.svc.CreateBulk(ctx, acct, accesscodes.BulkInput{Codes: cs}))); fields["codes"] == "" {
 			t.Fatalf("%d codes: %v", n, fields)
 		}
 	}
-	if fields := fieldsOf(t, mustFail(f.svc.CreateBulk(ctx, acct, accesscodes.BulkInput{}))); fields["codes"] != "required" {
+	if fields := testkit.Fields(t, mustFail(f.svc.CreateBulk(ctx, acct, accesscodes.BulkInput{}))); fields["codes"] != "required" {
 		t.Fatalf("no codes: %v", fields)
 	}
 

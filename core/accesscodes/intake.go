@@ -62,7 +62,28 @@ type Guard struct {
 var (
 	_ turns.IntakeShaper = (*Guard)(nil)
 	_ turns.ReturnGuard  = (*Guard)(nil)
+	_ turns.BodyExtender = (*Guard)(nil)
 )
+
+// BodyMember is the accessCode member of the turn create body (a v1
+// extension of spec 2.3): the code a queue with accessCodeRequired asks
+// for, 1-32 characters. The module declares it; core/turns does not name
+// it.
+const BodyMember = "accessCode"
+
+// BodyMembers declares accessCode (turns.BodyExtender).
+func (g *Guard) BodyMembers() []turns.BodyMember {
+	return []turns.BodyMember{{Name: BodyMember, Zero: (*string)(nil), Validate: func(v *platform.Validator, value any) {
+		code, _ := value.(*string)
+		v.OptLen(BodyMember, code, 1, 32)
+	}}}
+}
+
+// accessCode is the code a create carried, nil when none.
+func accessCode(in turns.Intake) *string {
+	code, _ := in.Input.Extensions[BodyMember].(*string)
+	return code
+}
 
 // NewGuard builds the intake guard.
 func NewGuard(svc *Service, codes TurnCodes, clock platform.Clock) *Guard {
@@ -79,7 +100,7 @@ func (g *Guard) Shape(ctx context.Context, in turns.Intake) (turns.Shaping, erro
 	if in.Forwarded {
 		return turns.Shaping{}, nil
 	}
-	value := in.Input.AccessCode
+	value := accessCode(in)
 	if value == nil {
 		if in.Queue.AccessCodeRequired {
 			return turns.Shaping{}, platform.Unprocessable(CodeRequired, "the queue requires an access code (accessCode)",
@@ -142,10 +163,10 @@ func (g *Guard) Returning(ctx context.Context, q queues.Queue, t turns.Turn) err
 
 // Admitted records which code the stored turn took.
 func (g *Guard) Admitted(ctx context.Context, in turns.Intake, t turns.Turn) error {
-	if in.Forwarded || in.Input.AccessCode == nil {
+	if in.Forwarded || accessCode(in) == nil {
 		return nil
 	}
-	c, err := g.svc.repo.GetByCode(ctx, in.AccountID, *in.Input.AccessCode)
+	c, err := g.svc.repo.GetByCode(ctx, in.AccountID, *accessCode(in))
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,7 @@
 package appointments_test
 
 import (
-	"context"
-	"sync"
+	"github.com/qms-dev/qms/adapters/adapterset"
 	"testing"
 	"time"
 
@@ -14,30 +13,15 @@ import (
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
+	"github.com/qms-dev/qms/test/testkit"
 )
-
-// jobs records the jobs of committed units of work.
-type jobs struct {
-	store *memory.Store
-	mu    sync.Mutex
-	all   []platform.Job
-}
-
-func (j *jobs) Schedule(ctx context.Context, job platform.Job) error {
-	j.store.AfterCommit(ctx, func() {
-		j.mu.Lock()
-		j.all = append(j.all, job)
-		j.mu.Unlock()
-	})
-	return nil
-}
 
 // hybrid is a HYBRID queue with the turns and appointments services
 // wired as modules/appointments wires them.
 type hybrid struct {
 	apts  *appointments.Service
 	turns *turns.Service
-	jobs  *jobs
+	jobs  *testkit.Jobs
 	clock *platformtest.Clock
 	run   string
 	slot  appointments.Slot
@@ -47,13 +31,17 @@ func newHybrid(t *testing.T) *hybrid {
 	t.Helper()
 	store := memory.NewStore()
 	clock := platformtest.NewClock(time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC))
-	bus := events.NewBus(memory.NewEvents(store))
-	ents := entities.NewService(memory.NewEntities(store), store, clock)
-	qrepo := memory.NewQueues(store)
+	set, err := adapterset.Memory(store, adapterset.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := events.NewBus(set.Events)
+	ents := entities.NewService(set.Entities, store, clock)
+	qrepo := set.Queues
 	qs := queues.NewService(qrepo, ents, store, bus, clock)
-	js := &jobs{store: store}
-	ts := turns.NewService(memory.NewTurns(store), qrepo, store, bus, js, clock, nil)
-	as := appointments.NewService(memory.NewAppointments(store), qrepo, store, bus, clock)
+	js := testkit.NewJobs(store)
+	ts := turns.NewService(set.Turns, qrepo, store, bus, js, clock, nil)
+	as := appointments.NewService(set.Appointments, qrepo, store, bus, clock)
 	as.UseLine(ts, js)
 	ts.Follow(as)
 	e, err := ents.Create(ctx, account, entities.CreateInput{Name: platform.Ptr("Clinic")})
@@ -103,11 +91,11 @@ func TestEarlyCheckInJoinsTheLineAtTheSlotsStart(t *testing.T) {
 		t.Fatalf("early check-in: %+v %v", got, err)
 	}
 	before := h.walkIn(t) // 12:55, before the slot starts
-	if len(h.jobs.all) != 1 || h.jobs.all[0].Kind != appointments.JoinLineJobKind || !h.jobs.all[0].RunAt.Equal(h.slot.Start) {
-		t.Fatalf("the join job: %+v", h.jobs.all)
+	if len(h.jobs.All()) != 1 || h.jobs.All()[0].Kind != appointments.JoinLineJobKind || !h.jobs.All()[0].RunAt.Equal(h.slot.Start) {
+		t.Fatalf("the join job: %+v", h.jobs.All())
 	}
 	h.clock.Set(h.slot.Start)
-	args := h.jobs.all[0].Args.(appointments.JoinLineArgs)
+	args := h.jobs.All()[0].Args.(appointments.JoinLineArgs)
 	if err := h.apts.JoinLine(ctx, args); err != nil {
 		t.Fatal(err)
 	}

@@ -170,7 +170,7 @@ func TestCallOnNextOffServesAtOnce(t *testing.T) {
 	if v.Status != turns.InService || v.StartedAt == nil || v.ArrivedAt == nil {
 		t.Fatalf("callOnNext off: %+v", v)
 	}
-	if n := len(f.jobs.all()); n != 0 {
+	if n := len(f.jobs.All()); n != 0 {
 		t.Fatalf("no call, no tolerance job: %d", n)
 	}
 	if evs := f.eventsOf(v.ID); evs[len(evs)-1].Name != platform.EventTurnCalled {

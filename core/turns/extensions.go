@@ -7,22 +7,43 @@ import (
 	"github.com/qms-dev/qms/core/queues"
 )
 
-// Extensions holds the turn body fields that belong to other modules (an
-// access code, for instance). It is embedded in CreateInput without a JSON
-// name, so its fields are members of the body itself and strict decoding
-// knows them. A module adds its field here and checks it in an IntakeGuard;
-// the field is then part of the idempotency hash automatically.
-type Extensions struct {
-	// AccessCode is the access-codes module's field (a v1 extension of
-	// spec 2.3): the code a queue with accessCodeRequired asks for, 1-32
-	// characters. Checked and counted by that module's IntakeShaper.
-	AccessCode *string `json:"accessCode,omitempty"`
+// BodyMember is a member of the turn create body that another module
+// declares (the access-codes module's accessCode): core/turns does not name
+// it. An IntakeGuard that is also a BodyExtender declares its members; the
+// HTTP layer decodes each as strictly as the body's own members, into a
+// value of Zero's type, Create validates it with Validate, and it counts in
+// the idempotency hash.
+type BodyMember struct {
+	Name string
+	// Zero is a value of the member's Go type, a typed nil pointer
+	// ((*string)(nil)): absent and null decode to it.
+	Zero any
+	// Validate checks the bounds of a value the body carried.
+	Validate func(v *platform.Validator, value any)
 }
 
-// validate checks the bounds of the extension fields.
-func (e Extensions) validate(v *platform.Validator) {
-	v.OptLen("accessCode", e.AccessCode, 1, 32)
+// BodyExtender is an IntakeGuard that declares body members.
+type BodyExtender interface {
+	BodyMembers() []BodyMember
 }
+
+// Extensions holds the declared members a create carried, by name, each a
+// non-nil value of its BodyMember.Zero's type.
+type Extensions map[string]any
+
+// bodyMembers collects the members the guards declare, in their order.
+func bodyMembers(guards []IntakeGuard) []BodyMember {
+	var out []BodyMember
+	for _, g := range guards {
+		if e, ok := g.(BodyExtender); ok {
+			out = append(out, e.BodyMembers()...)
+		}
+	}
+	return out
+}
+
+// BodyMembers returns the create body's members other modules declared.
+func (s *Service) BodyMembers() []BodyMember { return s.members }
 
 // Intake is what an IntakeGuard sees of a turn being taken.
 type Intake struct {

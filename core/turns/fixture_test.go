@@ -3,7 +3,7 @@ package turns_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
+	"github.com/qms-dev/qms/adapters/adapterset"
 	"testing"
 	"time"
 
@@ -15,6 +15,7 @@ import (
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
+	"github.com/qms-dev/qms/test/testkit"
 )
 
 const account = "acc_1"
@@ -29,15 +30,15 @@ type fixture struct {
 	ctx      context.Context
 	clock    *platformtest.Clock
 	store    *memory.Store
-	repo     *memory.Turns
+	repo     turns.Repository
 	queues   *queues.Service
 	svc      *turns.Service
 	events   *memory.Events
-	jobs     *jobLog
+	jobs     *testkit.Jobs
 	entityID string
 	ents     *entities.Service
 	// queuesRepo and bus let a test build a second service on the store.
-	queuesRepo *memory.Queues
+	queuesRepo queues.Repository
 	bus        *events.Bus
 }
 
@@ -49,40 +50,23 @@ func (f *fixture) queuesEntity(accountID string) (string, error) {
 	return e.ID, err
 }
 
-// jobLog is a platform.JobScheduler that keeps the jobs of committed units
-// of work.
-type jobLog struct {
-	store *memory.Store
-	mu    sync.Mutex
-	jobs  []platform.Job
-}
-
-func (l *jobLog) Schedule(ctx context.Context, j platform.Job) error {
-	l.store.AfterCommit(ctx, func() {
-		l.mu.Lock()
-		l.jobs = append(l.jobs, j)
-		l.mu.Unlock()
-	})
-	return nil
-}
-
-func (l *jobLog) all() []platform.Job {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]platform.Job(nil), l.jobs...)
-}
-
 func newFixture(t *testing.T, guards ...turns.IntakeGuard) *fixture {
 	t.Helper()
 	store := memory.NewStore()
 	clock := platformtest.NewClock(monday10)
-	ev := memory.NewEvents(store)
+	// The memory adapter set, as bootstrap builds it; jobs are recorded
+	// instead of run.
+	set, err := adapterset.Memory(store, adapterset.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := set.Events.(*memory.Events)
 	bus := events.NewBus(ev)
-	ents := entities.NewService(memory.NewEntities(store), store, clock)
-	qrepo := memory.NewQueues(store)
+	ents := entities.NewService(set.Entities, store, clock)
+	qrepo := set.Queues
 	qs := queues.NewService(qrepo, ents, store, bus, clock)
-	repo := memory.NewTurns(store)
-	jobs := &jobLog{store: store}
+	repo := set.Turns
+	jobs := testkit.NewJobs(store)
 	svc := turns.NewService(repo, qrepo, store, bus, jobs, clock, guards)
 	bus.Subscribe(svc)
 	e, err := ents.Create(context.Background(), account, entities.CreateInput{Name: platform.Ptr("Main branch")})

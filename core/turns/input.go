@@ -11,25 +11,33 @@ import (
 )
 
 // CreateInput is the turn create body (spec 2.3): every field optional.
-// Other modules add their own body fields through Extensions (see
-// extensions.go), so this struct stays the one strict body.
+// Other modules declare their own body members (BodyMember, see
+// extensions.go); their values arrive in Extensions.
 type CreateInput struct {
 	PeopleCount    *int              `json:"peopleCount"`
 	IdempotencyKey *string           `json:"idempotencyKey"`
 	Phone          *string           `json:"phone"`
 	NotifyWhatsapp *bool             `json:"notifyWhatsapp"`
 	FormResponse   map[string]string `json:"formResponse" text:"free"`
-	Extensions
+	Extensions     Extensions        `json:"-"`
 }
 
 // Validate checks the bounds of spec 2.3; the answers are checked against
 // the queue's questions once the queue is known.
-func (in *CreateInput) Validate() error {
+func (in *CreateInput) Validate() error { return in.validate(nil) }
+
+// validate is Validate with the declared members' own checks, after the
+// body's.
+func (in *CreateInput) validate(members []BodyMember) error {
 	var v platform.Validator
 	v.OptRange("peopleCount", in.PeopleCount, 1, 20)
 	v.OptLen("idempotencyKey", in.IdempotencyKey, 8, 120)
 	v.OptLen("phone", in.Phone, 8, 20)
-	in.Extensions.validate(&v)
+	for _, m := range members {
+		if val, ok := in.Extensions[m.Name]; ok && m.Validate != nil {
+			m.Validate(&v, val)
+		}
+	}
 	return v.Err()
 }
 
@@ -37,7 +45,7 @@ func (in *CreateInput) Validate() error {
 // idempotency key can be told apart from a reuse with another body. It
 // covers the run and the body with defaults applied: leaving peopleCount
 // out and sending 1 are the same request.
-func (in CreateInput) requestHash(runID string) string {
+func (in CreateInput) requestHash(runID string, members []BodyMember) string {
 	n := in
 	n.IdempotencyKey = nil
 	if n.PeopleCount == nil {
@@ -51,6 +59,21 @@ func (in CreateInput) requestHash(runID string) string {
 	}
 	// encoding/json sorts map keys, so equal bodies encode alike.
 	b, _ := json.Marshal(n)
+	// The declared members follow, in declaration order, as the fields of
+	// the struct they once were (omitted when absent), so hashes stored
+	// before the members moved out of this package still match.
+	for _, m := range members {
+		val, ok := in.Extensions[m.Name]
+		if !ok {
+			continue
+		}
+		mb, err := json.Marshal(val)
+		if err != nil || string(mb) == "null" {
+			continue
+		}
+		name, _ := json.Marshal(m.Name)
+		b = append(append(append(append(b[:len(b)-1], ','), name...), ':'), append(mb, '}')...)
+	}
 	sum := sha256.Sum256(append([]byte(runID+"\n"), b...))
 	return hex.EncodeToString(sum[:])
 }

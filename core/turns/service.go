@@ -19,7 +19,9 @@ type Service struct {
 	jobs   platform.JobScheduler
 	clock  platform.Clock
 	guards []IntakeGuard
-	line   *lineCache
+	// members are the body members the guards declare.
+	members []BodyMember
+	line    *lineCache
 	// followers keep records of other modules in step with the turns they
 	// follow (Follow).
 	followers []Follower
@@ -42,7 +44,7 @@ func (s *Service) Follow(f Follower) { s.followers = append(s.followers, f) }
 func NewService(repo Repository, qs Queues, uow platform.UnitOfWork, events platform.EventSink,
 	jobs platform.JobScheduler, clock platform.Clock, guards []IntakeGuard) *Service {
 	return &Service{repo: repo, queues: qs, uow: uow, events: events, jobs: jobs, clock: clock,
-		guards: guards, line: newLineCache()}
+		guards: guards, members: bodyMembers(guards), line: newLineCache()}
 }
 
 // maxCreateAttempts bounds the retries of a create that lost an
@@ -53,10 +55,10 @@ const maxCreateAttempts = 3
 // returns the turn's view and whether it is the replay of an earlier
 // create with the same idempotency key.
 func (s *Service) Create(ctx context.Context, accountID, runID string, in CreateInput) (View, bool, error) {
-	if err := in.Validate(); err != nil {
+	if err := in.validate(s.members); err != nil {
 		return View{}, false, err
 	}
-	hash := in.requestHash(runID)
+	hash := in.requestHash(runID, s.members)
 	for attempt := 1; ; attempt++ {
 		if in.IdempotencyKey != nil {
 			t, found, err := s.replay(ctx, accountID, *in.IdempotencyKey, hash)

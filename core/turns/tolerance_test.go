@@ -19,9 +19,9 @@ func calledTurn(t *testing.T, f *fixture, grace int, onExpired string) (turns.Vi
 		DispatchFlow: &queues.DispatchFlow{OnToleranceExpired: platform.Ptr(onExpired)},
 	})
 	f.take(run, turns.CreateInput{})
-	before := len(f.jobs.all())
+	before := len(f.jobs.All())
 	v := must(t)(f.svc.Next(f.ctx, account, run, turns.CallInput{}))
-	jobs := f.jobs.all()
+	jobs := f.jobs.All()
 	if len(jobs) != before+1 {
 		t.Fatalf("a call schedules one job, got %d", len(jobs)-before)
 	}
@@ -101,7 +101,7 @@ func TestCallingAgainStartsANewTolerance(t *testing.T) {
 	v, first := calledTurn(t, f, 2, queues.OnExpiredNoShow)
 	f.clock.Advance(time.Minute)
 	again := must(t)(f.svc.Call(f.ctx, account, v.ID, turns.CallInput{}))
-	jobs := f.jobs.all()
+	jobs := f.jobs.All()
 	second := jobs[len(jobs)-1].Args.(turns.ToleranceArgs)
 	if again.CallCount != 2 || second.CallCount != 2 || !jobs[len(jobs)-1].RunAt.Equal(again.CalledAt.Add(2*time.Minute)) {
 		t.Fatalf("recall: %d %+v", again.CallCount, jobs[len(jobs)-1])
@@ -125,7 +125,7 @@ func TestNoToleranceNoJob(t *testing.T) {
 	_, run := f.queue(queues.CreateInput{})
 	f.take(run, turns.CreateInput{})
 	must(t)(f.svc.Next(f.ctx, account, run, turns.CallInput{}))
-	if n := len(f.jobs.all()); n != 0 {
+	if n := len(f.jobs.All()); n != 0 {
 		t.Fatalf("a queue without tolerance schedules no expiry: %d", n)
 	}
 }
@@ -138,9 +138,9 @@ func TestARefusedCallSchedulesNothing(t *testing.T) {
 	f.take(run, turns.CreateInput{})
 	b := f.take(run, turns.CreateInput{})
 	must(t)(f.svc.Next(f.ctx, account, run, turns.CallInput{StationID: &st}))
-	n := len(f.jobs.all())
+	n := len(f.jobs.All())
 	wantCode(t, errOf(f.svc.Call(f.ctx, account, b.ID, turns.CallInput{StationID: &st})), turns.CodeStationBusy)
-	if len(f.jobs.all()) != n {
+	if len(f.jobs.All()) != n {
 		t.Fatal("a rolled-back call left a job")
 	}
 }

@@ -19,35 +19,10 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/core/webhooks"
+	"github.com/qms-dev/qms/test/testkit"
 )
 
 const account = "acc_1"
-
-// scheduler records the jobs of committed units of work; tests run them by
-// hand, which keeps the domain tests free of timers.
-type scheduler struct {
-	store *memory.Store
-	mu    sync.Mutex
-	jobs  []platform.Job
-}
-
-func (s *scheduler) Schedule(ctx context.Context, j platform.Job) error {
-	s.store.AfterCommit(ctx, func() {
-		s.mu.Lock()
-		s.jobs = append(s.jobs, j)
-		s.mu.Unlock()
-	})
-	return nil
-}
-
-// take returns and forgets the jobs scheduled so far.
-func (s *scheduler) take() []platform.Job {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.jobs
-	s.jobs = nil
-	return out
-}
 
 // sender answers from a script and records the requests.
 type sender struct {
@@ -110,7 +85,7 @@ var publicDNS = resolver{
 type fixture struct {
 	store  *memory.Store
 	repo   *memory.Webhooks
-	jobs   *scheduler
+	jobs   *testkit.Jobs
 	sender *sender
 	clock  *platformtest.Clock
 	svc    *webhooks.Service
@@ -120,7 +95,7 @@ type fixture struct {
 func newFixture(t *testing.T, opts webhooks.Options) *fixture {
 	t.Helper()
 	store := memory.NewStore()
-	f := &fixture{store: store, repo: memory.NewWebhooks(store), jobs: &scheduler{store: store},
+	f := &fixture{store: store, repo: memory.NewWebhooks(store), jobs: testkit.NewJobs(store),
 		sender: &sender{}, clock: platformtest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))}
 	if opts.URLs.Resolver == nil {
 		opts.URLs.Resolver = publicDNS
@@ -358,7 +333,7 @@ func TestOneDeliveryPerSubscribedEndpointCommittedWithTheChange(t *testing.T) {
 	if err := f.emit(t, "queue.closed", true); err == nil {
 		t.Fatal("the failing change committed")
 	}
-	if jobs := f.jobs.take(); len(jobs) != 0 {
+	if jobs := f.jobs.Take(); len(jobs) != 0 {
 		t.Fatalf("a rolled-back change scheduled %d jobs", len(jobs))
 	}
 	if ds, _ := f.svc.Deliveries(context.Background(), account); len(ds) != 0 {
@@ -368,7 +343,7 @@ func TestOneDeliveryPerSubscribedEndpointCommittedWithTheChange(t *testing.T) {
 	if err := f.emit(t, "queue.closed", false); err != nil {
 		t.Fatal(err)
 	}
-	jobs := f.jobs.take()
+	jobs := f.jobs.Take()
 	ds, _ := f.svc.Deliveries(context.Background(), account)
 	if len(jobs) != 2 || len(ds) != 2 {
 		t.Fatalf("want 2 jobs and 2 deliveries, got %d and %d", len(jobs), len(ds))
@@ -397,7 +372,7 @@ func TestBodyShape(t *testing.T) {
 	if err := f.emit(t, "queue.closed", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.run(t, one(t, f.jobs.take())); err != nil {
+	if err := f.run(t, one(t, f.jobs.Take())); err != nil {
 		t.Fatal(err)
 	}
 	req := one(t, f.sender.requests())
@@ -427,7 +402,7 @@ func TestSuccess(t *testing.T) {
 	f := newFixture(t, webhooks.Options{})
 	ep := f.create(t, "https://hooks.example.com/a", "queue.closed")
 	_ = f.emit(t, "queue.closed", false)
-	if err := f.run(t, one(t, f.jobs.take())); err != nil {
+	if err := f.run(t, one(t, f.jobs.Take())); err != nil {
 		t.Fatal(err)
 	}
 	req := one(t, f.sender.requests())
@@ -442,7 +417,7 @@ func TestSuccess(t *testing.T) {
 		d.LastError != nil || d.NextAttemptAt != nil || d.LastAttemptAt == nil {
 		t.Errorf("delivery after success: %+v", d)
 	}
-	if jobs := f.jobs.take(); len(jobs) != 0 {
+	if jobs := f.jobs.Take(); len(jobs) != 0 {
 		t.Errorf("a success scheduled %d jobs", len(jobs))
 	}
 }
@@ -452,7 +427,7 @@ func TestFailureRetriesOnTheScheduleWithTheSameBody(t *testing.T) {
 	f.create(t, "https://hooks.example.com/a", "queue.closed")
 	f.sender.answers = []webhooks.Result{{Status: 500, Excerpt: []byte("boom\x00\n")}}
 	_ = f.emit(t, "queue.closed", false)
-	first := one(t, f.jobs.take())
+	first := one(t, f.jobs.Take())
 	if err := f.run(t, first); err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +437,7 @@ func TestFailureRetriesOnTheScheduleWithTheSameBody(t *testing.T) {
 		*d.LastError != "the receiver answered 500: boom" {
 		t.Fatalf("after a 500: %+v (lastError %v)", d, deref(d.LastError))
 	}
-	next := one(t, f.jobs.take())
+	next := one(t, f.jobs.Take())
 	args := next.Args.(webhooks.AttemptArgs)
 	lo, hi := f.clock.Now().Add(4500*time.Millisecond), f.clock.Now().Add(5500*time.Millisecond)
 	if d.NextAttemptAt == nil || d.NextAttemptAt.Before(lo) || d.NextAttemptAt.After(hi) || !next.RunAt.Equal(*d.NextAttemptAt) || args.N != 2 {
@@ -470,7 +445,7 @@ func TestFailureRetriesOnTheScheduleWithTheSameBody(t *testing.T) {
 	}
 
 	// The first job runs again (a crash after it recorded): nothing happens.
-	if err := f.run(t, first); err != nil || len(f.sender.requests()) != 1 || len(f.jobs.take()) != 0 {
+	if err := f.run(t, first); err != nil || len(f.sender.requests()) != 1 || len(f.jobs.Take()) != 0 {
 		t.Fatalf("the stale job acted: err %v, %d requests", err, len(f.sender.requests()))
 	}
 
@@ -502,7 +477,7 @@ func TestScheduleExhausts(t *testing.T) {
 	_ = f.emit(t, "queue.closed", false)
 	var id string
 	for i, wantDelay := range []time.Duration{time.Second, time.Minute, 0} {
-		job := one(t, f.jobs.take())
+		job := one(t, f.jobs.Take())
 		if err := f.run(t, job); err != nil {
 			t.Fatal(err)
 		}
@@ -521,7 +496,7 @@ func TestScheduleExhausts(t *testing.T) {
 			t.Fatalf("attempt %d: next in %v, want %v ±10%%", i+1, got, wantDelay)
 		}
 	}
-	if jobs := f.jobs.take(); len(jobs) != 0 {
+	if jobs := f.jobs.Take(); len(jobs) != 0 {
 		t.Fatalf("%d jobs after the last attempt", len(jobs))
 	}
 	d := f.delivery(t, id)
@@ -547,7 +522,7 @@ func TestDeleteStopsPendingDeliveries(t *testing.T) {
 	f := newFixture(t, webhooks.Options{})
 	ep := f.create(t, "https://hooks.example.com/a", "queue.closed")
 	_ = f.emit(t, "queue.closed", false)
-	job := one(t, f.jobs.take())
+	job := one(t, f.jobs.Take())
 	if _, err := f.svc.Delete(context.Background(), "acc_2", ep.ID); !platform.IsCode(err, platform.CodeForbidden) {
 		t.Fatalf("another account deleted the endpoint: %v", err)
 	}
@@ -572,7 +547,7 @@ func TestDeleteDuringAnAttemptRecordsNothing(t *testing.T) {
 	f := newFixture(t, webhooks.Options{})
 	ep := f.create(t, "https://hooks.example.com/a", "queue.closed")
 	_ = f.emit(t, "queue.closed", false)
-	job := one(t, f.jobs.take())
+	job := one(t, f.jobs.Take())
 	f.sender.block = make(chan struct{})
 	done := make(chan error)
 	go func() { done <- f.run(t, job) }()
@@ -604,7 +579,7 @@ func TestRedeliver(t *testing.T) {
 	f := newFixture(t, webhooks.Options{})
 	f.create(t, "https://hooks.example.com/a", "queue.closed")
 	_ = f.emit(t, "queue.closed", false)
-	if err := f.run(t, one(t, f.jobs.take())); err != nil {
+	if err := f.run(t, one(t, f.jobs.Take())); err != nil {
 		t.Fatal(err)
 	}
 	id := one(t, f.sender.requests()).DeliveryID
@@ -619,7 +594,7 @@ func TestRedeliver(t *testing.T) {
 	if _, err := f.svc.Redeliver(context.Background(), account, id); err != nil {
 		t.Fatal(err)
 	}
-	job := one(t, f.jobs.take())
+	job := one(t, f.jobs.Take())
 	if args := job.Args.(webhooks.AttemptArgs); args.Token != "" || args.N != 0 {
 		t.Fatalf("redelivery job %+v", args)
 	}
@@ -634,7 +609,7 @@ func TestRedeliver(t *testing.T) {
 	if d.Attempts != 2 || d.Status != webhooks.StatusFailed || *d.LastResponseStatus != 410 || d.NextAttemptAt != nil {
 		t.Fatalf("after a failed redelivery: %+v", d)
 	}
-	if jobs := f.jobs.take(); len(jobs) != 0 {
+	if jobs := f.jobs.Take(); len(jobs) != 0 {
 		t.Fatalf("a failed redelivery scheduled %d retries", len(jobs))
 	}
 }
@@ -644,13 +619,13 @@ func TestRedeliverySuccessEndsTheSchedule(t *testing.T) {
 	f.create(t, "https://hooks.example.com/a", "queue.closed")
 	f.sender.answers = []webhooks.Result{{Status: 500}}
 	_ = f.emit(t, "queue.closed", false)
-	_ = f.run(t, one(t, f.jobs.take()))
-	retry := one(t, f.jobs.take())
+	_ = f.run(t, one(t, f.jobs.Take()))
+	retry := one(t, f.jobs.Take())
 	id := retry.Args.(webhooks.AttemptArgs).DeliveryID
 	if _, err := f.svc.Redeliver(context.Background(), account, id); err != nil {
 		t.Fatal(err)
 	}
-	_ = f.run(t, one(t, f.jobs.take()))
+	_ = f.run(t, one(t, f.jobs.Take()))
 	if d := f.delivery(t, id); d.Status != webhooks.StatusSucceeded || d.NextAttemptAt != nil {
 		t.Fatalf("after a successful redelivery: %+v", d)
 	}
@@ -665,7 +640,7 @@ func TestSlowEndpointDoesNotHoldWorkers(t *testing.T) {
 	slow := f.create(t, "https://hooks.example.com/slow", "queue.closed")
 	_ = f.emit(t, "queue.closed", false)
 	_ = f.emit(t, "queue.closed", false)
-	jobs := f.jobs.take()
+	jobs := f.jobs.Take()
 	f.sender.block = make(chan struct{})
 	done := make(chan error)
 	go func() { done <- f.run(t, jobs[0]) }()
@@ -678,7 +653,7 @@ func TestSlowEndpointDoesNotHoldWorkers(t *testing.T) {
 	if waited := time.Since(start); waited > time.Second {
 		t.Fatalf("the second attempt waited %v for the slow endpoint", waited)
 	}
-	put := one(t, f.jobs.take())
+	put := one(t, f.jobs.Take())
 	if put.Args != jobs[1].Args || put.RunAt.Sub(f.clock.Now()) < time.Second || put.RunAt.Sub(f.clock.Now()) > 2*time.Second {
 		t.Fatalf("the attempt was not put off by 1-2s: %+v", put)
 	}
@@ -702,7 +677,7 @@ func TestShutdownDuringAnAttemptLeavesItForTheRunner(t *testing.T) {
 	f := newFixture(t, webhooks.Options{})
 	f.create(t, "https://hooks.example.com/a", "queue.closed")
 	_ = f.emit(t, "queue.closed", false)
-	job := one(t, f.jobs.take())
+	job := one(t, f.jobs.Take())
 	f.sender.block = make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -713,7 +688,7 @@ func TestShutdownDuringAnAttemptLeavesItForTheRunner(t *testing.T) {
 		t.Fatalf("want the cancellation back, got %v", err)
 	}
 	d := f.delivery(t, job.Args.(webhooks.AttemptArgs).DeliveryID)
-	if d.Attempts != 0 || d.Status != webhooks.StatusPending || len(f.jobs.take()) != 0 {
+	if d.Attempts != 0 || d.Status != webhooks.StatusPending || len(f.jobs.Take()) != 0 {
 		t.Fatalf("an interrupted attempt was recorded: %+v", d)
 	}
 	f.sender.block = nil
@@ -730,7 +705,7 @@ func TestRedirectIsAFailure(t *testing.T) {
 	f.create(t, "https://hooks.example.com/a", "queue.closed")
 	f.sender.answers = []webhooks.Result{{Status: 302}}
 	_ = f.emit(t, "queue.closed", false)
-	_ = f.run(t, one(t, f.jobs.take()))
+	_ = f.run(t, one(t, f.jobs.Take()))
 	d := f.delivery(t, one(t, f.sender.requests()).DeliveryID)
 	if d.Status != webhooks.StatusFailed || !strings.Contains(*d.LastError, "redirects are not followed") {
 		t.Fatalf("after a 302: %+v", d)
@@ -742,7 +717,7 @@ func TestLongErrorsAreCut(t *testing.T) {
 	f.create(t, "https://hooks.example.com/a", "queue.closed")
 	f.sender.answers = []webhooks.Result{{Status: 500, Excerpt: []byte(strings.Repeat("é", 400))}}
 	_ = f.emit(t, "queue.closed", false)
-	_ = f.run(t, one(t, f.jobs.take()))
+	_ = f.run(t, one(t, f.jobs.Take()))
 	d := f.delivery(t, one(t, f.sender.requests()).DeliveryID)
 	if len(*d.LastError) > 310 || !strings.HasSuffix(*d.LastError, "…") {
 		t.Fatalf("lastError of %d bytes: %q", len(*d.LastError), *d.LastError)

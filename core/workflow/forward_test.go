@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,37 +16,8 @@ import (
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/core/workflow"
+	"github.com/qms-dev/qms/test/testkit"
 )
-
-// jobQueue records the jobs of committed units of work, so a test runs
-// them when it wants, as often as it wants.
-type jobQueue struct {
-	store *memory.Store
-	mu    sync.Mutex
-	jobs  []platform.Job
-}
-
-func (q *jobQueue) Schedule(ctx context.Context, j platform.Job) error {
-	q.store.AfterCommit(ctx, func() {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		q.jobs = append(q.jobs, j)
-	})
-	return nil
-}
-
-// forwards returns the forward jobs scheduled so far.
-func (q *jobQueue) forwards() []platform.Job {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var out []platform.Job
-	for _, j := range q.jobs {
-		if j.Kind == workflow.ForwardJobKind {
-			out = append(out, j)
-		}
-	}
-	return out
-}
 
 type fwdFixture struct {
 	t      *testing.T
@@ -60,7 +30,7 @@ type fwdFixture struct {
 	fwd    *workflow.Forwarder
 	repo   *memory.Workflow
 	qrepo  *memory.Queues
-	jobs   *jobQueue
+	jobs   *testkit.Jobs
 	events *memory.Events
 	entity string
 }
@@ -74,7 +44,7 @@ func newFwdFixture(t *testing.T) *fwdFixture {
 	ents := entities.NewService(memory.NewEntities(store), store, clock)
 	qrepo := memory.NewQueues(store)
 	qs := queues.NewService(qrepo, ents, store, bus, clock)
-	jobs := &jobQueue{store: store}
+	jobs := testkit.NewJobs(store)
 	ts := turns.NewService(memory.NewTurns(store), qrepo, store, bus, jobs, clock, nil)
 	repo := memory.NewWorkflow(store)
 	fwd := workflow.NewForwarder(repo, repo, ts, qrepo, store, jobs, clock)
@@ -167,7 +137,7 @@ func (f *fwdFixture) oneForward(turnID string) workflow.Forward {
 // oneForwardJob is the only forward job scheduled.
 func (f *fwdFixture) oneForwardJob() platform.Job {
 	f.t.Helper()
-	js := f.jobs.forwards()
+	js := f.jobs.OfKind(workflow.ForwardJobKind)
 	if len(js) != 1 {
 		f.t.Fatalf("%d forward jobs scheduled, want 1", len(js))
 	}
@@ -204,7 +174,7 @@ func TestCompletionForwardsThroughMatchingLinksOnce(t *testing.T) {
 	f.link(workflow.CreateInput{FromQueueDefinitionID: &a, ToQueueDefinitionID: &c, Trigger: platform.Ptr("manual")})
 
 	src := f.served(runA, turns.CreateInput{FormResponse: map[string]string{"reason": "Pick up a Parcel"}})
-	jobs := f.jobs.forwards()
+	jobs := f.jobs.OfKind(workflow.ForwardJobKind)
 	if len(jobs) != 1 || jobs[0].UniqueKey != src.ID+"/"+parcels.ID {
 		t.Fatalf("jobs after completion: %+v", jobs)
 	}
@@ -249,7 +219,7 @@ func TestCompletionForwardsThroughMatchingLinksOnce(t *testing.T) {
 	// A chain: the forwarded turn completing in B follows B's links.
 	f.link(workflow.CreateInput{FromQueueDefinitionID: &b, ToQueueDefinitionID: &c})
 	f.complete(nt.ID)
-	jobs = f.jobs.forwards()
+	jobs = f.jobs.OfKind(workflow.ForwardJobKind)
 	if len(jobs) != 2 {
 		t.Fatalf("jobs after the second completion: %d", len(jobs))
 	}
@@ -276,7 +246,7 @@ func TestForwardRefusedByTheDestinationIsRecordedAndNotRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := f.served(runA, turns.CreateInput{})
-	for _, j := range f.jobs.forwards() {
+	for _, j := range f.jobs.OfKind(workflow.ForwardJobKind) {
 		if err := f.run(j, 1); err != nil {
 			t.Fatalf("a refusal must not be retried, got %v", err)
 		}
@@ -339,7 +309,7 @@ func TestManualForward(t *testing.T) {
 	}
 	// Completing the turn later does not forward it through a manual link.
 	f.complete(v.ID)
-	if n := len(f.jobs.forwards()); n != 0 {
+	if n := len(f.jobs.OfKind(workflow.ForwardJobKind)); n != 0 {
 		t.Fatalf("jobs after completing: %d", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/workflow"
+	"github.com/qms-dev/qms/test/testkit"
 )
 
 func cond(source, key, op, value string) workflow.Condition {
@@ -76,19 +77,6 @@ func TestLinkMatchesWhenEveryConditionHolds(t *testing.T) {
 	}
 }
 
-func fields(t *testing.T, err error) map[string]string {
-	t.Helper()
-	e, ok := platform.AsError(err)
-	if !ok || e.Code != platform.CodeValidation {
-		t.Fatalf("want VALIDATION_ERROR, got %v", err)
-	}
-	out := map[string]string{}
-	for _, f := range e.Details["fields"].([]platform.FieldError) {
-		out[f.Path] = f.Rule
-	}
-	return out
-}
-
 func TestValidate(t *testing.T) {
 	str := func(s string) *string { return &s }
 	long := func(n int) *string { return str(strings.Repeat("q", n)) }
@@ -144,7 +132,7 @@ func TestValidate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := base()
 			c.mod(&in)
-			if got := fields(t, in.Validate()); got[c.path] != c.rule {
+			if got := testkit.Fields(t, in.Validate()); got[c.path] != c.rule {
 				t.Fatalf("want %s %s, got %v", c.path, c.rule, got)
 			}
 		})
@@ -158,7 +146,7 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("every bound at its limit: %v", err)
 	}
 	// PATCH: the queue ids stay required, the rest is optional.
-	if got := fields(t, (&workflow.UpdateInput{}).Validate()); got["fromQueueDefinitionId"] != "required" || got["toQueueDefinitionId"] != "required" {
+	if got := testkit.Fields(t, (&workflow.UpdateInput{}).Validate()); got["fromQueueDefinitionId"] != "required" || got["toQueueDefinitionId"] != "required" {
 		t.Fatalf("PATCH without queue ids: %v", got)
 	}
 	if err := (&workflow.UpdateInput{FromQueueDefinitionID: str("a"), ToQueueDefinitionID: str("b")}).Validate(); err != nil {
@@ -167,7 +155,7 @@ func TestValidate(t *testing.T) {
 	null := workflow.UpdateInput{FromQueueDefinitionID: str("a"), ToQueueDefinitionID: str("b"),
 		Trigger: platform.Patch[string]{Set: true, Null: true}, KeepNumber: platform.Patch[bool]{Set: true, Null: true},
 		KeepFormResponse: platform.Patch[bool]{Set: true, Null: true}, Conditions: platform.Patch[[]workflow.Condition]{Set: true, Null: true}}
-	if got := fields(t, null.Validate()); len(got) != 4 || got["trigger"] != "not_null" || got["conditions"] != "not_null" {
+	if got := testkit.Fields(t, null.Validate()); len(got) != 4 || got["trigger"] != "not_null" || got["conditions"] != "not_null" {
 		t.Fatalf("PATCH with nulls: %v", got)
 	}
 }

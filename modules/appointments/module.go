@@ -5,8 +5,6 @@ package appointments
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"go.uber.org/fx"
 
@@ -42,12 +40,8 @@ func joinLineJob(s *core.Service) ports.JobKind {
 	return ports.JobKind{
 		Name:        core.JoinLineJobKind,
 		MaxAttempts: 10,
-		Handler: func(ctx context.Context, job ports.JobContext) error {
-			var args core.JoinLineArgs
-			if err := json.Unmarshal(job.Args, &args); err != nil {
-				return fmt.Errorf("appointments: join job %s: bad args: %w", job.ID, err)
-			}
+		Handler: ports.Typed("appointments", func(ctx context.Context, args core.JoinLineArgs, _ ports.JobContext) error {
 			return s.JoinLine(ctx, args)
-		},
+		}),
 	}
 }

@@ -4,8 +4,6 @@ package turns
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"go.uber.org/fx"
 
@@ -59,12 +57,8 @@ func toleranceJob(s *core.Service) ports.JobKind {
 	return ports.JobKind{
 		Name:        core.ToleranceJobKind,
 		MaxAttempts: toleranceMaxAttempts,
-		Handler: func(ctx context.Context, job ports.JobContext) error {
-			var args core.ToleranceArgs
-			if err := json.Unmarshal(job.Args, &args); err != nil {
-				return fmt.Errorf("turns: tolerance job %s: bad args: %w", job.ID, err)
-			}
+		Handler: ports.Typed("turns", func(ctx context.Context, args core.ToleranceArgs, _ ports.JobContext) error {
 			return s.ExpireTolerance(ctx, args)
-		},
+		}),
 	}
 }

@@ -4,10 +4,8 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"go.uber.org/fx"
@@ -77,12 +75,9 @@ const (
 	attemptJobTimeout = 20 * time.Second
 )
 
-// attemptJobBackoff waits about 2^(n-1) seconds, at most 5 minutes, spread
-// ±25%.
-func attemptJobBackoff(attempt int) time.Duration {
-	d := min(time.Second<<min(max(attempt-1, 0), 9), 5*time.Minute)
-	return d*3/4 + rand.N(d/2)
-}
+// attemptJobBackoff is the runners' backoff, at most 5 minutes: a
+// delivery attempt that could not be made (storage away) is retried soon.
+var attemptJobBackoff = ports.Backoff(5 * time.Minute)
 
 // DeliveryKind is the job kind of delivery attempts, run by s.Attempt.
 func DeliveryKind(s *core.Service) ports.JobKind {
@@ -91,13 +86,14 @@ func DeliveryKind(s *core.Service) ports.JobKind {
 		MaxAttempts: attemptJobMaxAttempts,
 		Timeout:     attemptJobTimeout,
 		Backoff:     attemptJobBackoff,
-		Handler: func(ctx context.Context, job ports.JobContext) error {
-			var a core.AttemptArgs
-			if err := json.Unmarshal(job.Args, &a); err != nil || a.DeliveryID == "" {
-				return fmt.Errorf("webhooks: job %s: malformed arguments %s: %v", job.ID, job.Args, err)
-			}
+		Handler: ports.Typed("webhooks", func(ctx context.Context, a core.AttemptArgs, _ ports.JobContext) error {
 			return s.Attempt(ctx, a)
-		},
+		}, func(a core.AttemptArgs) error {
+			if a.DeliveryID == "" {
+				return errors.New("no deliveryId")
+			}
+			return nil
+		}),
 	}
 }
 

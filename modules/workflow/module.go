@@ -5,8 +5,6 @@ package workflow
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"go.uber.org/fx"
 
@@ -45,12 +43,8 @@ func forwardJob(f *core.Forwarder) ports.JobKind {
 	return ports.JobKind{
 		Name:        core.ForwardJobKind,
 		MaxAttempts: core.ForwardMaxAttempts,
-		Handler: func(ctx context.Context, job ports.JobContext) error {
-			var args core.ForwardArgs
-			if err := json.Unmarshal(job.Args, &args); err != nil {
-				return fmt.Errorf("workflow: forward job %s: bad args: %w", job.ID, err)
-			}
+		Handler: ports.Typed("workflow", func(ctx context.Context, args core.ForwardArgs, job ports.JobContext) error {
 			return f.Run(ctx, args, job.Attempt, job.Attempt >= job.MaxAttempts)
-		},
+		}),
 	}
 }

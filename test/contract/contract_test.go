@@ -1,16 +1,12 @@
 package contract_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"testing"
 
+	"github.com/qms-dev/qms/adapters/adapterset"
 	"github.com/qms-dev/qms/adapters/memory"
-	"github.com/qms-dev/qms/adapters/postgres"
-	"github.com/qms-dev/qms/adapters/riverjobs"
-	"github.com/qms-dev/qms/core/platform"
-	"github.com/qms-dev/qms/ports"
 	"github.com/qms-dev/qms/test/contract"
 	"github.com/qms-dev/qms/test/pgtest"
 )
@@ -21,59 +17,32 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // test output.
 var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func TestMemoryUnitOfWork(t *testing.T) {
-	contract.RunUnitOfWork(t, func(t *testing.T) contract.UnitOfWorkHarness {
-		// The memory store has no table a test can write to, so only the
-		// transaction's control flow and its hooks are checked.
-		s := memory.NewStore()
-		return contract.UnitOfWorkHarness{UoW: s, AfterCommit: s.AfterCommit}
-	})
+// newMemorySet is a fresh in-process adapter set.
+func newMemorySet(t *testing.T) adapterset.Set {
+	s, err := adapterset.Memory(memory.NewStore(), adapterset.Options{Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
-func TestPostgresUnitOfWork(t *testing.T) {
-	contract.RunUnitOfWork(t, func(t *testing.T) contract.UnitOfWorkHarness {
-		db := pgtest.New(t)
-		if _, err := db.Pool.Exec(context.Background(), "CREATE TABLE uow_probe (v text NOT NULL)"); err != nil {
-			t.Fatal(err)
-		}
-		return contract.UnitOfWorkHarness{
-			UoW:         db,
-			AfterCommit: db.AfterCommit,
-			Record: func(ctx context.Context, v string) error {
-				_, err := db.IDB(ctx).ExecContext(ctx, "INSERT INTO uow_probe (v) VALUES (?)", v)
-				return err
-			},
-			Recorded: func(ctx context.Context) ([]string, error) {
-				var vs []string
-				err := db.IDB(ctx).NewSelect().Table("uow_probe").Column("v").Scan(ctx, &vs)
-				return vs, err
-			},
-		}
-	})
+// newPostgresSet is the PostgreSQL set over a fresh database.
+func newPostgresSet(t *testing.T) adapterset.Set {
+	s, err := adapterset.Postgres(pgtest.New(t), adapterset.Options{Logger: quietLogger, SecretKey: testSecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := s.Missing(); len(m) > 0 {
+		t.Fatalf("the postgres set leaves ports empty: %v", m)
+	}
+	return s
 }
 
-func TestMemoryJobRunner(t *testing.T) {
-	contract.RunJobRunner(t, func(t *testing.T) contract.JobRunnerHarness {
-		s := memory.NewStore()
-		r := memory.NewJobRunner(s, platform.SystemClock{}, memory.JobRunnerOptions{Logger: quietLogger})
-		return contract.JobRunnerHarness{Runner: r, UoW: s}
-	})
-}
+// testSecretKey seals webhook signing secrets in the contract databases.
+const testSecretKey = "a key of at least thirty-two characters"
 
-func TestRiverJobRunner(t *testing.T) {
-	contract.RunJobRunner(t, func(t *testing.T) contract.JobRunnerHarness {
-		db := pgtest.New(t)
-		r := riverjobs.New(db, riverjobs.Options{Logger: quietLogger})
-		return contract.JobRunnerHarness{Runner: r, UoW: db}
-	})
-}
+// TestMemory runs every port's contract against the memory adapters.
+func TestMemory(t *testing.T) { contract.Exercise(t, newMemorySet) }
 
-func TestMemoryRateLimiter(t *testing.T) {
-	contract.RunRateLimiter(t, func(*testing.T) ports.RateLimiter { return memory.NewRateLimiter() })
-}
-
-func TestPostgresRateLimiter(t *testing.T) {
-	contract.RunRateLimiter(t, func(t *testing.T) ports.RateLimiter {
-		return postgres.NewRateLimiter(pgtest.New(t))
-	})
-}
+// TestPostgres runs every port's contract against the PostgreSQL adapters.
+func TestPostgres(t *testing.T) { contract.Exercise(t, newPostgresSet, contract.Concurrent) }

@@ -3,6 +3,7 @@ package contract
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -120,6 +121,109 @@ func RunEventLog(t *testing.T, newHarness func(t *testing.T) EventLogHarness) {
 		entries, _, err := h.Stream.Read(ctx, h.Account, stream.Position{}, 10)
 		if err != nil || len(entries) != 0 {
 			t.Fatalf("stream after rollback: %+v, %v", entries, err)
+		}
+	})
+}
+
+// StreamNotifierHarness is one backend's stream notifier with a bus over
+// the log it watches.
+type StreamNotifierHarness struct {
+	UoW      platform.UnitOfWork
+	Bus      *events.Bus
+	Notifier stream.Notifier
+	Account  string
+}
+
+// RunStreamNotifier checks the stream.Notifier contract: once running, a
+// committed event of an account wakes that account (spurious wakes are
+// allowed, so a rollback is not checked).
+func RunStreamNotifier(t *testing.T, newHarness func(t *testing.T) StreamNotifierHarness) {
+	t.Run("a committed event wakes its account", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		woken := make(chan string, 64)
+		done := make(chan error, 1)
+		go func() {
+			done <- h.Notifier.Run(ctx, func(account string) {
+				select {
+				case woken <- account:
+				default:
+				}
+			})
+		}()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("Run = %v", err)
+			}
+		})
+		// Run may start listening after it is called: emit until woken.
+		deadline := time.After(10 * time.Second)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			err := h.UoW.Do(context.Background(), func(ctx context.Context) error {
+				return h.Bus.Emit(ctx, platform.Event{AccountID: h.Account, Name: platform.EventQueueClosed, OccurredAt: time.Now()})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for waiting := true; waiting; {
+				select {
+				case a := <-woken:
+					if a == h.Account {
+						return
+					}
+				case <-tick.C:
+					waiting = false
+				case <-deadline:
+					t.Fatal("no wake for the account within 10 s")
+				}
+			}
+		}
+	})
+}
+
+// RunStreamLogPositions checks Head and Locate of the stream log: an
+// event emitted after Head is read after it, and Locate finds an event of
+// the account and nothing else.
+func RunStreamLogPositions(t *testing.T, newHarness func(t *testing.T) EventLogHarness) {
+	t.Run("head, read and locate", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		ctx := context.Background()
+		bus := h.bus()
+		emit := func() platform.Event {
+			e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: h.Account, Name: platform.EventQueueClosed,
+				OccurredAt: time.Now().UTC().Truncate(time.Microsecond)}
+			if err := h.UoW.Do(ctx, func(ctx context.Context) error { return bus.Emit(ctx, e) }); err != nil {
+				t.Fatal(err)
+			}
+			return e
+		}
+		before := emit()
+		head, err := h.Stream.Head(ctx, h.Account)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := emit()
+		entries, _, err := h.Stream.Read(ctx, h.Account, head, 10)
+		if err != nil || len(entries) != 1 || entries[0].Event.ID != after.ID {
+			t.Fatalf("read after head: %+v, %v", entries, err)
+		}
+		pos, at, ok, err := h.Stream.Locate(ctx, h.Account, before.ID)
+		if err != nil || !ok || !at.Equal(before.OccurredAt) {
+			t.Fatalf("locate %s: %v %v %v", before.ID, at, ok, err)
+		}
+		entries, _, err = h.Stream.Read(ctx, h.Account, pos, 10)
+		if err != nil || len(entries) != 1 || entries[0].Event.ID != after.ID {
+			t.Fatalf("read after the located event: %+v, %v", entries, err)
+		}
+		for _, c := range []struct{ account, id string }{{h.Account, "evt_unknown"}, {"acc_other", before.ID}} {
+			if _, _, ok, err := h.Stream.Locate(ctx, c.account, c.id); err != nil || ok {
+				t.Fatalf("locate %s of %s: ok %v, %v", c.id, c.account, ok, err)
+			}
 		}
 	})
 }

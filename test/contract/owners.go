@@ -1,77 +1,10 @@
 package contract
 
-import (
-	"context"
-	"testing"
-	"time"
+import "github.com/qms-dev/qms/test/testkit"
 
-	"github.com/qms-dev/qms/core/accounts"
-	"github.com/qms-dev/qms/core/entities"
-	"github.com/qms-dev/qms/core/platform"
-	"github.com/qms-dev/qms/core/queues"
-	"github.com/qms-dev/qms/core/turns"
+// Owners and Owned are the shared builder of test/testkit: the suites seed
+// the rows their resources hang from through it.
+type (
+	Owners = testkit.Owners
+	Owned  = testkit.Owned
 )
-
-// Owners writes the rows other resources hang from (an account, its
-// entities and queues) through one adapter set's repositories, so suites of
-// repositories with foreign keys can run on Postgres as on memory.
-type Owners struct {
-	Accounts accounts.Repository
-	Entities entities.Repository
-	Queues   queues.Repository
-	// Turns is needed by Turn only.
-	Turns turns.Repository
-}
-
-// Owned is an account with one entity and two queues of that entity.
-type Owned struct {
-	AccountID string
-	EntityID  string
-	QueueID   string
-	QueueID2  string
-}
-
-// Seed creates an account, an entity and two queues.
-func (o Owners) Seed(t *testing.T) Owned {
-	t.Helper()
-	ctx := context.Background()
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	acc := accounts.Account{ID: platform.NewID(platform.PrefixAccount), Name: "Test", Plan: accounts.PlanPremium, CreatedAt: now, UpdatedAt: now}
-	if err := o.Accounts.CreateAccount(ctx, acc); err != nil {
-		t.Fatal(err)
-	}
-	ent := entities.Entity{ID: platform.NewID(platform.PrefixEntity), AccountID: acc.ID, Name: "Branch", CreatedAt: now, UpdatedAt: now}
-	if err := o.Entities.Create(ctx, ent); err != nil {
-		t.Fatal(err)
-	}
-	out := Owned{AccountID: acc.ID, EntityID: ent.ID}
-	for _, id := range []*string{&out.QueueID, &out.QueueID2} {
-		q := queues.Queue{ID: platform.NewID(platform.PrefixQueue), AccountID: acc.ID, EntityID: ent.ID,
-			Name: "Queue", Type: queues.TypeTurn, CreatedAt: now, UpdatedAt: now}
-		if err := o.Queues.CreateQueue(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-		*id = q.ID
-	}
-	return out
-}
-
-// Turn creates an open run of the queue and a waiting turn in it, and
-// returns the turn.
-func (o Owners) Turn(t *testing.T, owned Owned, queueID string) turns.Turn {
-	t.Helper()
-	ctx := context.Background()
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	run := queues.Run{ID: platform.NewID(platform.PrefixRun), AccountID: owned.AccountID, QueueID: queueID,
-		Status: queues.RunOpen, IntakeOpen: true, OpenedAt: &now, CreatedAt: now, UpdatedAt: now}
-	if err := o.Queues.CreateRun(ctx, run); err != nil {
-		t.Fatal(err)
-	}
-	tu := turns.Turn{ID: platform.NewID(platform.PrefixTurn), AccountID: owned.AccountID, QueueID: queueID, RunID: run.ID,
-		Number: 1, DisplayCode: "1", Status: turns.Waiting, Priority: queues.PriorityNormal, Seq: now.UnixNano(),
-		PeopleCount: 1, FormResponse: map[string]string{}, RequestHash: "x", CreatedAt: now, UpdatedAt: now}
-	if err := o.Turns.Create(ctx, tu); err != nil {
-		t.Fatal(err)
-	}
-	return tu
-}

@@ -40,7 +40,12 @@ var bodies = []struct {
 	{"POST /api/v1/queues", queues.CreateInput{}},
 	{"PUT /api/v1/queues/{queueId}/dispatch-flow", queues.DispatchFlowInput{}},
 	{"POST /api/v1/queues/{queueId}/stations", queues.StationInput{}},
-	{"POST /api/v1/queue-runs/{runId}/turns", turns.CreateInput{}},
+	{"POST /api/v1/queue-runs/{runId}/turns", struct {
+		turns.CreateInput
+		// Declared by the access-codes module (turns.BodyMember); an
+		// undeclared member's text is plain.
+		AccessCode *string `json:"accessCode"`
+	}{}},
 	{"POST /api/v1/turns/{turnId}/call", turns.CallInput{}},
 	{"POST /api/v1/turns/{turnId}/assign-station", turns.AssignStationInput{}},
 	{"POST /api/v1/turns/{turnId}/priority", turns.PriorityInput{}},

@@ -23,7 +23,6 @@ type BulkResponse struct {
 // router; guard answers which code a turn took.
 func Register(r fiber.Router, svc *accesscodes.Service, guard *accesscodes.Guard, cur httpx.Cursors) {
 	read, write := httpx.Require(accounts.ScopeAccessCodesRead), httpx.Require(accounts.ScopeAccessCodesWrite)
-	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
 
 	r.Get("/access-codes", read, httpx.List(cur, list, svc.List))
 	r.Post("/access-codes", write, httpx.Create(svc.Create))
@@ -32,14 +31,14 @@ func Register(r fiber.Router, svc *accesscodes.Service, guard *accesscodes.Guard
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		codes, err := svc.CreateBulk(c.UserContext(), account(c), in)
+		codes, err := svc.CreateBulk(c.UserContext(), httpx.AccountOf(c), in)
 		if err != nil {
 			return err
 		}
 		return httpx.Created(c, BulkResponse{Data: codes, Count: len(codes)})
 	})
 	r.Get("/access-codes/:id", read, func(c *fiber.Ctx) error {
-		code, err := svc.Get(c.UserContext(), account(c), c.Params("id"))
+		code, err := svc.Get(c.UserContext(), httpx.AccountOf(c), c.Params("id"))
 		if err != nil {
 			return err
 		}
@@ -49,7 +48,7 @@ func Register(r fiber.Router, svc *accesscodes.Service, guard *accesscodes.Guard
 		if err := httpx.Decode(c, &struct{}{}); err != nil {
 			return err
 		}
-		code, err := svc.Disable(c.UserContext(), account(c), c.Params("id"))
+		code, err := svc.Disable(c.UserContext(), httpx.AccountOf(c), c.Params("id"))
 		if err != nil {
 			return err
 		}
@@ -59,7 +58,7 @@ func Register(r fiber.Router, svc *accesscodes.Service, guard *accesscodes.Guard
 	// properties it gave the turn (a v1 extension: the turn view of spec
 	// 4.2 has no place for them).
 	r.Get("/turns/:turnId/access-code", read, func(c *fiber.Ctx) error {
-		tc, err := guard.ForTurn(c.UserContext(), account(c), c.Params("turnId"))
+		tc, err := guard.ForTurn(c.UserContext(), httpx.AccountOf(c), c.Params("turnId"))
 		if err != nil {
 			return err
 		}

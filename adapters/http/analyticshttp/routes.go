@@ -14,10 +14,9 @@ import (
 // router.
 func Register(r fiber.Router, svc *analytics.Service) {
 	read := httpx.Require(accounts.ScopeAnalyticsRead)
-	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
 
 	r.Get("/analytics/dashboard", read, func(c *fiber.Ctx) error {
-		d, err := svc.Dashboard(c.UserContext(), account(c))
+		d, err := svc.Dashboard(c.UserContext(), httpx.AccountOf(c))
 		if err != nil {
 			return err
 		}
@@ -36,7 +35,7 @@ func Register(r fiber.Router, svc *analytics.Service) {
 			in.To = new(string)
 			*in.To = string(args.Peek("to"))
 		}
-		s, err := svc.Summary(c.UserContext(), account(c), in)
+		s, err := svc.Summary(c.UserContext(), httpx.AccountOf(c), in)
 		if err != nil {
 			return err
 		}

@@ -17,7 +17,6 @@ import (
 // router.
 func Register(r fiber.Router, svc *appointments.Service, cur httpx.Cursors) {
 	read, write := httpx.Require(accounts.ScopeAppointmentsRead), httpx.Require(accounts.ScopeAppointmentsWrite)
-	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
 	// Cursors name the run's list, so a cursor of one run's list is refused
 	// on another's.
 	slotList := func(c *fiber.Ctx) string { return "slots/" + runID(c) }
@@ -28,7 +27,7 @@ func Register(r fiber.Router, svc *appointments.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		b, err := svc.GenerateSlots(c.UserContext(), account(c), runID(c), in)
+		b, err := svc.GenerateSlots(c.UserContext(), httpx.AccountOf(c), runID(c), in)
 		if err != nil {
 			return err
 		}
@@ -44,7 +43,7 @@ func Register(r fiber.Router, svc *appointments.Service, cur httpx.Cursors) {
 			return err
 		}
 		f := appointments.SlotFilter{Available: available, Date: c.Query("date")}
-		p, err := svc.ListSlots(c.UserContext(), account(c), runID(c), f, page)
+		p, err := svc.ListSlots(c.UserContext(), httpx.AccountOf(c), runID(c), f, page)
 		if err != nil {
 			return err
 		}
@@ -56,7 +55,7 @@ func Register(r fiber.Router, svc *appointments.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		a, err := svc.Schedule(c.UserContext(), account(c), runID(c), in)
+		a, err := svc.Schedule(c.UserContext(), httpx.AccountOf(c), runID(c), in)
 		if err != nil {
 			return err
 		}
@@ -68,14 +67,14 @@ func Register(r fiber.Router, svc *appointments.Service, cur httpx.Cursors) {
 			return err
 		}
 		f := appointments.ListFilter{Status: appointments.Status(c.Query("status")), Date: c.Query("date")}
-		p, err := svc.List(c.UserContext(), account(c), runID(c), f, page)
+		p, err := svc.List(c.UserContext(), httpx.AccountOf(c), runID(c), f, page)
 		if err != nil {
 			return err
 		}
 		return httpx.WritePage(c, cur, appointmentList(c), p, page.Limit)
 	})
 	r.Get("/appointments/:id", read, func(c *fiber.Ctx) error {
-		a, err := svc.Get(c.UserContext(), account(c), appointmentID(c))
+		a, err := svc.Get(c.UserContext(), httpx.AccountOf(c), appointmentID(c))
 		if err != nil {
 			return err
 		}
@@ -92,7 +91,7 @@ func Register(r fiber.Router, svc *appointments.Service, cur httpx.Cursors) {
 			if err := httpx.Decode(c, &struct{}{}); err != nil {
 				return err
 			}
-			a, err := svc.Do(c.UserContext(), account(c), appointmentID(c), action)
+			a, err := svc.Do(c.UserContext(), httpx.AccountOf(c), appointmentID(c), action)
 			if err != nil {
 				return err
 			}

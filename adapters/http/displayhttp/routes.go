@@ -52,14 +52,13 @@ type created struct {
 // RegisterAPI mounts the token routes on the authenticated /api/v1 router.
 func RegisterAPI(r fiber.Router, svc *display.Service, cur httpx.Cursors) {
 	read, write := httpx.Require(accounts.ScopeQueuesRead), httpx.Require(accounts.ScopeQueuesWrite)
-	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
 
 	r.Post("/queue-runs/:runId/display-tokens", write, func(c *fiber.Ctx) error {
 		var in display.CreateInput
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		t, err := svc.Create(c.UserContext(), account(c), c.Params("runId"), in)
+		t, err := svc.Create(c.UserContext(), httpx.AccountOf(c), c.Params("runId"), in)
 		if err != nil {
 			return err
 		}
@@ -70,7 +69,7 @@ func RegisterAPI(r fiber.Router, svc *display.Service, cur httpx.Cursors) {
 		if err != nil {
 			return err
 		}
-		p, err := svc.List(c.UserContext(), account(c), c.Params("runId"), page)
+		p, err := svc.List(c.UserContext(), httpx.AccountOf(c), c.Params("runId"), page)
 		if err != nil {
 			return err
 		}
@@ -81,14 +80,14 @@ func RegisterAPI(r fiber.Router, svc *display.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		t, err := svc.Update(c.UserContext(), account(c), c.Params("tokenId"), in)
+		t, err := svc.Update(c.UserContext(), httpx.AccountOf(c), c.Params("tokenId"), in)
 		if err != nil {
 			return err
 		}
 		return httpx.OK(c, t)
 	})
 	r.Delete("/display-tokens/:tokenId", write, func(c *fiber.Ctx) error {
-		t, err := svc.Revoke(c.UserContext(), account(c), c.Params("tokenId"))
+		t, err := svc.Revoke(c.UserContext(), httpx.AccountOf(c), c.Params("tokenId"))
 		if err != nil {
 			return err
 		}

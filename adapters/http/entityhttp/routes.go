@@ -22,7 +22,7 @@ func Register(r fiber.Router, svc *entities.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		e, err := svc.Update(c.UserContext(), httpx.PrincipalOf(c).AccountID, c.Params("entityId"), in)
+		e, err := svc.Update(c.UserContext(), httpx.AccountOf(c), c.Params("entityId"), in)
 		if err != nil {
 			return err
 		}
@@ -30,7 +30,7 @@ func Register(r fiber.Router, svc *entities.Service, cur httpx.Cursors) {
 	})
 	r.Delete("/entities/:entityId", write, func(c *fiber.Ctx) error {
 		id := c.Params("entityId")
-		if err := svc.Delete(c.UserContext(), httpx.PrincipalOf(c).AccountID, id); err != nil {
+		if err := svc.Delete(c.UserContext(), httpx.AccountOf(c), id); err != nil {
 			return err
 		}
 		return httpx.OK(c, fiber.Map{"id": id, "deleted": true})

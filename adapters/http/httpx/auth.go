@@ -57,6 +57,10 @@ func PrincipalOf(c *fiber.Ctx) accounts.Principal {
 	return p
 }
 
+// AccountOf returns the account of the authenticated caller: every
+// repository call of a route is scoped to it ("" on a route without Auth).
+func AccountOf(c *fiber.Ctx) string { return PrincipalOf(c).AccountID }
+
 func principal(c *fiber.Ctx) (accounts.Principal, bool) {
 	if p, ok := c.Locals(keyPrincipal).(*accounts.Principal); ok && p != nil {
 		return *p, true

@@ -18,14 +18,13 @@ const list = "queues"
 // Register mounts the queue routes on the authenticated /api/v1 router.
 func Register(r fiber.Router, svc *queues.Service, cur httpx.Cursors) {
 	read, write := httpx.Require(accounts.ScopeQueuesRead), httpx.Require(accounts.ScopeQueuesWrite)
-	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
 
 	r.Get("/queues", read, func(c *fiber.Ctx) error {
 		page, err := httpx.ParsePage(c, cur, list)
 		if err != nil {
 			return err
 		}
-		p, err := svc.List(c.UserContext(), account(c), c.Query("entityId"), page)
+		p, err := svc.List(c.UserContext(), httpx.AccountOf(c), c.Query("entityId"), page)
 		if err != nil {
 			return err
 		}
@@ -33,7 +32,7 @@ func Register(r fiber.Router, svc *queues.Service, cur httpx.Cursors) {
 	})
 	r.Post("/queues", write, httpx.Create(svc.Create))
 	r.Get("/queues/:queueId", read, func(c *fiber.Ctx) error {
-		q, err := svc.Get(c.UserContext(), account(c), c.Params("queueId"))
+		q, err := svc.Get(c.UserContext(), httpx.AccountOf(c), c.Params("queueId"))
 		if err != nil {
 			return err
 		}
@@ -47,7 +46,7 @@ func Register(r fiber.Router, svc *queues.Service, cur httpx.Cursors) {
 	r.Put("/queues/:queueId/cancellation-policy", write, put(svc.SetCancellationPolicy))
 
 	r.Get("/queues/:queueId/stations", read, func(c *fiber.Ctx) error {
-		st, err := svc.ListStations(c.UserContext(), account(c), c.Params("queueId"))
+		st, err := svc.ListStations(c.UserContext(), httpx.AccountOf(c), c.Params("queueId"))
 		if err != nil {
 			return err
 		}
@@ -59,14 +58,14 @@ func Register(r fiber.Router, svc *queues.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		st, err := svc.CreateStation(c.UserContext(), account(c), c.Params("queueId"), in)
+		st, err := svc.CreateStation(c.UserContext(), httpx.AccountOf(c), c.Params("queueId"), in)
 		if err != nil {
 			return err
 		}
 		return httpx.Created(c, st)
 	})
 	r.Delete("/stations/:stationId", write, func(c *fiber.Ctx) error {
-		st, err := svc.DeleteStation(c.UserContext(), account(c), c.Params("stationId"))
+		st, err := svc.DeleteStation(c.UserContext(), httpx.AccountOf(c), c.Params("stationId"))
 		if err != nil {
 			return err
 		}
@@ -78,7 +77,7 @@ func Register(r fiber.Router, svc *queues.Service, cur httpx.Cursors) {
 			if err := httpx.Decode(c, &struct{}{}); err != nil {
 				return err
 			}
-			run, err := op(c.UserContext(), account(c), c.Params("runId"))
+			run, err := op(c.UserContext(), httpx.AccountOf(c), c.Params("runId"))
 			if err != nil {
 				return err
 			}
@@ -102,7 +101,7 @@ func put[In any](op func(ctx context.Context, accountID, id string, in In) (queu
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		q, err := op(c.UserContext(), httpx.PrincipalOf(c).AccountID, c.Params("queueId"), in)
+		q, err := op(c.UserContext(), httpx.AccountOf(c), c.Params("queueId"), in)
 		if err != nil {
 			return err
 		}

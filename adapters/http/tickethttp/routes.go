@@ -60,7 +60,7 @@ func RegisterAPI(r fiber.Router, svc *ticket.Service) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		l, err := svc.Create(c.UserContext(), httpx.PrincipalOf(c).AccountID, c.Params("turnId"), in)
+		l, err := svc.Create(c.UserContext(), httpx.AccountOf(c), c.Params("turnId"), in)
 		if err != nil {
 			return err
 		}

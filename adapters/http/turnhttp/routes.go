@@ -5,6 +5,7 @@ package turnhttp
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -25,18 +26,20 @@ func Register(r fiber.Router, svc *turns.Service, cur httpx.Cursors) {
 	read := httpx.Require(accounts.ScopeTurnsRead)
 	write := httpx.Require(accounts.ScopeTurnsWrite)
 	dispatch := httpx.Require(accounts.ScopeDispatchWrite)
-	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
 	// Cursors name the run's list, so one run's cursor is refused on
 	// another's.
 	turnList := func(c *fiber.Ctx) string { return "turns/" + c.Params("runId") }
 	arrivalList := func(c *fiber.Ctx) string { return "arrivals/" + c.Params("runId") }
 
+	body := createBody(svc)
 	r.Post("/queue-runs/:runId/turns", write, func(c *fiber.Ctx) error {
 		var in turns.CreateInput
-		if err := httpx.Decode(c, &in); err != nil {
+		ext, err := body.Decode(c, &in)
+		if err != nil {
 			return err
 		}
-		v, replayed, err := svc.Create(c.UserContext(), account(c), c.Params("runId"), in)
+		in.Extensions = ext
+		v, replayed, err := svc.Create(c.UserContext(), httpx.AccountOf(c), c.Params("runId"), in)
 		if err != nil {
 			return err
 		}
@@ -58,7 +61,7 @@ func Register(r fiber.Router, svc *turns.Service, cur httpx.Cursors) {
 		if err != nil {
 			return err
 		}
-		p, err := svc.List(c.UserContext(), account(c), c.Params("runId"), turns.ListFilter{Statuses: statuses}, page)
+		p, err := svc.List(c.UserContext(), httpx.AccountOf(c), c.Params("runId"), turns.ListFilter{Statuses: statuses}, page)
 		if err != nil {
 			return err
 		}
@@ -69,14 +72,14 @@ func Register(r fiber.Router, svc *turns.Service, cur httpx.Cursors) {
 		if err != nil {
 			return err
 		}
-		p, err := svc.Arrivals(c.UserContext(), account(c), c.Params("runId"), page)
+		p, err := svc.Arrivals(c.UserContext(), httpx.AccountOf(c), c.Params("runId"), page)
 		if err != nil {
 			return err
 		}
 		return httpx.WritePage(c, cur, arrivalList(c), p, page.Limit)
 	})
 	r.Get("/turns/:turnId", read, func(c *fiber.Ctx) error {
-		v, err := svc.Get(c.UserContext(), account(c), c.Params("turnId"))
+		v, err := svc.Get(c.UserContext(), httpx.AccountOf(c), c.Params("turnId"))
 		if err != nil {
 			return err
 		}
@@ -89,7 +92,7 @@ func Register(r fiber.Router, svc *turns.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		v, err := svc.Next(c.UserContext(), account(c), c.Params("runId"), in)
+		v, err := svc.Next(c.UserContext(), httpx.AccountOf(c), c.Params("runId"), in)
 		if err != nil {
 			return err
 		}
@@ -113,7 +116,7 @@ func op(f func(ctx context.Context, accountID, id string) (turns.View, error)) f
 		if err := httpx.Decode(c, &struct{}{}); err != nil {
 			return err
 		}
-		v, err := f(c.UserContext(), httpx.PrincipalOf(c).AccountID, c.Params("turnId"))
+		v, err := f(c.UserContext(), httpx.AccountOf(c), c.Params("turnId"))
 		if err != nil {
 			return err
 		}
@@ -128,10 +131,20 @@ func withBody[In any](f func(ctx context.Context, accountID, id string, in In) (
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		v, err := f(c.UserContext(), httpx.PrincipalOf(c).AccountID, c.Params("turnId"), in)
+		v, err := f(c.UserContext(), httpx.AccountOf(c), c.Params("turnId"), in)
 		if err != nil {
 			return err
 		}
 		return httpx.Created(c, v)
 	}
+}
+
+// createBody is the turn create body with the members other modules
+// declare (turns.BodyMember), decoded as one strict body.
+func createBody(svc *turns.Service) *httpx.ExtendedBody {
+	var members []httpx.Member
+	for _, m := range svc.BodyMembers() {
+		members = append(members, httpx.Member{Name: m.Name, Type: reflect.TypeOf(m.Zero)})
+	}
+	return httpx.NewExtendedBody((*turns.CreateInput)(nil), members)
 }

@@ -16,7 +16,6 @@ const list = "webhook-endpoints"
 // Register mounts the webhook routes on the authenticated /api/v1 router.
 func Register(r fiber.Router, svc *webhooks.Service, cur httpx.Cursors) {
 	read, write := httpx.Require(accounts.ScopeWebhooksRead), httpx.Require(accounts.ScopeWebhooksWrite)
-	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
 
 	r.Get("/webhook-endpoints", read, httpx.List(cur, list, svc.List))
 	r.Post("/webhook-endpoints", write, func(c *fiber.Ctx) error {
@@ -24,7 +23,7 @@ func Register(r fiber.Router, svc *webhooks.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		ep, err := svc.Create(c.UserContext(), account(c), in)
+		ep, err := svc.Create(c.UserContext(), httpx.AccountOf(c), in)
 		if err != nil {
 			return err
 		}
@@ -34,7 +33,7 @@ func Register(r fiber.Router, svc *webhooks.Service, cur httpx.Cursors) {
 		return httpx.Created(c, ep)
 	})
 	r.Delete("/webhook-endpoints/:webhookId", write, func(c *fiber.Ctx) error {
-		ep, err := svc.Delete(c.UserContext(), account(c), c.Params("webhookId"))
+		ep, err := svc.Delete(c.UserContext(), httpx.AccountOf(c), c.Params("webhookId"))
 		if err != nil {
 			return err
 		}
@@ -42,7 +41,7 @@ func Register(r fiber.Router, svc *webhooks.Service, cur httpx.Cursors) {
 	})
 
 	r.Get("/webhook-deliveries", read, func(c *fiber.Ctx) error {
-		ds, err := svc.Deliveries(c.UserContext(), account(c))
+		ds, err := svc.Deliveries(c.UserContext(), httpx.AccountOf(c))
 		if err != nil {
 			return err
 		}
@@ -53,7 +52,7 @@ func Register(r fiber.Router, svc *webhooks.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &struct{}{}); err != nil {
 			return err
 		}
-		d, err := svc.Redeliver(c.UserContext(), account(c), c.Params("deliveryId"))
+		d, err := svc.Redeliver(c.UserContext(), httpx.AccountOf(c), c.Params("deliveryId"))
 		if err != nil {
 			return err
 		}

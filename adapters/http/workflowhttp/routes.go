@@ -20,12 +20,11 @@ const (
 // /api/v1 router.
 func Register(r fiber.Router, svc *workflow.Service, fwd *workflow.Forwarder, cur httpx.Cursors) {
 	read, write := httpx.Require(accounts.ScopeWorkflowRead), httpx.Require(accounts.ScopeWorkflowWrite)
-	account := func(c *fiber.Ctx) string { return httpx.PrincipalOf(c).AccountID }
 
 	r.Get("/queue-links", read, httpx.List(cur, list, svc.List))
 	r.Post("/queue-links", write, httpx.Create(svc.Create))
 	r.Get("/queue-links/:linkId", read, func(c *fiber.Ctx) error {
-		l, err := svc.Get(c.UserContext(), account(c), c.Params("linkId"))
+		l, err := svc.Get(c.UserContext(), httpx.AccountOf(c), c.Params("linkId"))
 		if err != nil {
 			return err
 		}
@@ -36,14 +35,14 @@ func Register(r fiber.Router, svc *workflow.Service, fwd *workflow.Forwarder, cu
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		l, err := svc.Update(c.UserContext(), account(c), c.Params("linkId"), in)
+		l, err := svc.Update(c.UserContext(), httpx.AccountOf(c), c.Params("linkId"), in)
 		if err != nil {
 			return err
 		}
 		return httpx.OK(c, l)
 	})
 	r.Delete("/queue-links/:linkId", write, func(c *fiber.Ctx) error {
-		l, err := svc.Delete(c.UserContext(), account(c), c.Params("linkId"))
+		l, err := svc.Delete(c.UserContext(), httpx.AccountOf(c), c.Params("linkId"))
 		if err != nil {
 			return err
 		}
@@ -56,7 +55,7 @@ func Register(r fiber.Router, svc *workflow.Service, fwd *workflow.Forwarder, cu
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		f, err := fwd.ForwardNow(c.UserContext(), account(c), c.Params("turnId"), in)
+		f, err := fwd.ForwardNow(c.UserContext(), httpx.AccountOf(c), c.Params("turnId"), in)
 		if err != nil {
 			return err
 		}
@@ -68,14 +67,14 @@ func Register(r fiber.Router, svc *workflow.Service, fwd *workflow.Forwarder, cu
 		if err != nil {
 			return err
 		}
-		p, err := fwd.OfLink(c.UserContext(), account(c), c.Params("linkId"), page)
+		p, err := fwd.OfLink(c.UserContext(), httpx.AccountOf(c), c.Params("linkId"), page)
 		if err != nil {
 			return err
 		}
 		return httpx.WritePage(c, cur, forwardList, p, page.Limit)
 	})
 	r.Get("/turns/:turnId/forwards", read, func(c *fiber.Ctx) error {
-		fs, err := fwd.OfTurn(c.UserContext(), account(c), c.Params("turnId"))
+		fs, err := fwd.OfTurn(c.UserContext(), httpx.AccountOf(c), c.Params("turnId"))
 		if err != nil {
 			return err
 		}

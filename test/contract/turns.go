@@ -1,4 +1,4 @@
-package contract_test
+package contract
 
 import (
 	"context"
@@ -7,57 +7,35 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/adapters/memory"
-	"github.com/qms-dev/qms/adapters/postgres"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
-	"github.com/qms-dev/qms/test/contract"
-	"github.com/qms-dev/qms/test/pgtest"
 )
 
-// turnsHarness is one adapter set's turns repository with what it hangs
+// TurnsHarness is one adapter set's turns repository with what it hangs
 // from.
-type turnsHarness struct {
+type TurnsHarness struct {
 	UoW      platform.UnitOfWork
 	Turns    turns.Repository
-	Owners   contract.Owners
+	Owners   Owners
 	Entities entities.Repository
 	// Concurrent: transactions run side by side (Postgres), so row locks
 	// and SKIP LOCKED can be observed.
 	Concurrent bool
 }
 
-func TestMemoryTurnsRepository(t *testing.T) {
-	runTurnsRepository(t, func(t *testing.T) turnsHarness {
-		s := memory.NewStore()
-		ents, qs := memory.NewEntities(s), memory.NewQueues(s)
-		return turnsHarness{UoW: s, Turns: memory.NewTurns(s), Entities: ents,
-			Owners: contract.Owners{Accounts: memory.NewAccounts(s), Entities: ents, Queues: qs}}
-	})
-}
-
-func TestPostgresTurnsRepository(t *testing.T) {
-	runTurnsRepository(t, func(t *testing.T) turnsHarness {
-		db := pgtest.New(t)
-		ents := postgres.NewEntities(db)
-		return turnsHarness{UoW: db, Turns: postgres.NewTurns(db), Entities: ents, Concurrent: true,
-			Owners: contract.Owners{Accounts: postgres.NewAccounts(db), Entities: ents, Queues: postgres.NewQueues(db)}}
-	})
-}
-
 // turnsWorld is a seeded account with one run and a station.
 type turnsWorld struct {
-	h       turnsHarness
-	owned   contract.Owned
+	h       TurnsHarness
+	owned   Owned
 	runID   string
 	station string
 	now     time.Time
 	seq     int64
 }
 
-func newTurnsWorld(t *testing.T, h turnsHarness) *turnsWorld {
+func newTurnsWorld(t *testing.T, h TurnsHarness) *turnsWorld {
 	t.Helper()
 	ctx := context.Background()
 	w := &turnsWorld{h: h, owned: h.Owners.Seed(t), now: time.Now().UTC().Truncate(time.Microsecond)}
@@ -92,7 +70,7 @@ func (w *turnsWorld) turn(t *testing.T, mod func(*turns.Turn)) turns.Turn {
 	return tu
 }
 
-func runTurnsRepository(t *testing.T, newHarness func(t *testing.T) turnsHarness) {
+func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 	ctx := context.Background()
 
 	t.Run("create and get keep every field", func(t *testing.T) {

@@ -1,0 +1,144 @@
+// Package adapterset builds the adapters of one backend as a typed set:
+// one field per port, filled by one constructor per backend (Memory,
+// Postgres). bootstrap provides every port field to the application, and
+// the contract and core tests take a ready set instead of assembling
+// adapters by hand.
+//
+// Adding a port is one field here and one line in each constructor;
+// TestMemorySetFillsEveryPort (and the contract suite's check of the
+// PostgreSQL set) fail while a constructor leaves a field empty.
+package adapterset
+
+import (
+	"fmt"
+	"log/slog"
+	"reflect"
+
+	"github.com/qms-dev/qms/adapters/memory"
+	"github.com/qms-dev/qms/adapters/postgres"
+	"github.com/qms-dev/qms/adapters/riverjobs"
+	"github.com/qms-dev/qms/core/accesscodes"
+	"github.com/qms-dev/qms/core/accounts"
+	"github.com/qms-dev/qms/core/analytics"
+	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/display"
+	"github.com/qms-dev/qms/core/entities"
+	"github.com/qms-dev/qms/core/events"
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/ticket"
+	"github.com/qms-dev/qms/core/turns"
+	"github.com/qms-dev/qms/core/webhooks"
+	"github.com/qms-dev/qms/core/workflow"
+	"github.com/qms-dev/qms/ports"
+)
+
+// Set is one backend's adapters, one field per port. Every field of an
+// interface type is a port: bootstrap provides each to the application
+// under its type, so two fields may not share one.
+type Set struct {
+	UoW             platform.UnitOfWork
+	Pinger          ports.Pinger
+	Accounts        accounts.Repository
+	Entities        entities.Repository
+	Queues          queues.Repository
+	Turns           turns.Repository
+	Appointments    appointments.Repository
+	AccessCodes     accesscodes.Repository
+	AccessCodeTurns accesscodes.TurnCodes
+	Workflow        workflow.Repository
+	Forwards        workflow.ForwardRepository
+	Analytics       analytics.Repository
+	Webhooks        webhooks.Repository
+	Events          events.Store
+	StreamLog       stream.Log
+	StreamNotifier  stream.Notifier
+	Calls           display.Calls
+	DisplayTokens   display.Repository
+	TicketLinks     ticket.Repository
+	RateLimiter     ports.RateLimiter
+	JobRunner       ports.JobRunner
+	Jobs            platform.JobScheduler
+
+	// EventCopies are adapters that keep their own copy of the event log
+	// and must be subscribed to the event bus (the memory stream log). Not
+	// a port: bootstrap subscribes them.
+	EventCopies []events.Subscriber
+}
+
+// Options are what the backends need beyond their storage.
+type Options struct {
+	// Clock is the memory job runner's clock (tests move it).
+	Clock platform.Clock
+	// Logger receives the job runner's reports.
+	Logger *slog.Logger
+	// SecretKey seals webhook signing secrets in PostgreSQL (required
+	// there); OldSecretKeys open those sealed under earlier keys.
+	SecretKey     string
+	OldSecretKeys []string
+}
+
+func (o Options) logger(component string) *slog.Logger {
+	if o.Logger == nil {
+		return slog.Default().With("component", component)
+	}
+	return o.Logger.With("component", component)
+}
+
+// Memory is the in-process set over store s.
+func Memory(s *memory.Store, o Options) (Set, error) {
+	if o.Clock == nil {
+		o.Clock = platform.SystemClock{}
+	}
+	tr, ar, wf := memory.NewTurns(s), memory.NewAppointments(s), memory.NewWorkflow(s)
+	an, err := memory.NewAnalytics(s, tr, ar, wf)
+	if err != nil {
+		return Set{}, fmt.Errorf("adapterset: memory analytics: %w", err)
+	}
+	log := memory.NewStreamLog(s)
+	runner := memory.NewJobRunner(s, o.Clock, memory.JobRunnerOptions{Logger: o.logger("jobs")})
+	return Set{
+		UoW: s, Pinger: s,
+		Accounts: memory.NewAccounts(s), Entities: memory.NewEntities(s), Queues: memory.NewQueues(s), Turns: tr,
+		Appointments: ar, AccessCodes: memory.NewAccessCodes(s), AccessCodeTurns: memory.NewAccessCodeTurns(s, tr),
+		Workflow: wf, Forwards: wf, Analytics: an, Webhooks: memory.NewWebhooks(s), Events: memory.NewEvents(s),
+		StreamLog: log, StreamNotifier: log, Calls: log, DisplayTokens: memory.NewDisplayTokens(s),
+		TicketLinks: memory.NewTicketLinks(s),
+		RateLimiter: memory.NewRateLimiter(), JobRunner: runner, Jobs: runner,
+		EventCopies: []events.Subscriber{log},
+	}, nil
+}
+
+// Postgres is the PostgreSQL set over db, with River running the jobs.
+func Postgres(db *postgres.DB, o Options) (Set, error) {
+	wh, err := postgres.NewWebhooks(db, o.SecretKey, o.OldSecretKeys...)
+	if err != nil {
+		return Set{}, err
+	}
+	log := postgres.NewStreamLog(db)
+	wf := postgres.NewWorkflow(db)
+	runner := riverjobs.New(db, riverjobs.Options{Logger: o.logger("river")})
+	return Set{
+		UoW: db, Pinger: db,
+		Accounts: postgres.NewAccounts(db), Entities: postgres.NewEntities(db), Queues: postgres.NewQueues(db),
+		Turns: postgres.NewTurns(db), Appointments: postgres.NewAppointments(db), AccessCodes: postgres.NewAccessCodes(db),
+		AccessCodeTurns: postgres.NewAccessCodeTurns(db), Workflow: wf, Forwards: wf, Analytics: postgres.NewAnalytics(db),
+		Webhooks: wh, Events: postgres.NewEvents(db), StreamLog: log, StreamNotifier: postgres.NewStreamNotifier(db),
+		Calls: log, DisplayTokens: postgres.NewDisplayTokens(db), TicketLinks: postgres.NewTicketLinks(db), RateLimiter: postgres.NewRateLimiter(db),
+		JobRunner: runner, Jobs: runner,
+	}, nil
+}
+
+// Missing names the port fields s leaves empty: a constructor that forgot
+// a port added to Set.
+func (s Set) Missing() []string {
+	var out []string
+	v := reflect.ValueOf(s)
+	for i := 0; i < v.NumField(); i++ {
+		if f := v.Type().Field(i); f.Type.Kind() == reflect.Interface && v.Field(i).IsNil() {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
