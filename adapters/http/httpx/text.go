@@ -181,6 +181,11 @@ func checkRequestText(c *fiber.Ctx) error {
 			err = platform.InvalidField("query", rule, "a parameter's name "+msg)
 			return
 		}
+		if name == "cursor" {
+			// Opaque and signed: ParsePage refuses anything it did not
+			// sign as 400 INVALID_CURSOR, before it reaches storage.
+			return
+		}
 		err = CheckParam(name, string(v))
 	})
 	return err

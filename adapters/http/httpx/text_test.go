@@ -101,7 +101,7 @@ func TestQueryAndPathText(t *testing.T) {
 	for _, c := range []struct{ url, path, rule string }{
 		{"/queues/q1/stations?entityId=%00", "entityId", platform.RuleControlCharacter},
 		{"/queues/q1/stations?status=%ff", "status", platform.RuleInvalidUTF8},
-		{"/queues/q1/stations?a=1&cursor=x%0Ay", "cursor", platform.RuleControlCharacter},
+		{"/queues/q1/stations?a=1&limit=x%0Ay", "limit", platform.RuleControlCharacter},
 	} {
 		resp, err := app.Test(httptest.NewRequest(http.MethodGet, c.url, nil))
 		if err != nil {
