@@ -29,6 +29,7 @@ import (
 	"github.com/qms-dev/qms/modules/entities"
 	"github.com/qms-dev/qms/modules/metrics"
 	"github.com/qms-dev/qms/modules/queues"
+	"github.com/qms-dev/qms/modules/retention"
 	"github.com/qms-dev/qms/modules/stream"
 	"github.com/qms-dev/qms/modules/ticket"
 	"github.com/qms-dev/qms/modules/turns"
@@ -64,6 +65,7 @@ var Modules = []fx.Option{
 	stream.Module,
 	display.Module,
 	ticket.Module,
+	retention.Module,
 }
 
 // New builds the application for cfg. Start it with app.Start and stop it

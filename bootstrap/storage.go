@@ -84,7 +84,8 @@ func subscribeCopies(b *events.Bus, s adapterset.Set) {
 // openPostgres connects, applies migrations unless told not to, and closes
 // the pool when the application stops (after the job runner has stopped).
 func openPostgres(lc fx.Lifecycle, cfg *config.Config, log *slog.Logger) (*postgres.DB, error) {
-	db, err := postgres.Open(context.Background(), cfg.Database.URL)
+	db, err := postgres.OpenWith(context.Background(), cfg.Database.URL, postgres.Options{
+		MaxConns: int32(cfg.Database.MaxConns), AcquireTimeout: cfg.Database.AcquireTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("QMS_DATABASE_URL: %w", err)
 	}

@@ -17,8 +17,9 @@
 //     appointments) when the caller gives none, so a retried create returns
 //     the same resource;
 //   - retries 429 RATE_LIMITED after its Retry-After, and transient
-//     failures (502, 503, 504, and connections that fail) with exponential
-//     backoff and jitter, for requests that are safe to repeat: reads,
+//     failures (502, 503 SERVICE_UNAVAILABLE, 504, and connections that
+//     fail) with exponential backoff and jitter, or the 503's Retry-After
+//     when longer, for requests that are safe to repeat: reads,
 //     PUT, PATCH and DELETE, and creates carrying an idempotency key;
 //     other POSTs are retried only after a 429, which the server answers
 //     before doing anything;
@@ -59,7 +60,8 @@ type Retry struct {
 	// MaxDelay caps one backoff. Default 5 s.
 	MaxDelay time.Duration
 	// MaxRetryAfter is the longest Retry-After the client waits; a 429
-	// asking for longer is returned at once. Default 60 s.
+	// asking for longer is returned at once (a 503 asking for longer is
+	// retried after the backoff instead). Default 60 s.
 	MaxRetryAfter time.Duration
 }
 
@@ -324,7 +326,14 @@ func (b *base) do(ctx context.Context, r request, out any) error {
 			}
 		case r.retrySafe() && (resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable ||
 			resp.StatusCode == http.StatusGatewayTimeout):
-			if err := b.sleep(ctx, b.backoff(attempt)); err != nil {
+			// A 503 SERVICE_UNAVAILABLE (the database away, or the server's
+			// request deadline) says when to come back; retrying sooner only
+			// adds to the load that greets the database's return.
+			wait := b.backoff(attempt)
+			if apiErr.RetryAfter > wait && apiErr.RetryAfter <= b.retry.MaxRetryAfter {
+				wait = apiErr.RetryAfter
+			}
+			if err := b.sleep(ctx, wait); err != nil {
 				return apiErr
 			}
 		default:

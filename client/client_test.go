@@ -87,6 +87,18 @@ func TestRetries429AfterRetryAfter(t *testing.T) {
 	}
 }
 
+func TestA503IsRetriedAfterItsRetryAfter(t *testing.T) {
+	s := newServer(t, envelope(503, "SERVICE_UNAVAILABLE", map[string]string{"Retry-After": "1"}), ok(`{"data":[],"pagination":{"nextCursor":null,"limit":50}}`))
+	c := client.New(s.srv.URL, "k", fastRetry)
+	start := time.Now()
+	if _, err := c.ListEntities(context.Background(), nil); err != nil {
+		t.Fatalf("ListEntities: %v", err)
+	}
+	if waited := time.Since(start); waited < 900*time.Millisecond || len(s.requests) != 2 {
+		t.Fatalf("retried after %v (%d requests), before Retry-After's 1 s", waited, len(s.requests))
+	}
+}
+
 func TestA429AskingTooLongIsReturned(t *testing.T) {
 	s := newServer(t, envelope(429, "RATE_LIMITED", map[string]string{"Retry-After": "30"}))
 	c := client.New(s.srv.URL, "k", fastRetry)

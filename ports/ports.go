@@ -23,6 +23,15 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// FaultClassifier tells the errors of storage that cannot be reached for
+// now (refused or broken connections, a server shutting down or starting
+// up, a pool with no connection to give within its wait) from the rest: the
+// HTTP layer answers them 503 SERVICE_UNAVAILABLE with Retry-After, never
+// 500, so clients retry.
+type FaultClassifier interface {
+	Unavailable(err error) bool
+}
+
 // JobHandler runs one job. Returning an error makes the job retry with
 // backoff until its attempts are exhausted; a handler must be idempotent.
 type JobHandler func(ctx context.Context, job JobContext) error
@@ -47,6 +56,12 @@ type JobKind struct {
 	// Backoff returns the delay before attempt+1 after a failed attempt;
 	// nil uses the runner's default exponential backoff with jitter.
 	Backoff func(attempt int) time.Duration
+	// Every, when positive, makes the kind periodic: the runner enqueues a
+	// job of it (with no args) at start-up and then every Every, and skips
+	// a period while the last one is still pending. On River only the
+	// elected leader enqueues (River's periodic jobs), so several processes
+	// run it once per period between them.
+	Every time.Duration
 }
 
 // JobRunner runs scheduled jobs. It implements the core's JobScheduler, so

@@ -40,6 +40,7 @@ import (
 type Set struct {
 	UoW             platform.UnitOfWork
 	Pinger          ports.Pinger
+	Faults          ports.FaultClassifier
 	Accounts        accounts.Repository
 	Entities        entities.Repository
 	Queues          queues.Repository
@@ -58,6 +59,7 @@ type Set struct {
 	DisplayTokens   display.Repository
 	TicketLinks     ticket.Repository
 	RateLimiter     ports.RateLimiter
+	Pruner          ports.Pruner
 	JobRunner       ports.JobRunner
 	Jobs            platform.JobScheduler
 
@@ -98,14 +100,15 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 	}
 	log := memory.NewStreamLog(s)
 	runner := memory.NewJobRunner(s, o.Clock, memory.JobRunnerOptions{Logger: o.logger("jobs")})
+	qs, wh, ev, rl := memory.NewQueues(s), memory.NewWebhooks(s), memory.NewEvents(s), memory.NewRateLimiter()
 	return Set{
-		UoW: s, Pinger: s,
-		Accounts: memory.NewAccounts(s), Entities: memory.NewEntities(s), Queues: memory.NewQueues(s), Turns: tr,
+		UoW: s, Pinger: s, Faults: s,
+		Accounts: memory.NewAccounts(s), Entities: memory.NewEntities(s), Queues: qs, Turns: tr,
 		Appointments: ar, AccessCodes: memory.NewAccessCodes(s), AccessCodeTurns: memory.NewAccessCodeTurns(s, tr),
-		Workflow: wf, Forwards: wf, Analytics: an, Webhooks: memory.NewWebhooks(s), Events: memory.NewEvents(s),
+		Workflow: wf, Forwards: wf, Analytics: an, Webhooks: wh, Events: ev,
 		StreamLog: log, StreamNotifier: log, Calls: log, DisplayTokens: memory.NewDisplayTokens(s),
 		TicketLinks: memory.NewTicketLinks(s),
-		RateLimiter: memory.NewRateLimiter(), JobRunner: runner, Jobs: runner,
+		RateLimiter: rl, Pruner: memory.NewPruner(s, ev, wh, tr, qs, wf, rl), JobRunner: runner, Jobs: runner,
 		EventCopies: []events.Subscriber{log},
 	}, nil
 }
@@ -120,13 +123,13 @@ func Postgres(db *postgres.DB, o Options) (Set, error) {
 	wf := postgres.NewWorkflow(db)
 	runner := riverjobs.New(db, riverjobs.Options{Logger: o.logger("river")})
 	return Set{
-		UoW: db, Pinger: db,
+		UoW: db, Pinger: db, Faults: db,
 		Accounts: postgres.NewAccounts(db), Entities: postgres.NewEntities(db), Queues: postgres.NewQueues(db),
 		Turns: postgres.NewTurns(db), Appointments: postgres.NewAppointments(db), AccessCodes: postgres.NewAccessCodes(db),
 		AccessCodeTurns: postgres.NewAccessCodeTurns(db), Workflow: wf, Forwards: wf, Analytics: postgres.NewAnalytics(db),
 		Webhooks: wh, Events: postgres.NewEvents(db), StreamLog: log, StreamNotifier: postgres.NewStreamNotifier(db),
 		Calls: log, DisplayTokens: postgres.NewDisplayTokens(db), TicketLinks: postgres.NewTicketLinks(db), RateLimiter: postgres.NewRateLimiter(db),
-		JobRunner: runner, Jobs: runner,
+		Pruner: postgres.NewPruner(db), JobRunner: runner, Jobs: runner,
 	}, nil
 }
 

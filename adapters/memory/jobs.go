@@ -194,7 +194,39 @@ func (r *JobRunner) Start(context.Context) error {
 		r.armLocked(j, j.runAt)
 	}
 	r.held = nil
+	for _, k := range r.kinds {
+		if k.Every > 0 {
+			go r.every(r.ctx, k)
+		}
+	}
 	return nil
+}
+
+// every enqueues a job of the periodic kind now and then every period
+// until Stop, one pending at a time (its unique key), as River's periodic
+// jobs do.
+func (r *JobRunner) every(ctx context.Context, kind ports.JobKind) {
+	tick := time.NewTicker(kind.Every)
+	defer tick.Stop()
+	for {
+		r.mu.Lock()
+		stopped := r.state != runnerStarted
+		r.mu.Unlock()
+		if stopped {
+			return
+		}
+		r.enqueue(&memJob{
+			kind:        kind,
+			args:        json.RawMessage("{}"),
+			uniqueKey:   kind.Name + "\x00periodic",
+			maxAttempts: cmp.Or(kind.MaxAttempts, r.opts.MaxAttempts),
+		})
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // run makes one attempt of j, then retries it after the kind's backoff or

@@ -53,3 +53,19 @@ func (l *RateLimiter) Allow(_ context.Context, key string, limit int, now time.T
 		Reset:     start.Add(time.Minute),
 	}, nil
 }
+
+// prune deletes at most limit windows that started before before.
+func (l *RateLimiter) prune(before time.Time, limit int) (n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for w := range l.counts {
+		if n >= limit {
+			break
+		}
+		if w.start.Before(before) {
+			delete(l.counts, w)
+			n++
+		}
+	}
+	return n
+}

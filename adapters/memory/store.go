@@ -189,3 +189,7 @@ func sorted[T any](rows map[string]T, after string, limit int, keep func(T) bool
 	}
 	return out
 }
+
+// Unavailable implements ports.FaultClassifier: memory is never out of
+// reach.
+func (s *Store) Unavailable(error) bool { return false }

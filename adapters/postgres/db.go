@@ -6,12 +6,14 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -38,17 +40,33 @@ type DB struct {
 
 	// retries counts transactions Do ran again (see TxRetries).
 	retries atomic.Int64
+	// acquireTimeout is Options.AcquireTimeout.
+	acquireTimeout time.Duration
+}
+
+// Options tune Open.
+type Options struct {
+	// MaxConns sizes the pool when the URL does not (pool_max_conns); zero
+	// takes defaultMaxConns.
+	MaxConns int32
+	// AcquireTimeout bounds how long a unit of work waits for a connection
+	// of the full pool before it fails with an error Unavailable
+	// recognises (503); zero leaves only its context to bound it.
+	AcquireTimeout time.Duration
 }
 
 // Open connects to the database at url (a postgres:// URL or a key=value
 // DSN) and checks that it answers.
-func Open(ctx context.Context, url string) (*DB, error) {
+func Open(ctx context.Context, url string) (*DB, error) { return OpenWith(ctx, url, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse database url: %w", err)
 	}
 	if !strings.Contains(url, "pool_max_conns") {
-		cfg.MaxConns = defaultMaxConns
+		cfg.MaxConns = cmp.Or(opts.MaxConns, defaultMaxConns)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -59,7 +77,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		return nil, fmt.Errorf("postgres: connect to %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
 	sqldb := stdlib.OpenDBFromPool(pool)
-	return &DB{Bun: bun.NewDB(sqldb, pgdialect.New()), Pool: pool}, nil
+	return &DB{Bun: bun.NewDB(sqldb, pgdialect.New()), Pool: pool, acquireTimeout: opts.AcquireTimeout}, nil
 }
 
 // Close releases every connection. Closing bun first lets database/sql hand

@@ -124,9 +124,31 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // serialization failure or deadlock since the database was opened.
 func (db *DB) TxRetries() int64 { return db.retries.Load() }
 
+// errAcquire is the error of a unit of work that waited acquireTimeout for
+// a connection of a full pool: requests queue for at most that long
+// (answered 503, see Unavailable) instead of draining every client's
+// patience behind a pool that cannot keep up.
+var errAcquire = errors.New("postgres: no connection free in the pool within the acquire timeout")
+
+// conn takes a connection for a unit of work, waiting at most
+// acquireTimeout. The context only bounds the wait: database/sql does not
+// keep it once the connection is handed over.
+func (db *DB) conn(ctx context.Context) (bun.Conn, error) {
+	if db.acquireTimeout <= 0 {
+		return db.Bun.Conn(ctx)
+	}
+	actx, cancel := context.WithTimeout(ctx, db.acquireTimeout)
+	defer cancel()
+	conn, err := db.Bun.Conn(actx)
+	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+		return conn, fmt.Errorf("%w (%v): %w", errAcquire, db.acquireTimeout, err)
+	}
+	return conn, err
+}
+
 // do is one attempt of Do.
 func (db *DB) do(ctx context.Context, fn func(ctx context.Context) error) (err error) {
-	conn, err := db.Bun.Conn(ctx)
+	conn, err := db.conn(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: unit of work: get connection: %w", err)
 	}

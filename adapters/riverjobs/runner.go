@@ -131,14 +131,19 @@ func (r *Runner) Client() (*river.Client[pgx.Tx], error) {
 	}
 	workers := river.NewWorkers()
 	backoffs := make(map[string]func(int) time.Duration, len(r.kinds))
+	var periodic []*river.PeriodicJob
 	for name, kind := range r.kinds {
 		river.AddWorkerArgs(workers, jobArgs{kind: name}, &worker{kind: kind})
 		backoffs[name] = kind.Backoff
+		if kind.Every > 0 {
+			periodic = append(periodic, periodicJob(name, kind.Every))
+		}
 	}
 	client, err := river.NewClient(riverpgxv5.New(r.db.Pool), &river.Config{
 		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: r.opts.Workers}},
 		FetchCooldown:        DefaultFetchCooldown,
 		Workers:              workers,
+		PeriodicJobs:         periodic,
 		JobTimeout:           r.opts.JobTimeout,
 		RescueStuckJobsAfter: r.opts.RescueStuckJobsAfter,
 		MaxAttempts:          r.opts.MaxAttempts,
@@ -193,6 +198,16 @@ func (r *Runner) Schedule(ctx context.Context, job platform.Job) error {
 		return fmt.Errorf("riverjobs: schedule %q: %w", job.Kind, err)
 	}
 	return nil
+}
+
+// periodicJob enqueues kind every period on the elected leader, and once
+// when a leader starts. The constant unique key keeps one pending job per
+// kind: a period whose job has not finished is skipped.
+func periodicJob(kind string, every time.Duration) *river.PeriodicJob {
+	return river.NewPeriodicJob(river.PeriodicInterval(every), func() (river.JobArgs, *river.InsertOpts) {
+		return jobArgs{kind: kind, UniqueKey: "periodic", Payload: json.RawMessage("{}")},
+			&river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: pendingStates}}
+	}, &river.PeriodicJobOpts{ID: kind, RunOnStart: true})
 }
 
 // pendingStates are the states in which a job blocks another with its

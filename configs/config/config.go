@@ -18,6 +18,7 @@ import (
 	"github.com/knadh/koanf/v2"
 
 	"github.com/qms-dev/qms/configs"
+	"github.com/qms-dev/qms/core/stream"
 )
 
 // Storage modes.
@@ -42,11 +43,17 @@ type Config struct {
 		// the CIDRs (or addresses) whose X-Forwarded-For/-Proto count.
 		PublicURL      string   `koanf:"public_url"`
 		TrustedProxies []string `koanf:"trusted_proxies"`
+		// RequestTimeout bounds each request's work (event streams exempt).
+		RequestTimeout time.Duration `koanf:"request_timeout"`
 	} `koanf:"http"`
 	Storage  string `koanf:"storage"`
 	Database struct {
 		URL     string `koanf:"url"`
 		Migrate bool   `koanf:"migrate"`
+		// MaxConns sizes the pool (unless the URL sets pool_max_conns);
+		// AcquireTimeout bounds a unit of work's wait for a connection.
+		MaxConns       int           `koanf:"max_conns"`
+		AcquireTimeout time.Duration `koanf:"acquire_timeout"`
 	} `koanf:"database"`
 	Admin struct {
 		Token string `koanf:"token"`
@@ -78,7 +85,19 @@ type Config struct {
 		ExpireAfter time.Duration `koanf:"expire_after"`
 	} `koanf:"tickets"`
 	BootstrapDemo bool `koanf:"bootstrap_demo"`
-	Metrics       struct {
+	// Retention says how long each kind of record that would otherwise
+	// grow without bound is kept, and how the prune job runs
+	// (modules/retention; configs/default.yaml has the defaults).
+	Retention struct {
+		Interval    time.Duration `koanf:"interval"`
+		BatchSize   int           `koanf:"batch_size"`
+		Events      time.Duration `koanf:"events"`
+		Deliveries  time.Duration `koanf:"deliveries"`
+		LineChanges time.Duration `koanf:"line_changes"`
+		Forwards    time.Duration `koanf:"forwards"`
+		RateLimits  time.Duration `koanf:"rate_limits"`
+	} `koanf:"retention"`
+	Metrics struct {
 		// Addr, when set, serves GET /metrics on its own listener (and not
 		// on the API's); empty serves it on the API's listener.
 		Addr string `koanf:"addr"`
@@ -153,7 +172,7 @@ func envKey(k, v string) (string, any) {
 
 var knownSections = map[string]bool{
 	"http": true, "database": true, "admin": true, "ratelimit": true,
-	"webhooks": true, "cursor": true, "log": true, "metrics": true,
+	"webhooks": true, "cursor": true, "log": true, "metrics": true, "retention": true,
 }
 
 // validateDatabase checks the storage mode and the database URL.
@@ -219,6 +238,14 @@ func (c *Config) Validate() error {
 		{"QMS_HTTP_WRITE_TIMEOUT", "http.write_timeout", c.HTTP.WriteTimeout},
 		{"QMS_HTTP_IDLE_TIMEOUT", "http.idle_timeout", c.HTTP.IdleTimeout},
 		{"QMS_TICKETS_EXPIRE_AFTER", "tickets.expire_after", c.Tickets.ExpireAfter},
+		{"QMS_HTTP_REQUEST_TIMEOUT", "http.request_timeout", c.HTTP.RequestTimeout},
+		{"QMS_DATABASE_ACQUIRE_TIMEOUT", "database.acquire_timeout", c.Database.AcquireTimeout},
+		{"QMS_RETENTION_INTERVAL", "retention.interval", c.Retention.Interval},
+		{"QMS_RETENTION_EVENTS", "retention.events", c.Retention.Events},
+		{"QMS_RETENTION_DELIVERIES", "retention.deliveries", c.Retention.Deliveries},
+		{"QMS_RETENTION_LINE_CHANGES", "retention.line_changes", c.Retention.LineChanges},
+		{"QMS_RETENTION_FORWARDS", "retention.forwards", c.Retention.Forwards},
+		{"QMS_RETENTION_RATE_LIMITS", "retention.rate_limits", c.Retention.RateLimits},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("config: %s (%s) must be a positive duration such as 30s, got %v", d.env, d.key, d.v)
@@ -232,6 +259,21 @@ func (c *Config) Validate() error {
 	}
 	if _, err := ParseTrustedProxies(c.HTTP.TrustedProxies); err != nil {
 		return err
+	}
+	if c.Database.MaxConns <= 0 || c.Database.MaxConns > 10000 {
+		return fmt.Errorf("config: QMS_DATABASE_MAX_CONNS (database.max_conns) must be between 1 and 10000, got %d", c.Database.MaxConns)
+	}
+	if c.Retention.BatchSize <= 0 {
+		return fmt.Errorf("config: QMS_RETENTION_BATCH_SIZE (retention.batch_size) must be a positive integer, got %d", c.Retention.BatchSize)
+	}
+	// Fewer than the stream's replay window would break its promise: a
+	// client reconnecting within the window must be able to resume.
+	if c.Retention.Events < stream.DefaultRetention {
+		return fmt.Errorf("config: QMS_RETENTION_EVENTS (retention.events) must be at least the event stream's replay window, %v, got %v", stream.DefaultRetention, c.Retention.Events)
+	}
+	// Windows are a minute long; a shorter keep would delete the current one.
+	if c.Retention.RateLimits < 2*time.Minute {
+		return fmt.Errorf("config: QMS_RETENTION_RATE_LIMITS (retention.rate_limits) must be at least 2m (windows are a minute long), got %v", c.Retention.RateLimits)
 	}
 	if c.RateLimit.PerMinute <= 0 {
 		return fmt.Errorf("config: QMS_RATELIMIT_PER_MINUTE (ratelimit.per_minute) must be a positive integer, got %d", c.RateLimit.PerMinute)

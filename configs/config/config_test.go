@@ -117,3 +117,39 @@ func TestPublicURLAndTrustedProxies(t *testing.T) {
 		}
 	}
 }
+
+func TestRetentionAndFaultSettings(t *testing.T) {
+	c, err := config.Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Retention
+	if r.Interval != 15*time.Minute || r.BatchSize != 1000 || r.Events != 24*time.Hour || r.Deliveries != 7*24*time.Hour ||
+		r.LineChanges != 24*time.Hour || r.Forwards != 365*24*time.Hour || r.RateLimits != 10*time.Minute {
+		t.Fatalf("documented retention defaults: %+v", r)
+	}
+	if c.HTTP.RequestTimeout != 30*time.Second || c.Database.MaxConns != 20 || c.Database.AcquireTimeout != 5*time.Second {
+		t.Fatalf("documented fault defaults: request %v, max conns %d, acquire %v", c.HTTP.RequestTimeout, c.Database.MaxConns, c.Database.AcquireTimeout)
+	}
+	c, err = config.Load("", []string{"QMS_RETENTION_LINE_CHANGES=1h", "QMS_RETENTION_BATCH_SIZE=50", "QMS_DATABASE_MAX_CONNS=40", "QMS_HTTP_REQUEST_TIMEOUT=5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Retention.LineChanges != time.Hour || c.Retention.BatchSize != 50 || c.Database.MaxConns != 40 || c.HTTP.RequestTimeout != 5*time.Second {
+		t.Fatalf("from the environment: %+v %+v %v", c.Retention, c.Database, c.HTTP.RequestTimeout)
+	}
+	for env, value := range map[string]string{
+		"QMS_RETENTION_EVENTS":         "23h", // shorter than the stream's replay window
+		"QMS_RETENTION_RATE_LIMITS":    "1m",
+		"QMS_RETENTION_BATCH_SIZE":     "0",
+		"QMS_RETENTION_INTERVAL":       "0s",
+		"QMS_RETENTION_DELIVERIES":     "0s",
+		"QMS_DATABASE_MAX_CONNS":       "0",
+		"QMS_DATABASE_ACQUIRE_TIMEOUT": "0s",
+		"QMS_HTTP_REQUEST_TIMEOUT":     "0s",
+	} {
+		if _, err := config.Load("", []string{env + "=" + value}); err == nil || !strings.Contains(err.Error(), env) {
+			t.Errorf("%s=%s: want an error naming it, got %v", env, value, err)
+		}
+	}
+}

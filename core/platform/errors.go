@@ -20,7 +20,10 @@ const (
 	KindConflict                    // a business conflict with the current state (409)
 	KindUnprocessable               // a well-formed request the rules refuse (422)
 	KindRateLimited                 // too many requests (429)
-	KindGone                        // the resource existed and was withdrawn for good (410)
+	// KindUnavailable: storage (or the request's own deadline) failed for
+	// now, not for good; the same request may succeed later (503).
+	KindUnavailable
+	KindGone // the resource existed and was withdrawn for good (410)
 )
 
 // Stable error codes shared by several modules. Modules define their own
@@ -34,6 +37,7 @@ const (
 	CodeRateLimited     = "RATE_LIMITED"
 	CodeInternal        = "INTERNAL_ERROR"
 	CodeInvalidCursor   = "INVALID_CURSOR"
+	CodeUnavailable     = "SERVICE_UNAVAILABLE"
 )
 
 // Error is a domain error: a kind, a stable uppercase code, a human message

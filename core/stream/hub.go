@@ -31,12 +31,25 @@ const (
 // Pending events (committed, but whose place in the order is not final
 // yet) are read again after a delay that doubles from pendingMin to
 // pendingMax; a read that fails is retried after errorMin doubling to
-// errorMax.
+// errorMax, which is short so that subscribers catch up within a second
+// or two of the database's return (one read a second per feed is no load
+// for a database that is away).
 const (
 	pendingMin = 20 * time.Millisecond
 	pendingMax = time.Second
-	errorMin   = 500 * time.Millisecond
-	errorMax   = 10 * time.Second
+	errorMin   = 100 * time.Millisecond
+	errorMax   = time.Second
+)
+
+// A subscriber whose buffer is full when the feed is woken to read gets up
+// to fullGrace to make room (the feed waits, re-checking every fullRecheck,
+// and reads nothing meanwhile) before it is cut off with ErrOverflow: one
+// that keeps up is never cut off by a burst (a backlog after an outage)
+// that arrives faster than it is written out; one that took nothing for a
+// second is not keeping up.
+const (
+	fullGrace   = time.Second
+	fullRecheck = 10 * time.Millisecond
 )
 
 // Options tune a Hub. Zero values take the defaults.
@@ -273,6 +286,9 @@ type Subscription struct {
 	// last is the position of the last event handled (sent or filtered
 	// out); anything at or before it is never sent again.
 	last Position
+	// fullSince is when the feed first found ch full with more to give;
+	// zero while it has room. Guarded by the feed's mu.
+	fullSince time.Time
 }
 
 // Gap reports that the subscriber's LastEventID could not be resumed from
@@ -399,9 +415,11 @@ func (f *feed) run() {
 	defer f.hub.wg.Done()
 	pendingWait, errorWait := pendingMin, errorMin
 	for {
-		more, pending, err := f.poll()
+		more, pending, full, err := f.poll()
 		var wait time.Duration
 		switch {
+		case full:
+			wait = fullRecheck
 		case err != nil:
 			if f.hub.ctx.Err() != nil {
 				return
@@ -433,14 +451,38 @@ func (f *feed) run() {
 }
 
 // poll reads the log after the cursor once and hands each event to every
-// subscriber it is for; a subscriber whose buffer is full is cut off.
-func (f *feed) poll() (more, pending bool, err error) {
+// subscriber it is for. It reads no more than the fullest subscriber has
+// room for, so a read never overfills a buffer by itself; when a
+// subscriber has no room at all it reports full (the feed waits a moment
+// and polls again), and cuts off one that has had no room for fullGrace.
+func (f *feed) poll() (more, pending, full bool, err error) {
 	f.mu.Lock()
 	cursor := f.cursor
+	limit := f.hub.opts.PageSize
+	now := time.Now()
+	for s := range f.subs {
+		room := cap(s.ch) - len(s.ch)
+		switch {
+		case room > 0:
+			s.fullSince = time.Time{}
+			limit = min(limit, room)
+		case s.fullSince.IsZero():
+			s.fullSince = now
+			full = true
+		case now.Sub(s.fullSince) > fullGrace:
+			delete(f.subs, s)
+			s.end(ErrOverflow)
+		default:
+			full = true
+		}
+	}
 	f.mu.Unlock()
-	entries, pending, err := f.hub.log.Read(f.hub.ctx, f.account, cursor, f.hub.opts.PageSize)
+	if full {
+		return false, false, true, nil
+	}
+	entries, pending, err := f.hub.log.Read(f.hub.ctx, f.account, cursor, limit)
 	if err != nil {
-		return false, false, err
+		return false, false, false, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -452,11 +494,13 @@ func (f *feed) poll() (more, pending bool, err error) {
 			select {
 			case s.ch <- e:
 			default:
+				// Only a subscriber that joined after the read was sized
+				// can be full here; it has not kept up with its own join.
 				delete(f.subs, s)
 				s.end(ErrOverflow)
 			}
 		}
 		f.cursor = e.Position
 	}
-	return len(entries) == f.hub.opts.PageSize, pending, nil
+	return len(entries) == limit, pending, false, nil
 }

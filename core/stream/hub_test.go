@@ -243,6 +243,27 @@ func TestASlowSubscriberIsCutOffWithoutHoldingUpOthers(t *testing.T) {
 	}
 }
 
+// TestABurstLargerThanTheBufferReachesASubscriberThatKeepsUp commits a
+// backlog several buffers long at once (what an outage leaves behind): a
+// subscriber that reads steadily, slower than the feed could push, gets
+// every event and is never cut off by the size of the feed's reads.
+func TestABurstLargerThanTheBufferReachesASubscriberThatKeepsUp(t *testing.T) {
+	w := newWorld(t, stream.Options{Buffer: 8})
+	sub := w.subscribe(stream.Request{AccountID: "acc_1"})
+	evs := make([]platform.Event, 60)
+	for i := range evs {
+		evs[i] = turnCalled("acc_1", "que_1", "run_1")
+	}
+	ids := w.emit(evs...)
+	for i, id := range ids {
+		if got := next(t, sub).Event.ID; got != id {
+			t.Fatalf("event %d: got %s, want %s", i, got, id)
+		}
+		time.Sleep(2 * time.Millisecond) // writing to a client takes time
+	}
+	quiet(t, sub)
+}
+
 func TestCloseEndsSubscriptions(t *testing.T) {
 	w := newWorld(t, stream.Options{})
 	s := w.subscribe(stream.Request{AccountID: "acc_1"})

@@ -128,6 +128,14 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 		t.Parallel()
 		RunRateLimiter(t, func(t *testing.T) ports.RateLimiter { return newSet(t).RateLimiter })
 	})
+	t.Run("Pruner", func(t *testing.T) {
+		t.Parallel()
+		RunPruner(t, func(t *testing.T) RetentionHarness {
+			s := newSet(t)
+			return RetentionHarness{Pruner: s.Pruner, Owners: OwnersOf(s), Events: eventLog(t, s), Webhooks: s.Webhooks,
+				Forwards: s.Forwards, Limiter: s.RateLimiter}
+		})
+	})
 	t.Run("JobRunner", func(t *testing.T) {
 		t.Parallel()
 		RunJobRunner(t, func(t *testing.T) JobRunnerHarness {

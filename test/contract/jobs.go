@@ -152,6 +152,33 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 		rec.none(t)
 	})
 
+	t.Run("a periodic kind runs at start and then every period, one at a time", func(t *testing.T) {
+		t.Parallel()
+		const every = 300 * time.Millisecond
+		var running, overlapped atomic.Int32
+		rec := newRecorder(func(context.Context, ports.JobContext) error {
+			if running.Add(1) > 1 {
+				overlapped.Add(1)
+			}
+			defer running.Add(-1)
+			time.Sleep(every * 2) // longer than a period: the next must wait
+			return nil
+		})
+		h := setup(t, ports.JobKind{Name: "contract_periodic", Every: every}, rec)
+		start(t, h)
+		first := rec.next(t)
+		second := rec.next(t)
+		if gap := second.at.Sub(first.at); gap < every {
+			t.Fatalf("periodic runs %s apart, want at least the period %s", gap, every)
+		}
+		if string(first.job.Args) != "{}" {
+			t.Fatalf("periodic args = %s, want {}", first.job.Args)
+		}
+		if n := overlapped.Load(); n != 0 {
+			t.Fatalf("%d periodic runs overlapped the one before", n)
+		}
+	})
+
 	t.Run("an unregistered kind is refused", func(t *testing.T) {
 		t.Parallel()
 		h := setup(t, ports.JobKind{Name: "contract_known"}, newRecorder(nil))

@@ -7,9 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/qms-dev/qms/test/apptest"
@@ -82,6 +85,24 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
+// newWindow opens a tab in a browser window of its own, for a second
+// screen beside the first (the board on a TV beside a phone). A second tab
+// in the same window would hide the first: Chromium does not draw a hidden
+// tab, so a screenshot of it waits up to a minute for a frame, and it
+// throttles the tab's timers.
+func newWindow(t *testing.T, ctx context.Context) (context.Context, context.CancelFunc) {
+	t.Helper()
+	var id target.ID
+	if err := chromedp.Run(ctx, chromedp.ActionFunc(func(ctx context.Context) error {
+		var err error
+		id, err = target.CreateTarget("about:blank").WithNewWindow(true).Do(cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser))
+		return err
+	})); err != nil {
+		t.Fatalf("open a window: %v", err)
+	}
+	return chromedp.NewContext(ctx, chromedp.WithTargetID(id))
+}
+
 // artifactsDir is where the browser test keeps its screenshots:
 // $QMS_ARTIFACTS_DIR, else test/e2e/testdata/artifacts (ignored by git).
 func artifactsDir(t *testing.T) string {
@@ -116,8 +137,28 @@ func writeArtifact(t *testing.T, name string, png []byte) {
 }
 
 // within waits until the JavaScript expression is true, at most d.
+//
+// chromedp polls in the page's execution context as it last heard of it;
+// just after a navigation, on a busy machine, that can still be the old
+// page's, and Chromium answers "Cannot find context with specified id" (or
+// the context is destroyed under the poll). That is no answer about the
+// page, so the poll starts again in the new context, within the same d.
 func within(ctx context.Context, d time.Duration, expr string) error {
-	return chromedp.Run(ctx, chromedp.Poll(expr, nil, chromedp.WithPollingTimeout(d), chromedp.WithPollingInterval(25*time.Millisecond)))
+	deadline := time.Now().Add(d)
+	var err error
+	for left := d; left > 0; left = time.Until(deadline) {
+		err = chromedp.Run(ctx, chromedp.Poll(expr, nil, chromedp.WithPollingTimeout(left), chromedp.WithPollingInterval(25*time.Millisecond)))
+		if err == nil || !staleContext(err) {
+			return err
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return err
+}
+
+func staleContext(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot find context with specified id") || strings.Contains(msg, "Execution context was destroyed")
 }
 
 // TestDisplayBoardInChromium opens the board in a real headless Chromium,

@@ -63,8 +63,8 @@ func TestTicketPageInChromium(t *testing.T) {
 	}
 	screenshot(t, nav, "ticket-page-waiting.png")
 
-	// The board on a TV, in a second tab.
-	tv, cancelTV := chromedp.NewContext(ctx)
+	// The board on a TV, in a window of its own (the phone stays in view).
+	tv, cancelTV := newWindow(t, ctx)
 	defer cancelTV()
 	if err := chromedp.Run(tv, chromedp.EmulateViewport(1920, 1080), chromedp.Navigate(tok.URL)); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -26,13 +27,21 @@ type AppConfig struct {
 	Timeouts Timeouts
 	// Proxies says whose forwarding headers count and the public base URL.
 	Proxies Proxies
+	// RequestTimeout bounds each request's work (Deadline); zero leaves it
+	// unbounded (tests).
+	RequestTimeout time.Duration
+	// Unavailable tells the errors of storage that cannot be reached for
+	// now (the storage's ports.FaultClassifier): they answer 503
+	// SERVICE_UNAVAILABLE with Retry-After instead of 500. Nil: none but
+	// the request's own deadline.
+	Unavailable func(error) bool
 }
 
 // NewApp builds the fiber application with the platform behaviour every
 // endpoint relies on: the error envelope as error handler, the body limit,
 // json/v2 as response encoder, no startup banner, and the middleware every
 // request passes through, in this order: [RequestID], [AccessLog],
-// [Recover], [CheckRequestText]. The order matters: the access log must see the request id and
+// [Recover], [Deadline], [CheckRequestText]. The order matters: the access log must see the request id and
 // the final status, and panics must become errors inside the access log.
 //
 // Fiber answers 405 METHOD_NOT_ALLOWED (with an Allow header) by itself when
@@ -48,7 +57,7 @@ func NewApp(cfg AppConfig) *fiber.App {
 		limit = DefaultBodyLimit
 	}
 	app := fiber.New(fiber.Config{
-		ErrorHandler:          ErrorHandler(log),
+		ErrorHandler:          errorHandler(log, cfg.Unavailable),
 		BodyLimit:             limit,
 		JSONEncoder:           encodeJSON,
 		JSONDecoder:           decodeJSONStrict,
@@ -63,7 +72,7 @@ func NewApp(cfg AppConfig) *fiber.App {
 	})
 	applyTimeouts(app.Server(), cfg.Timeouts)
 	ignoreLostConnections(app.Server())
-	app.Use(clientAddress(cfg.Proxies), AssignRequestID(), AccessLog(log), Recover(log), CheckRequestText())
+	app.Use(clientAddress(cfg.Proxies), AssignRequestID(), AccessLog(log), Recover(log), Deadline(cfg.RequestTimeout), CheckRequestText())
 	return app
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -32,6 +33,7 @@ var statusByKind = map[platform.Kind]int{
 	platform.KindRateLimited:     http.StatusTooManyRequests,
 	platform.KindGone:            http.StatusGone,
 	platform.KindInternal:        http.StatusInternalServerError,
+	platform.KindUnavailable:     http.StatusServiceUnavailable,
 }
 
 // StatusOf returns the HTTP status of a domain error kind; unknown kinds
@@ -81,12 +83,25 @@ const genericInternalMessage = "an internal error occurred; quote the requestId 
 //
 // details is always an object, and requestId always equals the
 // X-Request-Id response header.
-func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
+func ErrorHandler(log *slog.Logger) fiber.ErrorHandler { return errorHandler(log, nil) }
+
+// errorHandler is ErrorHandler that also answers 503 SERVICE_UNAVAILABLE,
+// with Retry-After, for the errors unavailable recognises (storage that
+// cannot be reached) and for a request past its deadline: faults that end,
+// which a client may retry, never 500.
+func errorHandler(log *slog.Logger, unavailable func(error) bool) fiber.ErrorHandler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return func(c *fiber.Ctx, err error) error {
+	return func(c *fiber.Ctx, cause error) error {
+		err := cause
+		if isUnavailable(c, err, unavailable) {
+			err = errUnavailable(c, err)
+		}
 		status, body := classify(c, err)
+		if status == http.StatusServiceUnavailable {
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(RetryAfterSeconds))
+		}
 		body.RequestID = RequestID(c)
 		if body.Details == nil {
 			body.Details = map[string]any{}
@@ -97,7 +112,7 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 				slog.String("method", c.Method()),
 				slog.String("route", routeOf(c)),
 				slog.Int("status", status),
-				slog.String("error", err.Error()))
+				slog.String("error", cause.Error()))
 		}
 		if !passedMiddleware(c) {
 			// Errors raised by the server before routing (413, malformed
@@ -129,6 +144,9 @@ func Fail(c *fiber.Ctx, err error) error {
 func classify(c *fiber.Ctx, err error) (int, envelopeError) {
 	if pe, ok := platform.AsError(err); ok {
 		status := StatusOf(pe.Kind)
+		if status == http.StatusServiceUnavailable {
+			return status, envelopeError{Code: platform.CodeUnavailable, Message: pe.Message, Details: pe.Details}
+		}
 		if status >= 500 {
 			return http.StatusInternalServerError, envelopeError{Code: platform.CodeInternal, Message: genericInternalMessage}
 		}

@@ -35,6 +35,7 @@ components:
     PayloadTooLarge: { description: x }
     RateLimited: { description: x }
     InternalError: { description: x }
+    ServiceUnavailable: { description: x }
     UnsupportedMediaType: { description: x }
   schemas:
     Thing: { type: object }
@@ -97,7 +98,7 @@ func TestConventionsAreApplied(t *testing.T) {
 	}
 	post := root.obj("paths").obj("/api/v1/things").obj("post")
 	resp := post.obj("responses")
-	if got := strings.Join(resp.keys, ","); got != "201,400,401,402,403,409,413,415,429,500" {
+	if got := strings.Join(resp.keys, ","); got != "201,400,401,402,403,409,413,415,429,500,503" {
 		t.Errorf("responses = %s", got)
 	}
 	if resp.obj("409").str("description") != "mine" {

@@ -41,6 +41,7 @@ type Params struct {
 	Auth    httpx.Authenticator
 	Limiter ports.RateLimiter
 	Pinger  ports.Pinger
+	Faults  ports.FaultClassifier
 	Clock   platform.Clock
 	Token   AdminToken
 	// Metrics, when the metrics module runs, records every request.
@@ -57,7 +58,8 @@ func New(p Params, lc fx.Lifecycle) *Server {
 	trusted, _ := config.ParseTrustedProxies(hc.TrustedProxies) // validated with the configuration
 	app := httpx.NewApp(httpx.AppConfig{Logger: p.Log, BodyLimit: hc.BodyLimitBytes, Timeouts: httpx.Timeouts{
 		ReadHeader: hc.ReadHeaderTimeout, Read: hc.ReadTimeout, Write: hc.WriteTimeout, Idle: hc.IdleTimeout,
-	}, Proxies: httpx.Proxies{PublicURL: strings.TrimSuffix(hc.PublicURL, "/"), Trusted: trusted}})
+	}, Proxies: httpx.Proxies{PublicURL: strings.TrimSuffix(hc.PublicURL, "/"), Trusted: trusted},
+		RequestTimeout: hc.RequestTimeout, Unavailable: p.Faults.Unavailable})
 	var open conns
 	app.Server().ConnState = open.track
 	if p.Metrics != nil {

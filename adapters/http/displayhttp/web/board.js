@@ -158,7 +158,10 @@
     el.appendChild(cell("strong", i18n.number(w.count)));
     el.appendChild(document.createTextNode(parts[1] || ""));
     var wait = null;
-    if (w.waitRange) {
+    // An estimate under a minute says so, not "0 min".
+    if (w.waitRange && w.waitRange.p90Minutes < 1 || !w.waitRange && w.waitMinutes != null && w.waitMinutes < 1) {
+      wait = t("wait.soon");
+    } else if (w.waitRange) {
       wait = t("wait.range", { wait: w.waitRange.p50Minutes === w.waitRange.p90Minutes ? i18n.number(w.waitRange.p90Minutes) :
         i18n.number(w.waitRange.p50Minutes) + "–" + i18n.number(w.waitRange.p90Minutes) });
     } else if (w.waitMinutes != null) {

@@ -38,6 +38,10 @@
   }
 
   function waitText(tk) {
+    // An estimate under a minute says so, not "0 min".
+    if (tk.waitRange && tk.waitRange.p90Minutes < 1 || !tk.waitRange && tk.waitMinutes != null && tk.waitMinutes < 1) {
+      return t("wait.soon");
+    }
     if (tk.waitRange) {
       var r = tk.waitRange;
       return t("wait.range", { wait: r.p50Minutes === r.p90Minutes ? i18n.number(r.p90Minutes) : i18n.number(r.p50Minutes) + "–" + i18n.number(r.p90Minutes) });

@@ -1,0 +1,239 @@
+package contract
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
+	"github.com/qms-dev/qms/core/webhooks"
+	"github.com/qms-dev/qms/core/workflow"
+	"github.com/qms-dev/qms/ports"
+)
+
+// RetentionHarness is a fresh ports.Pruner and the repositories of the
+// same adapter set that write (and read back) what it prunes.
+type RetentionHarness struct {
+	Pruner   ports.Pruner
+	Owners   Owners
+	Events   EventLog
+	Webhooks webhooks.Repository
+	Forwards workflow.ForwardRepository
+	Limiter  ports.RateLimiter
+}
+
+// RunPruner runs the ports.Pruner contract: each kind of record older than
+// the cutoff is deleted in batches of the given size, and nothing newer,
+// nor anything still in use (pending deliveries and forwards, the line
+// changes of open runs), is touched.
+func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	cutoff := now.Add(-24 * time.Hour)
+	old, fresh := cutoff.Add(-time.Minute), cutoff.Add(time.Minute)
+
+	// drain prunes in batches of 2 until a batch comes back short, and
+	// returns the batch sizes.
+	drain := func(t *testing.T, prune func(context.Context, time.Time, int) (int, error)) []int {
+		t.Helper()
+		var batches []int
+		for {
+			n, err := prune(ctx, cutoff, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n > 2 {
+				t.Fatalf("a batch of 2 deleted %d", n)
+			}
+			batches = append(batches, n)
+			if n < 2 {
+				return batches
+			}
+		}
+	}
+
+	t.Run("events before the cutoff", func(t *testing.T) {
+		h := newHarness(t)
+		o := h.Owners.Seed(t)
+		var kept []string
+		for i, at := range []time.Time{old, old.Add(-time.Hour), old, fresh, now, old, old} {
+			e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: o.AccountID, Name: platform.EventTurnCreated,
+				QueueID: o.QueueID, Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), OccurredAt: at}
+			if err := h.Events.Append(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+			if !at.Before(cutoff) {
+				kept = append(kept, e.ID)
+			}
+		}
+		if b := drain(t, h.Pruner.PruneEvents); !slices.Equal(b, []int{2, 2, 1}) {
+			t.Fatalf("batches %v, want [2 2 1]", b)
+		}
+		left, err := h.Events.List(ctx, o.AccountID, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, e := range left {
+			ids = append(ids, e.ID)
+		}
+		if !slices.Equal(ids, kept) {
+			t.Fatalf("events left %v, want %v", ids, kept)
+		}
+	})
+
+	t.Run("finished deliveries before the cutoff, never pending ones", func(t *testing.T) {
+		h := newHarness(t)
+		o := h.Owners.Seed(t)
+		ep := webhooks.Endpoint{ID: platform.NewID(platform.PrefixWebhook), AccountID: o.AccountID, URL: "https://example.com/hook",
+			Events: []string{platform.EventTurnCreated}, Secret: "whsec_contract_secret_of_some_length", CreatedAt: now}
+		if err := h.Webhooks.CreateEndpoint(ctx, ep); err != nil {
+			t.Fatal(err)
+		}
+		cases := []struct {
+			status string
+			at     time.Time
+			kept   bool
+		}{
+			{webhooks.StatusSucceeded, old, false},
+			{webhooks.StatusFailed, old, false},
+			{webhooks.StatusSucceeded, old.Add(-time.Hour), false},
+			{webhooks.StatusPending, old, true}, // still being delivered
+			{webhooks.StatusSucceeded, fresh, true},
+			{webhooks.StatusFailed, now, true},
+		}
+		ids := make([]string, len(cases))
+		for i, c := range cases {
+			d := webhooks.Delivery{ID: platform.NewID(platform.PrefixDelivery), AccountID: o.AccountID, EndpointID: ep.ID,
+				EventID: platform.NewID(platform.PrefixEvent), Event: platform.EventTurnCreated, Status: c.status,
+				Body: []byte(`{}`), CreatedAt: c.at}
+			if err := h.Webhooks.CreateDelivery(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			ids[i] = d.ID
+		}
+		if b := drain(t, h.Pruner.PruneDeliveries); !slices.Equal(b, []int{2, 1}) {
+			t.Fatalf("batches %v, want [2 1]", b)
+		}
+		for i, c := range cases {
+			_, err := h.Webhooks.GetDelivery(ctx, ids[i])
+			if gone := platform.IsCode(err, platform.CodeNotFound); gone == c.kept || (err != nil && !gone) {
+				t.Errorf("delivery %s %s: kept %v, want %v (%v)", c.status, c.at, !gone, c.kept, err)
+			}
+		}
+	})
+
+	t.Run("finished forwards before the cutoff, never pending ones", func(t *testing.T) {
+		h := newHarness(t)
+		o := h.Owners.Seed(t)
+		cases := []struct {
+			status string
+			at     time.Time
+			kept   bool
+		}{
+			{workflow.ForwardDone, old, false},
+			{workflow.ForwardFailed, old, false},
+			{workflow.ForwardPending, old, true},
+			{workflow.ForwardDone, fresh, true},
+		}
+		ids := make([]string, len(cases))
+		for i, c := range cases {
+			tu := h.Owners.Turn(t, o, o.QueueID)
+			fw := workflow.Forward{ID: platform.NewID(workflow.PrefixForward), AccountID: o.AccountID, LinkID: platform.NewID(platform.PrefixLink),
+				FromTurnID: tu.ID, FromQueueID: o.QueueID, FromRunID: tu.RunID, ToQueueID: o.QueueID2, Trigger: workflow.TriggerComplete,
+				Status: c.status, CreatedAt: c.at, UpdatedAt: c.at}
+			if _, err := h.Forwards.CreateForward(ctx, fw); err != nil {
+				t.Fatal(err)
+			}
+			ids[i] = fw.ID
+		}
+		if b := drain(t, h.Pruner.PruneForwards); !slices.Equal(b, []int{2, 0}) {
+			t.Fatalf("batches %v, want [2 0]", b)
+		}
+		for i, c := range cases {
+			_, err := h.Forwards.GetForward(ctx, ids[i])
+			if gone := platform.IsCode(err, platform.CodeNotFound); gone == c.kept || (err != nil && !gone) {
+				t.Errorf("forward %s %s: kept %v, want %v (%v)", c.status, c.at, !gone, c.kept, err)
+			}
+		}
+	})
+
+	t.Run("line changes of runs closed before the cutoff", func(t *testing.T) {
+		h := newHarness(t)
+		o := h.Owners.Seed(t)
+		closedAt := map[string]*time.Time{"closed long ago": &old, "closed lately": &fresh, "open": nil}
+		runs := map[string]string{}
+		for name, at := range closedAt {
+			tu := h.Owners.Turn(t, o, o.QueueID)
+			runs[name] = tu.RunID
+			for range 3 {
+				if _, err := h.Owners.Turns.BumpLine(ctx, tu.RunID, turns.LineChange{Added: []turns.LineKey{{Seq: 1}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if at == nil {
+				continue
+			}
+			run, err := h.Owners.Queues.GetRun(ctx, tu.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run.Status, run.IntakeOpen, run.ClosedAt, run.UpdatedAt = queues.RunClosed, false, at, *at
+			if err := h.Owners.Queues.UpdateRun(ctx, run); err != nil {
+				t.Fatal(err)
+			}
+		}
+		total := 0
+		for n := 1; n > 0; {
+			var err error
+			if n, err = h.Pruner.PruneLineChanges(ctx, cutoff, 2); err != nil {
+				t.Fatal(err)
+			}
+			total += n
+		}
+		if total == 0 {
+			t.Fatal("nothing pruned")
+		}
+		for name, runID := range runs {
+			got, err := h.Owners.Turns.LineChanges(ctx, runID, 0, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{true: 0, false: 3}[name == "closed long ago"]; len(got) != want {
+				t.Errorf("run %s: %d line changes left, want %d", name, len(got), want)
+			}
+		}
+	})
+
+	t.Run("rate-limit windows before the cutoff", func(t *testing.T) {
+		h := newHarness(t)
+		// The newest first: both limiters drop past windows themselves when
+		// time moves on, which would hide what the pruner does.
+		for _, at := range []time.Time{fresh, old, old.Add(-time.Hour)} {
+			if _, err := h.Limiter.Allow(ctx, "contract_key", 100, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b := drain(t, h.Pruner.PruneRateLimits); !slices.Equal(b, []int{2, 0}) {
+			t.Fatalf("batches %v, want [2 0]", b)
+		}
+		// A window still counted says so in its second request's Remaining.
+		for _, c := range []struct {
+			at   time.Time
+			kept bool
+		}{{fresh, true}, {old, false}, {old.Add(-time.Hour), false}} {
+			d, err := h.Limiter.Allow(ctx, "contract_key", 100, c.at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept := d.Remaining == 98; kept != c.kept {
+				t.Errorf("window at %s: kept %v (remaining %d), want %v", c.at, kept, d.Remaining, c.kept)
+			}
+		}
+	})
+}
