@@ -14,7 +14,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: run build image test test-domain test-integration lint openapi-check bench fuzz history clean
+.PHONY: run build image test test-domain test-integration lint openapi-check bench load fuzz history clean
 
 ## run: start qms on its embedded in-memory storage (prints a key and a curl line)
 run:
@@ -61,6 +61,10 @@ openapi-check:
 ## bench: the Go benchmarks (Postgres ones use QMS_TEST_DATABASE_URL)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=5 -timeout 30m ./...
+
+## load: qms side by side with its ceilings (P1-P3 of issue 16: fiber hello-world, pgbench), with latency percentiles
+load:
+	test/load/ratios.sh . $(or $(LOAD_MODES),all)
 
 ## history: the mixed-workload history checker, long run (HISTORY_DURATION per backend)
 HISTORY_DURATION ?= 5m

@@ -14,6 +14,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
@@ -45,6 +46,9 @@ type Options struct {
 	Stdout io.Writer
 	// Logger overrides the JSON logger on stderr.
 	Logger *slog.Logger
+	// DBTracer, when set, sees every statement sent to PostgreSQL (tests
+	// count round trips per request with it).
+	DBTracer pgx.QueryTracer
 }
 
 // Modules lists the business modules. A new module is a line here, plus
@@ -104,7 +108,7 @@ func graph(cfg *config.Config, opts Options) []fx.Option {
 			l.UseLogLevel(slog.LevelDebug)
 			return l
 		}),
-		fx.Supply(cfg, log, server.AdminToken(token)),
+		fx.Supply(cfg, log, server.AdminToken(token), dbTracer{opts.DBTracer}),
 		fx.Provide(
 			func() platform.Clock { return clock },
 			fx.Annotate(events.NewBus, fx.As(fx.Self()), fx.As(new(platform.EventSink))),

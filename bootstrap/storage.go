@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"reflect"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
@@ -81,11 +82,14 @@ func subscribeCopies(b *events.Bus, s adapterset.Set) {
 	}
 }
 
+// dbTracer carries Options.DBTracer into the graph (nil in production).
+type dbTracer struct{ pgx.QueryTracer }
+
 // openPostgres connects, applies migrations unless told not to, and closes
 // the pool when the application stops (after the job runner has stopped).
-func openPostgres(lc fx.Lifecycle, cfg *config.Config, log *slog.Logger) (*postgres.DB, error) {
+func openPostgres(lc fx.Lifecycle, cfg *config.Config, log *slog.Logger, tr dbTracer) (*postgres.DB, error) {
 	db, err := postgres.OpenWith(context.Background(), cfg.Database.URL, postgres.Options{
-		MaxConns: int32(cfg.Database.MaxConns), AcquireTimeout: cfg.Database.AcquireTimeout})
+		MaxConns: int32(cfg.Database.MaxConns), AcquireTimeout: cfg.Database.AcquireTimeout, Tracer: tr.QueryTracer})
 	if err != nil {
 		return nil, fmt.Errorf("QMS_DATABASE_URL: %w", err)
 	}

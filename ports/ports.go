@@ -79,14 +79,35 @@ type RateDecision struct {
 	Allowed   bool
 	Limit     int
 	Remaining int
-	Reset     time.Time // when the current window ends
+	// Reset is when the oldest request counted leaves the minute: the next
+	// instant Remaining grows, and when a refused request may retry.
+	Reset time.Time
 }
 
-// RateLimiter counts requests per key in fixed one-minute windows. The
-// postgres implementation counts in the database, so several processes
-// share one budget per key.
+// RateLimiter lets at most limit requests of a key through in any minute
+// (a sliding window: no 60 s holds more, whatever its start). The postgres
+// implementation counts in the database, so several processes share one
+// budget per key.
 type RateLimiter interface {
 	Allow(ctx context.Context, key string, limit int, now time.Time) (RateDecision, error)
+}
+
+// RateWindowSeconds is how many whole seconds after its own a request
+// counts against its key's budget: a request of second S counts until
+// S+61, between 60 and 61 s, so no 60 s window ever holds more than the
+// limit (the limiters count in one-second buckets).
+const RateWindowSeconds = 60
+
+// RateDecisionOf is the decision both limiters return: count requests in
+// the live buckets, the oldest of second oldest (nil for none), at second
+// now.
+func RateDecisionOf(allowed bool, limit, count int, oldest *int64, now int64) RateDecision {
+	first := now
+	if oldest != nil {
+		first = *oldest
+	}
+	return RateDecision{Allowed: allowed, Limit: limit, Remaining: max(limit-count, 0),
+		Reset: time.Unix(first+RateWindowSeconds+1, 0).UTC()}
 }
 
 // Typed is the handler of a kind whose arguments are A: the kind decodes

@@ -10,60 +10,101 @@ import (
 
 var _ ports.RateLimiter = (*RateLimiter)(nil)
 
-// RateLimiter counts requests per key in fixed one-minute windows, in
-// process memory: the single-process counterpart of postgres.RateLimiter,
-// with the same arithmetic.
+// RateLimiter counts, per key, the requests it let through in one-second
+// buckets over the last minute, in process memory: the single-process
+// counterpart of postgres.RateLimiter, with the same arithmetic.
 type RateLimiter struct {
-	mu     sync.Mutex
-	counts map[rateWindow]int
-	// prunedAt is the window of the last prune: past windows are dropped
-	// once per minute, so the map holds about two windows per active key.
-	prunedAt time.Time
+	mu      sync.Mutex
+	buckets map[string][]rateBucket // ascending by second
+	// prunedAt is the second idle keys were last dropped (once a minute).
+	prunedAt int64
 }
 
-type rateWindow struct {
-	key   string
-	start time.Time
+// rateBucket is the requests of one second.
+type rateBucket struct {
+	sec   int64
+	count int
 }
 
 // NewRateLimiter returns a limiter with no requests counted.
-func NewRateLimiter() *RateLimiter { return &RateLimiter{counts: map[rateWindow]int{}} }
+func NewRateLimiter() *RateLimiter { return &RateLimiter{buckets: map[string][]rateBucket{}} }
 
-// Allow counts one request for key in the window holding now and reports
-// whether it stays within limit.
+// Allow spends one request of key at now and reports whether it stays
+// within limit requests in the sliding minute.
 func (l *RateLimiter) Allow(_ context.Context, key string, limit int, now time.Time) (ports.RateDecision, error) {
-	start := now.UTC().Truncate(time.Minute)
+	sec := now.Unix()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if start.After(l.prunedAt) {
-		l.prunedAt = start
-		for w := range l.counts {
-			if w.start.Before(start.Add(-time.Minute)) {
-				delete(l.counts, w)
-			}
-		}
+	if sec-l.prunedAt >= ports.RateWindowSeconds {
+		l.prunedAt = sec
+		l.pruneIdle(sec)
 	}
-	w := rateWindow{key: key, start: start}
-	l.counts[w]++
-	count := l.counts[w]
-	return ports.RateDecision{
-		Allowed:   count <= limit,
-		Limit:     limit,
-		Remaining: max(limit-count, 0),
-		Reset:     start.Add(time.Minute),
-	}, nil
+	bs := live(l.buckets[key], sec)
+	count := 0
+	for _, b := range bs {
+		count += b.count
+	}
+	allowed := count < limit
+	if allowed {
+		bs = addHit(bs, sec)
+		count++
+	}
+	l.buckets[key] = bs
+	var oldest *int64
+	if len(bs) > 0 {
+		oldest = &bs[0].sec
+	}
+	return ports.RateDecisionOf(allowed, limit, count, oldest, sec), nil
 }
 
-// prune deletes at most limit windows that started before before.
+// live drops the buckets past the window at second now (in place).
+func live(bs []rateBucket, now int64) []rateBucket {
+	i := 0
+	for i < len(bs) && bs[i].sec < now-ports.RateWindowSeconds {
+		i++
+	}
+	return append(bs[:0], bs[i:]...)
+}
+
+// addHit counts a request in second sec's bucket, keeping the order even
+// when clocks hand seconds out of order.
+func addHit(bs []rateBucket, sec int64) []rateBucket {
+	i := len(bs)
+	for i > 0 && bs[i-1].sec > sec {
+		i--
+	}
+	if i > 0 && bs[i-1].sec == sec {
+		bs[i-1].count++
+		return bs
+	}
+	bs = append(bs, rateBucket{})
+	copy(bs[i+1:], bs[i:])
+	bs[i] = rateBucket{sec: sec, count: 1}
+	return bs
+}
+
+// pruneIdle forgets the keys with no live bucket at second now.
+func (l *RateLimiter) pruneIdle(now int64) {
+	for k, bs := range l.buckets {
+		if len(bs) == 0 || bs[len(bs)-1].sec < now-ports.RateWindowSeconds {
+			delete(l.buckets, k)
+		}
+	}
+}
+
+// prune forgets at most limit keys whose last request was before before
+// (retention, ports.Pruner.PruneRateLimits; before is minutes old, so
+// their windows are over).
 func (l *RateLimiter) prune(before time.Time, limit int) (n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for w := range l.counts {
+	cut := before.Unix()
+	for k, bs := range l.buckets {
 		if n >= limit {
 			break
 		}
-		if w.start.Before(before) {
-			delete(l.counts, w)
+		if len(bs) == 0 || bs[len(bs)-1].sec < cut {
+			delete(l.buckets, k)
 			n++
 		}
 	}

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/jackc/pgx/v5"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -60,7 +62,7 @@ func NewAccounts(db *DB) *Accounts { return &Accounts{db: db} }
 
 // notFound turns sql.ErrNoRows into the domain's 404.
 func notFound(err error, resource, id string) error {
-	if errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) || errors.Is(err, pgx.ErrNoRows) {
 		return platform.NotFound(resource, id)
 	}
 	if err != nil {

@@ -8,6 +8,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
@@ -53,6 +55,10 @@ type Options struct {
 	// of the full pool before it fails with an error Unavailable
 	// recognises (503); zero leaves only its context to bound it.
 	AcquireTimeout time.Duration
+	// Tracer, when set, sees every statement, batch and prepare the pool
+	// sends (it may also implement pgx.BatchTracer and pgx.PrepareTracer).
+	// Tests count the round trips a request costs with it.
+	Tracer pgx.QueryTracer
 }
 
 // Open connects to the database at url (a postgres:// URL or a key=value
@@ -68,6 +74,9 @@ func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = cmp.Or(opts.MaxConns, defaultMaxConns)
 	}
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: create pool: %w", err)
@@ -76,7 +85,9 @@ func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect to %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
-	sqldb := stdlib.OpenDBFromPool(pool)
+	sqldb := sql.OpenDB(execConnector{stdlib.GetPoolConnector(pool)})
+	// The pool keeps the idle connections (as stdlib.OpenDBFromPool sets).
+	sqldb.SetMaxIdleConns(0)
 	return &DB{Bun: bun.NewDB(sqldb, pgdialect.New()), Pool: pool, acquireTimeout: opts.AcquireTimeout}, nil
 }
 

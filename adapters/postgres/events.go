@@ -41,7 +41,14 @@ func nullable(s string) *string {
 func (r *Events) Append(ctx context.Context, e platform.Event) error {
 	row := &eventRow{ID: e.ID, AccountID: e.AccountID, Name: e.Name, QueueID: nullable(e.QueueID),
 		RunID: nullable(e.RunID), Data: jsonb(e.DataOrEmpty()), OccurredAt: e.OccurredAt}
-	_, err := r.db.IDB(ctx).NewInsert().Model(row).Exec(ctx)
+	// Through pgx with parameters: prepared once per connection, not planned
+	// on every event (see DB.withPgx).
+	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+		_, err := q.Exec(ctx, `INSERT INTO events (id, account_id, name, queue_id, run_id, data, occurred_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			row.ID, row.AccountID, row.Name, row.QueueID, row.RunID, string(row.Data), row.OccurredAt)
+		return err
+	})
 	return wrap(err, "insert event")
 }
 

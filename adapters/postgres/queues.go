@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
 )
 
 type queueRow struct {
@@ -248,4 +250,59 @@ func (r *Queues) ListRuns(ctx context.Context, queueID string, limit int) ([]que
 		out[i] = row.domain()
 	}
 	return out, nil
+}
+
+var _ turns.RunLocker = (*Queues)(nil)
+
+// runQueueColumns are a run's columns (alias r) and its queue's (alias q),
+// in the order scanRunQueue reads.
+const runQueueColumns = `r.id, r.account_id, r.queue_id, r.status, r.intake_open, r.opened_at, r.closed_at,
+	r.created_at, r.updated_at, q.entity_id, q.name, q.type, q.doc, q.created_at,
+	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id)`
+
+// scanRunQueue reads runQueueColumns, then extra.
+func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queues.Queue, error) {
+	var (
+		rr runRow
+		qr queueRow
+	)
+	dests := append([]any{&rr.ID, &rr.AccountID, &rr.QueueID, &rr.Status, &rr.IntakeOpen, &rr.OpenedAt, &rr.ClosedAt,
+		&rr.CreatedAt, &rr.UpdatedAt, &qr.EntityID, &qr.Name, &qr.Type, &qr.Doc, &qr.CreatedAt, &qr.BranchTimezone}, extra...)
+	if err := row.Scan(dests...); err != nil {
+		return queues.Run{}, queues.Queue{}, err
+	}
+	qr.ID, qr.AccountID = rr.QueueID, rr.AccountID
+	q, err := qr.domain()
+	return rr.domain(), q, err
+}
+
+// LockRunWithQueue locks a run as GetRunForUpdate does and reads its queue
+// in the same statement.
+func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (run queues.Run, q queues.Queue, err error) {
+	err = r.db.withPgx(ctx, func(pq pgxQuerier) error {
+		run, q, err = scanRunQueue(pq.QueryRow(ctx, `SELECT `+runQueueColumns+`
+			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
+			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID))
+		return err
+	})
+	if err != nil {
+		return queues.Run{}, queues.Queue{}, notFound(err, "queue run", runID)
+	}
+	return run, q, nil
+}
+
+// LockRunOfTurn locks the run of a turn (only the run: the turn's lock
+// comes next, in the lock order) and reads its queue and the turn's account
+// in the same statement.
+func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (owner string, run queues.Run, q queues.Queue, err error) {
+	err = r.db.withPgx(ctx, func(pq pgxQuerier) error {
+		run, q, err = scanRunQueue(pq.QueryRow(ctx, `SELECT `+runQueueColumns+`, t.account_id
+			FROM turns AS t JOIN queue_runs AS r ON r.id = t.run_id JOIN queues AS q ON q.id = r.queue_id
+			WHERE t.id = $1 FOR NO KEY UPDATE OF r`, turnID), &owner)
+		return err
+	})
+	if err != nil {
+		return "", queues.Run{}, queues.Queue{}, notFound(err, "turn", turnID)
+	}
+	return owner, run, q, nil
 }

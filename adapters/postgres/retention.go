@@ -57,6 +57,8 @@ func (p *Pruner) PruneForwards(ctx context.Context, before time.Time, limit int)
 
 // PruneRateLimits implements ports.Pruner.
 func (p *Pruner) PruneRateLimits(ctx context.Context, before time.Time, limit int) (int, error) {
-	return p.exec(ctx, "rate limits", `DELETE FROM rate_limits WHERE (key, window_start) IN (
-		SELECT key, window_start FROM rate_limits WHERE window_start < $1 LIMIT $2)`, before, limit)
+	// A key is one row (its one-second buckets, migration 0085): idle since
+	// before, its window is long over.
+	return p.exec(ctx, "rate limits", `DELETE FROM rate_limits WHERE key IN (
+		SELECT key FROM rate_limits WHERE updated_at < $1 LIMIT $2)`, before, limit)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -141,20 +142,56 @@ func (r *Turns) Create(ctx context.Context, t turns.Turn) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.db.IDB(ctx).NewInsert().Model(row).Exec(ctx)
+	err = r.db.withPgx(ctx, func(q pgxQuerier) error {
+		_, err := q.Exec(ctx, insertTurnSQL, row.values()...)
+		return err
+	})
 	return turnWriteError(err, t, "insert turn")
 }
 
-func (r *Turns) get(ctx context.Context, id string, lock bool) (turns.Turn, error) {
+// The hot statements on turns run through pgx with parameters (withPgx):
+// prepared once per connection instead of planned on every execution.
+const (
+	insertTurnSQL = `INSERT INTO turns (id, account_id, queue_id, run_id, number, display_code, status, priority, priority_rank, seq, people_count, phone, notify_whatsapp, form_response, station_id, call_count, reentries, held_from, reopen_to, service_seconds, idempotency_key, request_hash, arrived_at, called_at, started_at, finished_at, created_at, updated_at, appointment_id)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
+	updateTurnSQL = `UPDATE turns SET account_id = $2, queue_id = $3, run_id = $4, number = $5, display_code = $6, status = $7, priority = $8, priority_rank = $9, seq = $10, people_count = $11, phone = $12, notify_whatsapp = $13, form_response = $14, station_id = $15, call_count = $16, reentries = $17, held_from = $18, reopen_to = $19, service_seconds = $20, idempotency_key = $21, request_hash = $22, arrived_at = $23, called_at = $24, started_at = $25, finished_at = $26, created_at = $27, updated_at = $28, appointment_id = $29 WHERE id = $1`
+)
+
+// values are the row's columns in turnColumns' order.
+func (row *turnRow) values() []any {
+	return []any{row.ID, row.AccountID, row.QueueID, row.RunID, row.Number, row.DisplayCode, row.Status,
+		row.Priority, row.PriorityRank, row.Seq, row.PeopleCount, row.Phone, row.NotifyWhatsapp, row.FormResponse,
+		row.StationID, row.CallCount, row.Reentries, row.HeldFrom, row.ReopenTo, row.ServiceSeconds,
+		row.IdempotencyKey, row.RequestHash, row.ArrivedAt, row.CalledAt, row.StartedAt, row.FinishedAt,
+		row.CreatedAt, row.UpdatedAt, row.AppointmentID}
+}
+
+// queryTurn reads one turn with sql ($1 and on as args); false when none.
+func (r *Turns) queryTurn(ctx context.Context, sql string, args ...any) (turns.Turn, bool, error) {
 	var row turnRow
-	q := r.db.IDB(ctx).NewSelect().Model(&row).Where("id = ?", id)
+	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+		return q.QueryRow(ctx, sql, args...).Scan(row.dests()...)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return turns.Turn{}, false, nil
+	}
+	if err != nil {
+		return turns.Turn{}, false, err
+	}
+	t, err := row.domain()
+	return t, err == nil, err
+}
+
+func (r *Turns) get(ctx context.Context, id string, lock bool) (turns.Turn, error) {
+	sql := `SELECT ` + turnColumns + ` FROM turns AS t WHERE t.id = $1`
 	if lock {
-		q = q.For("UPDATE")
+		sql += ` FOR UPDATE`
 	}
-	if err := q.Scan(ctx); err != nil {
-		return turns.Turn{}, notFound(err, "turn", id)
+	t, ok, err := r.queryTurn(ctx, sql, id)
+	if err == nil && !ok {
+		return turns.Turn{}, platform.NotFound("turn", id)
 	}
-	return row.domain()
+	return t, notFound(err, "turn", id)
 }
 
 // Get returns a turn.
@@ -171,19 +208,21 @@ func (r *Turns) Update(ctx context.Context, t turns.Turn) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.db.IDB(ctx).NewUpdate().Model(row).WherePK().Exec(ctx)
+	err = r.db.withPgx(ctx, func(q pgxQuerier) error {
+		_, err := q.Exec(ctx, updateTurnSQL, row.values()...)
+		return err
+	})
 	return turnWriteError(err, t, "update turn")
 }
 
 // ByIdempotencyKey finds the account's turn created with key.
 func (r *Turns) ByIdempotencyKey(ctx context.Context, accountID, key string) (turns.Turn, error) {
-	var row turnRow
-	err := r.db.IDB(ctx).NewSelect().Model(&row).
-		Where("account_id = ?", accountID).Where("idempotency_key = ?", key).Scan(ctx)
-	if err != nil {
-		return turns.Turn{}, notFound(err, "turn", key)
+	t, ok, err := r.queryTurn(ctx, `SELECT `+turnColumns+` FROM turns AS t
+		WHERE t.account_id = $1 AND t.idempotency_key = $2`, accountID, key)
+	if err == nil && !ok {
+		return turns.Turn{}, platform.NotFound("turn", key)
 	}
-	return row.domain()
+	return t, notFound(err, "turn", key)
 }
 
 // NextNumber increments the run's counter in period, in one upsert. The
@@ -192,30 +231,65 @@ func (r *Turns) ByIdempotencyKey(ctx context.Context, accountID, key string) (tu
 // number back.
 func (r *Turns) NextNumber(ctx context.Context, runID, period string) (int, error) {
 	var n int
-	err := r.db.IDB(ctx).NewRaw(`INSERT INTO turn_counters AS c (run_id, period, last_number) VALUES (?, ?, 1)
+	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+		return q.QueryRow(ctx, `INSERT INTO turn_counters AS c (run_id, period, last_number) VALUES ($1, $2, 1)
 		ON CONFLICT (run_id) DO UPDATE SET
 			last_number = CASE WHEN c.period = EXCLUDED.period OR c.period = '' OR EXCLUDED.period = ''
 				THEN c.last_number + 1 ELSE 1 END,
 			period = EXCLUDED.period
-		RETURNING last_number`, runID, period).Scan(ctx, &n)
+		RETURNING last_number`, runID, period).Scan(&n)
+	})
 	return n, wrap(err, "next turn number")
+}
+
+var _ turns.NumberDrawer = (*Turns)(nil)
+
+// DrawNumber is NextNumber, CodeInUse of the number's display code and
+// NextSeq in one statement. The code is spelled as turns' displayCode
+// does: the prefix, then the number zero-padded to padding digits, never
+// cut (lpad alone would cut a longer number).
+func (r *Turns) DrawNumber(ctx context.Context, runID, period, prefix string, padding int, since time.Time) (int, bool, int64, error) {
+	var (
+		n    int
+		held bool
+		seq  int64
+	)
+	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+		return q.QueryRow(ctx, `WITH c AS (
+			INSERT INTO turn_counters AS c (run_id, period, last_number) VALUES ($1, $2, 1)
+			ON CONFLICT (run_id) DO UPDATE SET
+				last_number = CASE WHEN c.period = EXCLUDED.period OR c.period = '' OR EXCLUDED.period = ''
+					THEN c.last_number + 1 ELSE 1 END,
+				period = EXCLUDED.period
+			RETURNING last_number),
+		code AS (SELECT c.last_number AS n, $3::text || CASE WHEN length(c.last_number::text) >= $4::int
+			THEN c.last_number::text ELSE lpad(c.last_number::text, $4::int, '0') END AS code FROM c)
+		SELECT code.n, EXISTS (SELECT 1 FROM turns
+			WHERE run_id = $1 AND display_code = code.code
+			AND (status NOT IN ('COMPLETED', 'CANCELLED') OR finished_at > $5)), nextval('turn_seq')
+		FROM code`, runID, period, prefix, padding, since).Scan(&n, &held, &seq)
+	})
+	return n, held, seq, wrap(err, "draw turn number")
 }
 
 // CodeInUse reports whether a turn of the run that is or may come back in
 // the line shows code (turns_code_idx finds the run's turns with the code).
 func (r *Turns) CodeInUse(ctx context.Context, runID, code string, since time.Time) (bool, error) {
 	var held bool
-	err := r.db.IDB(ctx).NewRaw(`SELECT EXISTS (SELECT 1 FROM turns
-		WHERE run_id = ? AND display_code = ?
-		AND (status NOT IN ('COMPLETED', 'CANCELLED') OR finished_at > ?))`,
-		runID, code, since).Scan(ctx, &held)
+	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+		return q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM turns
+		WHERE run_id = $1 AND display_code = $2
+		AND (status NOT IN ('COMPLETED', 'CANCELLED') OR finished_at > $3))`, runID, code, since).Scan(&held)
+	})
 	return held, wrap(err, "display code in use")
 }
 
 // NextSeq draws an arrival sequence number.
 func (r *Turns) NextSeq(ctx context.Context) (int64, error) {
 	var n int64
-	err := r.db.IDB(ctx).NewRaw(`SELECT nextval('turn_seq')`).Scan(ctx, &n)
+	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+		return q.QueryRow(ctx, `SELECT nextval('turn_seq')`).Scan(&n)
+	})
 	return n, wrap(err, "next turn seq")
 }
 
@@ -223,18 +297,10 @@ func (r *Turns) NextSeq(ctx context.Context) (int64, error) {
 // other transactions hold, so concurrent dispatchers take different turns
 // without waiting for each other.
 func (r *Turns) take(ctx context.Context, runID string, status turns.Status) (turns.Turn, bool, error) {
-	var rows []turnRow
-	err := r.db.IDB(ctx).NewSelect().Model(&rows).
-		Where("run_id = ?", runID).Where("status = ?", string(status)).
-		OrderExpr("priority_rank, seq").Limit(1).For("UPDATE SKIP LOCKED").Scan(ctx)
-	if err != nil {
-		return turns.Turn{}, false, wrap(err, "take turn")
-	}
-	if len(rows) == 0 {
-		return turns.Turn{}, false, nil
-	}
-	t, err := rows[0].domain()
-	return t, err == nil, err
+	t, ok, err := r.queryTurn(ctx, `SELECT `+turnColumns+` FROM turns AS t
+		WHERE t.run_id = $1 AND t.status = $2 ORDER BY t.priority_rank, t.seq LIMIT 1 FOR UPDATE SKIP LOCKED`,
+		runID, string(status))
+	return t, ok, wrap(err, "take turn")
 }
 
 // TakeNext locks the run's first WAITING turn in line order.
@@ -315,16 +381,18 @@ func (r *Turns) ListArrivals(ctx context.Context, runID string, page platform.Pa
 // lineChangesPruneEvery versions, changes older than the kept window are
 // deleted.
 func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineChange) (int64, error) {
+	// One statement: the version's upsert feeds the change's insert.
 	var v int64
-	err := r.db.IDB(ctx).NewRaw(`INSERT INTO turn_lines (run_id, version) VALUES (?, 1)
-		ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version`, runID).Scan(ctx, &v)
+	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+		return q.QueryRow(ctx, `WITH v AS (
+			INSERT INTO turn_lines (run_id, version) VALUES ($1, 1)
+			ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version)
+		INSERT INTO turn_line_changes (run_id, version, removed, added, reset)
+		SELECT $1, v.version, $2, $3, $4 FROM v RETURNING version`,
+			runID, encodeKeys(change.Removed), encodeKeys(change.Added), change.Reset).Scan(&v)
+	})
 	if err != nil {
 		return 0, wrap(err, "bump line version")
-	}
-	_, err = r.db.IDB(ctx).NewRaw(`INSERT INTO turn_line_changes (run_id, version, removed, added, reset) VALUES (?, ?, ?, ?, ?)`,
-		runID, v, pgdialect.Array(encodeKeys(change.Removed)), pgdialect.Array(encodeKeys(change.Added)), change.Reset).Exec(ctx)
-	if err != nil {
-		return 0, wrap(err, "record line change")
 	}
 	if v%lineChangesPruneEvery == 0 {
 		_, err = r.db.IDB(ctx).NewRaw(`DELETE FROM turn_line_changes WHERE run_id = ? AND version <= ?`,
@@ -417,4 +485,131 @@ func (r *Turns) RecentServiceSeconds(ctx context.Context, queueID string, n int)
 		Where("queue_id = ?", queueID).Where("service_seconds IS NOT NULL").
 		OrderExpr("finished_at DESC").Limit(int64(n)).Scan(ctx, &out)
 	return out, wrap(err, "recent service times")
+}
+
+var _ turns.ViewSource = (*Turns)(nil)
+
+// turnColumns are a turn's columns (alias t) in the order scanTurn reads.
+const turnColumns = `t.id, t.account_id, t.queue_id, t.run_id, t.number, t.display_code, t.status, t.priority,
+	t.priority_rank, t.seq, t.people_count, t.phone, t.notify_whatsapp, t.form_response, t.station_id, t.call_count,
+	t.reentries, t.held_from, t.reopen_to, t.service_seconds, t.idempotency_key, t.request_hash, t.arrived_at,
+	t.called_at, t.started_at, t.finished_at, t.created_at, t.updated_at, t.appointment_id`
+
+// turnDests are the scan destinations of turnColumns.
+func (row *turnRow) dests() []any {
+	return []any{&row.ID, &row.AccountID, &row.QueueID, &row.RunID, &row.Number, &row.DisplayCode, &row.Status,
+		&row.Priority, &row.PriorityRank, &row.Seq, &row.PeopleCount, &row.Phone, &row.NotifyWhatsapp, &row.FormResponse,
+		&row.StationID, &row.CallCount, &row.Reentries, &row.HeldFrom, &row.ReopenTo, &row.ServiceSeconds,
+		&row.IdempotencyKey, &row.RequestHash, &row.ArrivedAt, &row.CalledAt, &row.StartedAt, &row.FinishedAt,
+		&row.CreatedAt, &row.UpdatedAt, &row.AppointmentID}
+}
+
+// stationsAndServiceSQL reads the two things every view needs of a queue
+// ($1): its stations as JSON and its latest service times ($2 of them).
+const stationsAndServiceSQL = `SELECT
+	(SELECT coalesce(json_agg(json_build_object('id', s.id, 'account_id', s.account_id, 'queue_id', s.queue_id,
+		'label', s.label, 'description', s.description, 'created_at', s.created_at) ORDER BY s.id), '[]')
+	 FROM stations AS s WHERE s.queue_id = $1),
+	(SELECT coalesce(array_agg(x.service_seconds ORDER BY x.finished_at DESC), '{}')
+	 FROM (SELECT service_seconds, finished_at FROM turns
+	       WHERE queue_id = $1 AND service_seconds IS NOT NULL
+	       ORDER BY finished_at DESC LIMIT $2) AS x)`
+
+// turnViewSQL reads a turn ($1) with everything its view needs. The queue
+// is found first (a scalar subquery), so the stations and service times
+// can use it as a parameter-like value.
+const turnViewSQL = `
+WITH t AS (SELECT * FROM turns WHERE id = $1)
+SELECT ` + turnColumns + `,
+	q.entity_id, q.name, q.type, q.doc, q.created_at,
+	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id),
+	coalesce((SELECT version FROM turn_lines WHERE run_id = t.run_id), 0),
+	(SELECT status FROM queue_runs WHERE id = t.run_id),
+	(SELECT coalesce(json_agg(json_build_object('id', s.id, 'account_id', s.account_id, 'queue_id', s.queue_id,
+		'label', s.label, 'description', s.description, 'created_at', s.created_at) ORDER BY s.id), '[]')
+	 FROM stations AS s WHERE s.queue_id = t.queue_id),
+	(SELECT coalesce(array_agg(x.service_seconds ORDER BY x.finished_at DESC), '{}')
+	 FROM (SELECT service_seconds, finished_at FROM turns
+	       WHERE queue_id = t.queue_id AND service_seconds IS NOT NULL
+	       ORDER BY finished_at DESC LIMIT $2) AS x)
+FROM t JOIN queues AS q ON q.id = t.queue_id`
+
+// stationJSON is a station as json_build_object spells it.
+type stationJSON struct {
+	ID          string    `json:"id"`
+	AccountID   string    `json:"account_id"`
+	QueueID     string    `json:"queue_id"`
+	Label       string    `json:"label"`
+	Description *string   `json:"description"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// GetForView reads a turn, its queue and stations, its run's status and
+// line version, and the queue's latest service times in one statement: one
+// round trip, one snapshot (GET /turns/{id}).
+func (r *Turns) GetForView(ctx context.Context, id string) (turns.Turn, turns.ViewContext, error) {
+	var (
+		row         turnRow
+		qr          queueRow
+		lineVersion int64
+		runStatus   *string
+		stations    json.RawMessage
+		service     []float64
+	)
+	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+		dests := append(row.dests(), &qr.EntityID, &qr.Name, &qr.Type, &qr.Doc, &qr.CreatedAt, &qr.BranchTimezone,
+			&lineVersion, &runStatus, &stations, &service)
+		return q.QueryRow(ctx, turnViewSQL, id, turns.ServiceSamples).Scan(dests...)
+	})
+	if err != nil {
+		return turns.Turn{}, turns.ViewContext{}, notFound(err, "turn", id)
+	}
+	t, err := row.domain()
+	if err != nil {
+		return turns.Turn{}, turns.ViewContext{}, err
+	}
+	qr.ID, qr.AccountID = row.QueueID, row.AccountID
+	q, err := qr.domain()
+	if err != nil {
+		return turns.Turn{}, turns.ViewContext{}, err
+	}
+	sts, err := decodeStations(stations, q.ID)
+	if err != nil {
+		return turns.Turn{}, turns.ViewContext{}, err
+	}
+	return t, turns.ViewContext{Queue: q, Stations: sts, LineVersion: lineVersion,
+		RunOpen: runStatus != nil && *runStatus == queues.RunOpen, ServiceSeconds: service}, nil
+}
+
+var _ turns.QueueViewSource = (*Turns)(nil)
+
+// QueueForView reads a queue's stations and its latest service times in
+// one statement (the answer of a change, inside its transaction).
+func (r *Turns) QueueForView(ctx context.Context, queueID string) ([]queues.Station, []float64, error) {
+	var (
+		stations json.RawMessage
+		service  []float64
+	)
+	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+		return q.QueryRow(ctx, stationsAndServiceSQL, queueID, turns.ServiceSamples).Scan(&stations, &service)
+	})
+	if err != nil {
+		return nil, nil, wrap(err, "stations and service times of queue "+queueID)
+	}
+	sts, err := decodeStations(stations, queueID)
+	return sts, service, err
+}
+
+// decodeStations decodes the stations json_agg built (stationJSON).
+func decodeStations(doc json.RawMessage, queueID string) ([]queues.Station, error) {
+	var sts []stationJSON
+	if err := json.Unmarshal(doc, &sts); err != nil {
+		return nil, wrap(err, "decode stations of queue "+queueID)
+	}
+	out := make([]queues.Station, len(sts))
+	for i, s := range sts {
+		out[i] = stationRow{ID: s.ID, AccountID: s.AccountID, QueueID: s.QueueID, Label: s.Label,
+			Description: s.Description, CreatedAt: s.CreatedAt}.domain()
+	}
+	return out, nil
 }

@@ -255,9 +255,18 @@ func (r *Webhooks) CountEndpoints(ctx context.Context, accountID string) (int, e
 // SubscribedEndpoints returns the account's endpoints subscribed to event,
 // without secrets.
 func (r *Webhooks) SubscribedEndpoints(ctx context.Context, accountID, event string) ([]webhooks.Endpoint, error) {
+	// Read in every transaction that raises an event: through pgx with
+	// parameters, prepared once per connection (see DB.withPgx).
 	var rows []webhookEndpointRow
-	err := r.db.IDB(ctx).NewSelect().Model(&rows).Column(endpointColumns...).
-		Where("account_id = ?", accountID).Where("? = ANY (events)", event).Order("id").Scan(ctx)
+	err := r.db.withPgxRows(ctx, `SELECT id, account_id, url, events, created_at FROM webhook_endpoints
+		WHERE account_id = $1 AND $2 = ANY (events) ORDER BY id`, []any{accountID, event}, func(scan func(...any) error) error {
+		var row webhookEndpointRow
+		if err := scan(&row.ID, &row.AccountID, &row.URL, &row.Events, &row.CreatedAt); err != nil {
+			return err
+		}
+		rows = append(rows, row)
+		return nil
+	})
 	if err != nil {
 		return nil, wrap(err, "find subscribed webhook endpoints")
 	}

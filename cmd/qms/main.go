@@ -102,6 +102,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err := app.Err(); err != nil {
 		return err
 	}
+	startPprof(stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := app.Start(ctx); err != nil {

@@ -23,6 +23,9 @@ type change struct {
 	// call is set when the operation made a new call: its tolerance job
 	// is scheduled.
 	call bool
+	// line is the change commit recorded in the run's line (Version 0
+	// for none).
+	line LineChange
 }
 
 // mutate runs fn on the locked turn of the account in one unit of work,
@@ -30,7 +33,7 @@ type change struct {
 // tolerance job, promotion from the waitlist, line version). The answer is
 // the turn as committed.
 func (s *Service) mutate(ctx context.Context, accountID, id string, op Operation, fn func(ctx context.Context, c *change) error) (View, error) {
-	var out *change
+	var view View
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		c, err := s.lock(ctx, accountID, id, op)
 		if err != nil {
@@ -45,13 +48,13 @@ func (s *Service) mutate(ctx context.Context, accountID, id string, op Operation
 		if err := s.commit(ctx, c); err != nil {
 			return err
 		}
-		out = c
-		return nil
+		view, err = s.txView(ctx, c.q, c.run, c.t, c.line)
+		return err
 	})
 	if err != nil {
 		return View{}, err
 	}
-	return s.committedView(ctx, out)
+	return view, nil
 }
 
 // lock takes the locks of an operation on one turn in the order of the
@@ -59,6 +62,20 @@ func (s *Service) mutate(ctx context.Context, accountID, id string, op Operation
 // unlocked read before them only finds the run, which a turn never
 // changes. accountID "" is a job acting for the turn's own account.
 func (s *Service) lock(ctx context.Context, accountID, id string, op Operation) (*change, error) {
+	if rl, ok := s.queues.(RunLocker); ok {
+		owner, run, q, err := rl.LockRunOfTurn(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if accountID != "" && owner != accountID {
+			return nil, platform.ForeignResource("turn")
+		}
+		t, err := s.repo.GetForUpdate(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return &change{op: op, before: t, t: t, q: q, run: run, now: s.clock.Now()}, nil
+	}
 	peek, err := s.repo.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -122,7 +139,9 @@ func (s *Service) commit(ctx context.Context, c *change) error {
 			return err
 		}
 	}
-	return s.bumpLine(ctx, c.t.RunID, lc)
+	var err error
+	c.line, err = s.bumpLine(ctx, c.t.RunID, lc)
+	return err
 }
 
 // mayPromote reports whether the change can have made room for the
@@ -231,7 +250,7 @@ func (s *Service) Next(ctx context.Context, accountID, runID string, in CallInpu
 	if err := in.Validate(); err != nil {
 		return View{}, err
 	}
-	var out *change
+	var view View
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		run, q, err := s.lockRun(ctx, accountID, runID)
 		if err != nil {
@@ -264,13 +283,13 @@ func (s *Service) Next(ctx context.Context, accountID, runID string, in CallInpu
 		if err := s.commit(ctx, c); err != nil {
 			return err
 		}
-		out = c
-		return nil
+		view, err = s.txView(ctx, c.q, c.run, c.t, c.line)
+		return err
 	})
 	if err != nil {
 		return View{}, err
 	}
-	return s.committedView(ctx, out)
+	return view, nil
 }
 
 // callTurn makes c's turn called now; serve starts its service at once
@@ -612,5 +631,6 @@ func (s *Service) OnEvent(ctx context.Context, e platform.Event) error {
 	if err != nil {
 		return err
 	}
-	return s.bumpLine(ctx, run.ID, LineChange{Added: keys(promoted)})
+	_, err = s.bumpLine(ctx, run.ID, LineChange{Added: keys(promoted)})
+	return err
 }

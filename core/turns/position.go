@@ -83,6 +83,11 @@ func (s *Service) snapshot(ctx context.Context, runID string) (*lineSnapshot, er
 	if err != nil {
 		return nil, err
 	}
+	return s.snapshotAt(ctx, runID, v)
+}
+
+// snapshotAt is snapshot once the run's line version v has been read.
+func (s *Service) snapshotAt(ctx context.Context, runID string, v int64) (*lineSnapshot, error) {
 	old := s.line.get(runID)
 	if old != nil && old.version == v {
 		return old, nil
@@ -170,6 +175,29 @@ type viewer struct {
 	// open says, per run, whether it is open (read on its first waiting
 	// turn): a closed run calls nobody, so it promises no wait.
 	open map[string]bool
+	// versions holds line versions already read with the turn (ViewSource),
+	// so the snapshot needs no read of its own.
+	versions map[string]int64
+}
+
+// ViewSource is storage that reads a turn together with everything its
+// view needs, in one round trip (GET /turns/{id}). The repository may
+// implement it; without it a view reads each part on its own.
+type ViewSource interface {
+	GetForView(ctx context.Context, id string) (Turn, ViewContext, error)
+}
+
+// ViewContext is what a turn's view needs besides the turn, read with it
+// from one snapshot.
+type ViewContext struct {
+	Queue    queues.Queue
+	Stations []queues.Station
+	// LineVersion is the turn's run's line version.
+	LineVersion int64
+	RunOpen     bool
+	// ServiceSeconds are the queue's latest ServiceSamples service times,
+	// newest first.
+	ServiceSeconds []float64
 }
 
 func (s *Service) viewer(ctx context.Context, q queues.Queue) (*viewer, error) {
@@ -177,13 +205,30 @@ func (s *Service) viewer(ctx context.Context, q queues.Queue) (*viewer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.viewerOf(q, sts), nil
+}
+
+// viewerOf is viewer with the queue's stations already read.
+func (s *Service) viewerOf(q queues.Queue, sts []queues.Station) *viewer {
 	vb := &viewer{s: s, q: q, stations: make(map[string]queues.Station, len(sts)), lines: map[string]*lineSnapshot{},
-		open: map[string]bool{}}
+		open: map[string]bool{}, versions: map[string]int64{}}
 	for _, st := range sts {
 		vb.stations[st.ID] = st
 	}
 	vb.servers = servers(q, len(sts))
-	return vb, nil
+	return vb
+}
+
+// viewOf builds a turn's view from what ViewSource read with it: no
+// further read unless the run's line changed since this process last
+// looked.
+func (s *Service) viewOf(ctx context.Context, t Turn, vc ViewContext) (View, error) {
+	vb := s.viewerOf(vc.Queue, vc.Stations)
+	vb.open[t.RunID] = vc.RunOpen
+	vb.versions[t.RunID] = vc.LineVersion
+	vb.samples = vc.ServiceSeconds
+	vb.avg, vb.basis = averageService(vc.ServiceSeconds)
+	return vb.view(ctx, t)
 }
 
 // servers is how many turns the queue serves at once: its stations, or its
@@ -209,15 +254,71 @@ func (s *Service) View(ctx context.Context, t Turn) (View, error) {
 	return vb.view(ctx, t)
 }
 
-// committedView is View for the answer of a change: the change already
-// read the queue and the run (as committed), so neither is read again.
-func (s *Service) committedView(ctx context.Context, c *change) (View, error) {
-	vb, err := s.viewer(ctx, c.q)
-	if err != nil {
-		return View{}, err
+// QueueViewSource is storage that reads a queue's stations and latest
+// service times (up to ServiceSamples, newest first) in one round trip. The
+// repository may implement it; the answer of a change then costs one read
+// inside its transaction.
+type QueueViewSource interface {
+	QueueForView(ctx context.Context, queueID string) ([]queues.Station, []float64, error)
+}
+
+// afterCommitter is a unit of work that runs hooks once it has committed
+// (both adapters' are).
+type afterCommitter interface {
+	AfterCommit(ctx context.Context, f func())
+}
+
+// txView is the answer of a change, built inside its transaction from what
+// the change already read and wrote (the queue and run it locked, the line
+// change it recorded), so nothing is read again after the commit: a
+// waiting turn's line is this process's cached line patched with the
+// change, or, when the cache is further behind, read in the transaction.
+func (s *Service) txView(ctx context.Context, q queues.Queue, run queues.Run, t Turn, lc LineChange) (View, error) {
+	var vb *viewer
+	if src, ok := s.repo.(QueueViewSource); ok {
+		sts, samples, err := src.QueueForView(ctx, q.ID)
+		if err != nil {
+			return View{}, err
+		}
+		vb = s.viewerOf(q, sts)
+		vb.samples = samples
+		vb.avg, vb.basis = averageService(samples)
+	} else {
+		var err error
+		if vb, err = s.viewer(ctx, q); err != nil {
+			return View{}, err
+		}
 	}
-	vb.open[c.run.ID] = c.run.Open()
-	return vb.view(ctx, c.t)
+	vb.open[run.ID] = run.Open()
+	if t.Status == Waiting && t.RunID == run.ID {
+		snap, err := s.txSnapshot(ctx, run.ID, lc)
+		if err != nil {
+			return View{}, err
+		}
+		vb.lines[run.ID] = snap
+	}
+	return vb.view(ctx, t)
+}
+
+// txSnapshot is the run's line as the transaction leaves it. The run is
+// locked, so no other change of its line can come in between.
+func (s *Service) txSnapshot(ctx context.Context, runID string, lc LineChange) (*lineSnapshot, error) {
+	var snap *lineSnapshot
+	if old := s.line.get(runID); old != nil && lc.Version > 0 && old.version == lc.Version-1 {
+		snap, _ = old.patch([]LineChange{lc}, lc.Version)
+	}
+	if snap == nil {
+		version, keys, err := s.repo.WaitingLine(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		snap = &lineSnapshot{version: version, keys: keys}
+	}
+	// Cached only once committed: a rolled-back change never happened.
+	if ac, ok := s.uow.(afterCommitter); ok {
+		ac.AfterCommit(ctx, func() { s.line.put(runID, snap) })
+	}
+	return snap, nil
 }
 
 func (vb *viewer) view(ctx context.Context, t Turn) (View, error) {
@@ -236,7 +337,12 @@ func (vb *viewer) view(ctx context.Context, t Turn) (View, error) {
 	snap, ok := vb.lines[t.RunID]
 	if !ok {
 		var err error
-		if snap, err = vb.s.snapshot(ctx, t.RunID); err != nil {
+		if v, known := vb.versions[t.RunID]; known {
+			snap, err = vb.s.snapshotAt(ctx, t.RunID, v)
+		} else {
+			snap, err = vb.s.snapshot(ctx, t.RunID)
+		}
+		if err != nil {
 			return View{}, err
 		}
 		vb.lines[t.RunID] = snap

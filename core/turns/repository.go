@@ -119,3 +119,22 @@ type Queues interface {
 	GetStation(ctx context.Context, id string) (queues.Station, error)
 	ListStations(ctx context.Context, queueID string) ([]queues.Station, error)
 }
+
+// RunLocker is storage that takes a run's lock and reads its queue in one
+// round trip. The Queues implementation may provide it; without it the
+// service takes the same locks one statement at a time.
+type RunLocker interface {
+	// LockRunWithQueue is GetRunForUpdate and GetQueue of its queue.
+	LockRunWithQueue(ctx context.Context, runID string) (queues.Run, queues.Queue, error)
+	// LockRunOfTurn locks the run of the turn (not the turn) and returns
+	// the turn's account, the run and its queue.
+	LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error)
+}
+
+// NumberDrawer is storage that does in one round trip what an intake asks
+// of Repository one call at a time: NextNumber, CodeInUse of the code the
+// number makes (prefix, then the number zero-padded to padding digits, as
+// displayCode), and NextSeq. The repository may implement it.
+type NumberDrawer interface {
+	DrawNumber(ctx context.Context, runID, period, prefix string, padding int, since time.Time) (n int, codeInUse bool, seq int64, err error)
+}

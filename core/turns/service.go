@@ -70,7 +70,7 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 				return v, true, err
 			}
 		}
-		var created Turn
+		var view View
 		err := s.uow.Do(ctx, func(ctx context.Context) error {
 			run, q, err := s.lockRun(ctx, accountID, runID)
 			if err != nil {
@@ -88,7 +88,13 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 				return err
 			}
 			d.key, d.hash = in.IdempotencyKey, hash
-			created, err = s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Input: in}, d)
+			created, lc, err := s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Input: in}, d)
+			if err != nil {
+				return err
+			}
+			// The answer is built from what the transaction holds: nothing
+			// is read again after the commit.
+			view, err = s.txView(ctx, q, run, created, lc)
 			return err
 		})
 		if errors.Is(err, ErrDuplicateKey) && attempt < maxCreateAttempts {
@@ -97,8 +103,7 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 		if err != nil {
 			return View{}, false, err
 		}
-		v, err := s.View(ctx, created)
-		return v, false, err
+		return view, false, nil
 	}
 }
 
@@ -124,6 +129,13 @@ func (s *Service) replay(ctx context.Context, accountID, key, hash string) (Turn
 // lock is the first every use case that changes the run's turns takes
 // (docs/turns.md, the lock order).
 func (s *Service) lockRun(ctx context.Context, accountID, runID string) (queues.Run, queues.Queue, error) {
+	if rl, ok := s.queues.(RunLocker); ok {
+		run, q, err := rl.LockRunWithQueue(ctx, runID)
+		if err == nil && run.AccountID != accountID {
+			return run, queues.Queue{}, platform.ForeignResource("queue run")
+		}
+		return run, q, err
+	}
 	run, err := s.queues.GetRunForUpdate(ctx, runID)
 	if err != nil {
 		return run, queues.Queue{}, err
@@ -228,15 +240,15 @@ func applyOptions(q queues.Queue, d *draft) {
 
 // admit stores a new turn in a run the caller has locked: capacity, the
 // intake guards, its number, the turn.created event, the line. Used by
-// Create and Admit.
-func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, error) {
+// Create and Admit. It returns the line change it recorded.
+func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, LineChange, error) {
 	for _, g := range s.guards {
 		if err := g.Check(ctx, in); err != nil {
-			return Turn{}, err
+			return Turn{}, LineChange{}, err
 		}
 	}
 	if err := s.shape(ctx, in, &d); err != nil {
-		return Turn{}, err
+		return Turn{}, LineChange{}, err
 	}
 	// Room a finished turn left, and not yet given to the waitlist, goes to
 	// the waitlist first: nobody passes those waiting for room. A booked
@@ -247,20 +259,21 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, error) {
 		var occ Occupancy
 		var err error
 		if promoted, occ, err = s.promote(ctx, in.Queue, in.Run); err != nil {
-			return Turn{}, err
+			return Turn{}, LineChange{}, err
 		}
 		if status, err = admission(in.Queue, in.Run.ID, occ); err != nil {
-			return Turn{}, err
+			return Turn{}, LineChange{}, err
 		}
 	}
 	now := s.clock.Now()
-	number, code, err := s.number(ctx, in, d, now)
+	number, code, seq, err := s.number(ctx, in, d, now)
 	if err != nil {
-		return Turn{}, err
+		return Turn{}, LineChange{}, err
 	}
-	seq, err := s.repo.NextSeq(ctx)
-	if err != nil {
-		return Turn{}, err
+	if seq == 0 {
+		if seq, err = s.repo.NextSeq(ctx); err != nil {
+			return Turn{}, LineChange{}, err
+		}
 	}
 	t := Turn{
 		ID: platform.NewID(platform.PrefixTurn), AccountID: in.AccountID, QueueID: in.Queue.ID, RunID: in.Run.ID,
@@ -269,21 +282,22 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, error) {
 		IdempotencyKey: d.key, RequestHash: d.hash, CreatedAt: now, UpdatedAt: now, AppointmentID: d.appointmentID,
 	}
 	if err := s.repo.Create(ctx, t); err != nil {
-		return Turn{}, err
+		return Turn{}, LineChange{}, err
 	}
 	for _, g := range s.guards {
 		if err := g.Admitted(ctx, in, t); err != nil {
-			return Turn{}, err
+			return Turn{}, LineChange{}, err
 		}
 	}
 	if err := s.emit(ctx, t, createdEvent); err != nil {
-		return Turn{}, err
+		return Turn{}, LineChange{}, err
 	}
 	lc := LineChange{Added: keys(promoted)}
 	if status == Waiting {
 		lc.Added = append(lc.Added, t.Key())
 	}
-	return t, s.bumpLine(ctx, t.RunID, lc)
+	lc, err = s.bumpLine(ctx, t.RunID, lc)
+	return t, lc, err
 }
 
 // number gives a new turn its number and display code: those it keeps (a
@@ -292,27 +306,40 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, error) {
 // yesterday's after a daily restart). In use counts the turns that may
 // still come back (a no-show's re-entry, a reopen), so a display code
 // never repeats among a run's unfinished turns, then or later.
-func (s *Service) number(ctx context.Context, in Intake, d draft, now time.Time) (int, string, error) {
+func (s *Service) number(ctx context.Context, in Intake, d draft, now time.Time) (int, string, int64, error) {
 	since := now.Add(-ReopenWindow)
 	if d.code != "" {
 		held, err := s.repo.CodeInUse(ctx, in.Run.ID, d.code, since)
 		if err != nil || !held {
-			return d.number, d.code, err
+			return d.number, d.code, 0, err
 		}
 	}
 	period := numberingPeriod(in.Queue, now)
+	var seq int64
+	if nd, ok := s.repo.(NumberDrawer); ok {
+		// The usual case in one round trip: the next number, whether its
+		// code is free, and the arrival seq.
+		n, held, drawn, err := nd.DrawNumber(ctx, in.Run.ID, period, d.prefix, in.Queue.TurnPadding, since)
+		if err != nil {
+			return 0, "", 0, err
+		}
+		if !held {
+			return n, displayCode(d.prefix, in.Queue.TurnPadding, n), drawn, nil
+		}
+		seq = drawn
+	}
 	for {
 		n, err := s.repo.NextNumber(ctx, in.Run.ID, period)
 		if err != nil {
-			return 0, "", err
+			return 0, "", 0, err
 		}
 		code := displayCode(d.prefix, in.Queue.TurnPadding, n)
 		held, err := s.repo.CodeInUse(ctx, in.Run.ID, code, since)
 		if err != nil {
-			return 0, "", err
+			return 0, "", 0, err
 		}
 		if !held {
-			return n, code, nil
+			return n, code, seq, nil
 		}
 	}
 }
@@ -342,13 +369,15 @@ func admission(q queues.Queue, runID string, occ Occupancy) (Status, error) {
 		map[string]any{"queueRunId": runID, "maxTurns": *c.MaxTurns, "activeTurns": occ.Active})
 }
 
-// bumpLine records a change of the run's waiting line, if there is one.
-func (s *Service) bumpLine(ctx context.Context, runID string, lc LineChange) error {
+// bumpLine records a change of the run's waiting line, if there is one,
+// and returns it with its version (0 when there was none).
+func (s *Service) bumpLine(ctx context.Context, runID string, lc LineChange) (LineChange, error) {
 	if len(lc.Added) == 0 && len(lc.Removed) == 0 {
-		return nil
+		return LineChange{}, nil
 	}
-	_, err := s.repo.BumpLine(ctx, runID, lc)
-	return err
+	v, err := s.repo.BumpLine(ctx, runID, lc)
+	lc.Version = v
+	return lc, err
 }
 
 // keys returns the line keys of ts.
@@ -406,7 +435,7 @@ func (s *Service) Admit(ctx context.Context, accountID, runID string, a Admissio
 		if d.formResponse == nil {
 			d.formResponse = map[string]string{}
 		}
-		t, err = s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Forwarded: true}, d)
+		t, _, err = s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Forwarded: true}, d)
 		return err
 	})
 	return t, err
@@ -426,6 +455,16 @@ func (s *Service) Turn(ctx context.Context, accountID, id string) (Turn, error) 
 
 // Get returns the full view of a turn (GET /turns/{turnId}).
 func (s *Service) Get(ctx context.Context, accountID, id string) (View, error) {
+	if vs, ok := s.repo.(ViewSource); ok {
+		t, vc, err := vs.GetForView(ctx, id)
+		if err != nil {
+			return View{}, err
+		}
+		if t.AccountID != accountID {
+			return View{}, platform.ForeignResource("turn")
+		}
+		return s.viewOf(ctx, t, vc)
+	}
 	t, err := s.Turn(ctx, accountID, id)
 	if err != nil {
 		return View{}, err

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/qms-dev/qms/bootstrap"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/accounts"
@@ -42,6 +44,8 @@ type App struct {
 type Settings struct {
 	Config *config.Config
 	Clock  platform.Clock
+	// DBTracer sees every statement the process sends to PostgreSQL.
+	DBTracer pgx.QueryTracer
 }
 
 // Option adjusts the settings before start.
@@ -73,6 +77,12 @@ func Storages(t *testing.T, f func(t *testing.T, start func(t testing.TB, opts .
 // WithClock makes the process read time from clock.
 func WithClock(clock platform.Clock) Option {
 	return func(s *Settings) { s.Clock = clock }
+}
+
+// WithDBTracer hands every statement the process sends to PostgreSQL to
+// tr (round-trip budgets).
+func WithDBTracer(tr pgx.QueryTracer) Option {
+	return func(s *Settings) { s.DBTracer = tr }
 }
 
 // WithConfig changes the configuration.
@@ -107,9 +117,10 @@ func start(t testing.TB, storage, url string, opts ...Option) *App {
 		logOut = os.Stderr
 	}
 	app, srv := bootstrap.New(cfg, bootstrap.Options{
-		Clock:  set.Clock,
-		Logger: slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Stdout: io.Discard,
+		Clock:    set.Clock,
+		DBTracer: set.DBTracer,
+		Logger:   slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Stdout:   io.Discard,
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

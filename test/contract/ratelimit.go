@@ -10,8 +10,9 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
-// RunRateLimiter checks the ports.RateLimiter contract: fixed one-minute
-// windows per key, an exact budget under concurrency.
+// RunRateLimiter checks the ports.RateLimiter contract: a sliding minute
+// per key (no 60 s holds more than the limit), an exact budget under
+// concurrency, a Reset at which a retry goes through, and pruning.
 func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimiter) {
 	ctx := context.Background()
 	window := time.Now().UTC().Truncate(time.Minute)
@@ -36,8 +37,8 @@ func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimite
 			if errs[i] != nil {
 				t.Fatal(errs[i])
 			}
-			if d.Limit != limit || !d.Reset.Equal(window.Add(time.Minute)) {
-				t.Fatalf("decision %+v: want limit %d, reset %v", d, limit, window.Add(time.Minute))
+			if reset := window.Add(91 * time.Second); d.Limit != limit || !d.Reset.Equal(reset) {
+				t.Fatalf("decision %+v: want limit %d, reset %v", d, limit, reset)
 			}
 			if d.Allowed {
 				remaining = append(remaining, d.Remaining)
@@ -55,28 +56,59 @@ func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimite
 		}
 	})
 
-	t.Run("a new window starts a new budget", func(t *testing.T) {
+	t.Run("no minute holds more than the limit, across a minute boundary too", func(t *testing.T) {
 		t.Parallel()
 		l := newLimiter(t)
 		allow := func(at time.Time) ports.RateDecision {
 			t.Helper()
-			d, err := l.Allow(ctx, "windows", 2, at)
+			d, err := l.Allow(ctx, "sliding", 2, at)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return d
 		}
+		// A request counts from its second until a minute after that second
+		// ends: the one at window counts until window+61s.
+		first := window.Add(61 * time.Second)
 		last := window.Add(time.Minute - time.Millisecond)
-		allow(window)
+		if d := allow(window); !d.Allowed || d.Remaining != 1 || !d.Reset.Equal(first) {
+			t.Fatalf("first call: %+v", d)
+		}
 		if d := allow(last); !d.Allowed || d.Remaining != 0 {
-			t.Fatalf("second call in the window: %+v", d)
+			t.Fatalf("second call in the minute: %+v", d)
 		}
-		if d := allow(last); d.Allowed {
-			t.Fatalf("third call in the window allowed: %+v", d)
+		// A fixed window would start a new budget of 2 at the minute; the
+		// sliding one frees a slot only when the first call's second is a
+		// minute behind.
+		for _, at := range []time.Time{last, window.Add(time.Minute), window.Add(61*time.Second - time.Millisecond)} {
+			if d := allow(at); d.Allowed || d.Remaining != 0 || !d.Reset.Equal(first) {
+				t.Fatalf("call at %v: %+v", at.Sub(window), d)
+			}
 		}
-		next := window.Add(time.Minute)
-		if d := allow(next); !d.Allowed || d.Remaining != 1 || !d.Reset.Equal(next.Add(time.Minute)) {
-			t.Fatalf("first call of the next window: %+v", d)
+		// Reset is exact: a retry at Reset goes through.
+		second := window.Add(59*time.Second + 61*time.Second)
+		if d := allow(first); !d.Allowed || d.Remaining != 0 || !d.Reset.Equal(second) {
+			t.Fatalf("retry at Reset: %+v", d)
+		}
+		if d := allow(first.Add(time.Second)); d.Allowed || !d.Reset.Equal(second) {
+			t.Fatalf("a call with two in the last minute: %+v", d)
+		}
+		if d := allow(second); !d.Allowed {
+			t.Fatalf("retry at the second Reset refused: %+v", d)
+		}
+	})
+
+	t.Run("a burst at the end of a minute leaves no budget at the start of the next", func(t *testing.T) {
+		t.Parallel()
+		l := newLimiter(t)
+		for i := range 3 {
+			if d, err := l.Allow(ctx, "burst", 3, window.Add(59*time.Second)); err != nil || !d.Allowed {
+				t.Fatalf("call %d: %+v %v", i, d, err)
+			}
+		}
+		d, err := l.Allow(ctx, "burst", 3, window.Add(61*time.Second))
+		if err != nil || d.Allowed || !d.Reset.Equal(window.Add(120*time.Second)) {
+			t.Fatalf("call 2 s later, across the minute: %+v %v", d, err)
 		}
 	})
 

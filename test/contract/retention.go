@@ -210,29 +210,31 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 		}
 	})
 
-	t.Run("rate-limit windows before the cutoff", func(t *testing.T) {
+	t.Run("rate-limit keys idle since before the cutoff", func(t *testing.T) {
 		h := newHarness(t)
-		// The newest first: both limiters drop past windows themselves when
-		// time moves on, which would hide what the pruner does.
-		for _, at := range []time.Time{fresh, old, old.Add(-time.Hour)} {
-			if _, err := h.Limiter.Allow(ctx, "contract_key", 100, at); err != nil {
+		// One key per time: a key is one budget, pruned once its last
+		// request is older than the cutoff (its window long over).
+		keys := []struct {
+			key  string
+			at   time.Time
+			kept bool
+		}{{"fresh_key", fresh, true}, {"old_key", old, false}, {"older_key", old.Add(-time.Hour), false}}
+		for _, k := range keys {
+			if _, err := h.Limiter.Allow(ctx, k.key, 100, k.at); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if b := drain(t, h.Pruner.PruneRateLimits); !slices.Equal(b, []int{2, 0}) {
 			t.Fatalf("batches %v, want [2 0]", b)
 		}
-		// A window still counted says so in its second request's Remaining.
-		for _, c := range []struct {
-			at   time.Time
-			kept bool
-		}{{fresh, true}, {old, false}, {old.Add(-time.Hour), false}} {
-			d, err := h.Limiter.Allow(ctx, "contract_key", 100, c.at)
+		// A key still counted says so in its second request's Remaining.
+		for _, k := range keys {
+			d, err := h.Limiter.Allow(ctx, k.key, 100, k.at)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if kept := d.Remaining == 98; kept != c.kept {
-				t.Errorf("window at %s: kept %v (remaining %d), want %v", c.at, kept, d.Remaining, c.kept)
+			if kept := d.Remaining == 98; kept != k.kept {
+				t.Errorf("key %s: kept %v (remaining %d), want %v", k.key, kept, d.Remaining, k.kept)
 			}
 		}
 	})

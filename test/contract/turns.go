@@ -205,6 +205,31 @@ func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 		}
 	})
 
+	t.Run("DrawNumber spells the code as displayCode and finds it in use", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		nd, ok := w.h.Turns.(turns.NumberDrawer)
+		if !ok {
+			t.Skip("the adapter draws numbers one call at a time")
+		}
+		w.turn(t, func(tu *turns.Turn) { tu.DisplayCode = "A002" })
+		w.turn(t, func(tu *turns.Turn) { tu.DisplayCode = "B3" })
+		since := w.now.Add(-turns.ReopenWindow)
+		lastSeq := int64(0)
+		for _, c := range []struct {
+			prefix  string
+			padding int
+			n       int
+			held    bool
+		}{{"A", 3, 1, false}, {"A", 3, 2, true}, {"B", 0, 3, true}, {"B", 1, 4, false}, {"A", 0, 5, false}} {
+			n, held, seq, err := nd.DrawNumber(ctx, w.runID, "", c.prefix, c.padding, since)
+			if err != nil || n != c.n || held != c.held || seq <= lastSeq {
+				t.Fatalf("DrawNumber(%q, %d) = %d, %v, seq %d, %v; want %d, %v, a seq after %d",
+					c.prefix, c.padding, n, held, seq, err, c.n, c.held, lastSeq)
+			}
+			lastSeq = seq
+		}
+	})
+
 	t.Run("a code is in use while its turn is, or may come back, in the line", func(t *testing.T) {
 		w := newTurnsWorld(t, newHarness(t))
 		a := w.turn(t, func(tu *turns.Turn) { tu.DisplayCode = "A007" })

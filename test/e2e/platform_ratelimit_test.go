@@ -16,11 +16,12 @@ import (
 // ---- rate limit ----
 
 func TestRateLimit(t *testing.T) {
-	// Mid-minute, so the window cannot roll over during the test.
+	// The clock stands still: every request is at now, so the sliding minute
+	// frees its first slot when now's second is a minute behind (61 s).
 	now := time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC)
 	a := apptest.Memory(t, apptest.WithClock(platformtest.NewClock(now)),
 		apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 5 }))
-	reset := strconv.FormatInt(now.Truncate(time.Minute).Add(time.Minute).Unix(), 10)
+	reset := strconv.FormatInt(now.Add(61*time.Second).Unix(), 10)
 
 	key := a.NewKey(a.AccountID, "entities:read")
 	for i := range 5 {
@@ -34,10 +35,10 @@ func TestRateLimit(t *testing.T) {
 	r := a.APIWith(key, http.MethodGet, "/entities", nil)
 	env := pfErr(t, r, 429, "RATE_LIMITED")
 	pfRateHeaders(t, r)
-	if r.Header.Get("Retry-After") != "30" || r.Header.Get("X-RateLimit-Remaining") != "0" {
+	if r.Header.Get("Retry-After") != "61" || r.Header.Get("X-RateLimit-Remaining") != "0" {
 		t.Errorf("Retry-After %q, remaining %q", r.Header.Get("Retry-After"), r.Header.Get("X-RateLimit-Remaining"))
 	}
-	if env.Error.Details["retryAfter"] != 30.0 || env.Error.Details["limit"] != 5.0 {
+	if env.Error.Details["retryAfter"] != 61.0 || env.Error.Details["limit"] != 5.0 {
 		t.Errorf("details %v", env.Error.Details)
 	}
 	// Another key of the same account has its own budget.

@@ -107,10 +107,10 @@ func TestRetentionJobPrunes(t *testing.T) {
 		for {
 			got := map[string]int{
 				"old events":               count(`SELECT count(*) FROM events WHERE occurred_at < $1`, t1),
-				"old rate-limit windows":   count(`SELECT count(*) FROM rate_limits WHERE window_start < $1`, t1.Add(-time.Hour)),
+				"old rate-limit keys":      count(`SELECT count(*) FROM rate_limits WHERE updated_at < $1`, t1.Add(-time.Hour)),
 				"line changes of closed A": count(`SELECT count(*) FROM turn_line_changes WHERE run_id = $1`, runA),
 			}
-			if got["old events"]+got["old rate-limit windows"]+got["line changes of closed A"] == 0 {
+			if got["old events"]+got["old rate-limit keys"]+got["line changes of closed A"] == 0 {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -120,7 +120,7 @@ func TestRetentionJobPrunes(t *testing.T) {
 		}
 		for what, n := range map[string]int{
 			"new events":        count(`SELECT count(*) FROM events WHERE occurred_at >= $1`, t1),
-			"new windows":       count(`SELECT count(*) FROM rate_limits WHERE window_start >= $1`, t1.Truncate(time.Minute)),
+			"new keys":          count(`SELECT count(*) FROM rate_limits WHERE updated_at >= $1`, t1.Truncate(time.Minute)),
 			"line changes of B": count(`SELECT count(*) FROM turn_line_changes WHERE run_id = $1`, runB),
 		} {
 			if n == 0 {
