@@ -14,7 +14,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: run build image test test-domain test-integration lint openapi-check bench load history clean
+.PHONY: run build image test test-domain test-integration lint openapi-check bench load fuzz history clean
 
 ## run: start qms on its embedded in-memory storage (prints a key and a curl line)
 run:
@@ -40,6 +40,13 @@ test:
 ## test-domain: the fast domain tests of the cores (no I/O)
 test-domain:
 	$(GO) test -count=1 ./core/...
+
+## fuzz: explore the text fuzz tests past their seed corpus (which every `make test` runs), FUZZTIME each
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckText$$' -fuzztime $(FUZZTIME) ./adapters/http/httpx
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./adapters/http/httpx
+	$(GO) test -run '^$$' -fuzz '^FuzzTextThroughPostgres$$' -fuzztime $(FUZZTIME) ./test/textfuzz
 
 ## lint: gofmt, go vet, staticcheck
 lint:

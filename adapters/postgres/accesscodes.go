@@ -18,23 +18,23 @@ var _ accesscodes.Repository = (*AccessCodes)(nil)
 
 type accessCodeRow struct {
 	bun.BaseModel  `bun:"table:access_codes"`
-	ID             string          `bun:"id,pk"`
-	AccountID      string          `bun:"account_id"`
-	Code           string          `bun:"code"`
-	ScopeType      string          `bun:"scope_type"`
-	ScopeEntityID  *string         `bun:"scope_entity_id"`
-	ScopeQueueID   *string         `bun:"scope_queue_id"`
-	MaxUses        *int            `bun:"max_uses"`
-	Uses           int             `bun:"uses"`
-	ExpiresAt      *time.Time      `bun:"expires_at"`
-	Prefix         *string         `bun:"prefix"`
-	Classification *string         `bun:"classification"`
-	Priority       *string         `bun:"priority"`
-	Properties     json.RawMessage `bun:"properties,type:jsonb"`
-	Enabled        bool            `bun:"enabled"`
-	DisabledAt     *time.Time      `bun:"disabled_at"`
-	CreatedAt      time.Time       `bun:"created_at"`
-	UpdatedAt      time.Time       `bun:"updated_at"`
+	ID             string     `bun:"id,pk"`
+	AccountID      string     `bun:"account_id"`
+	Code           string     `bun:"code"`
+	ScopeType      string     `bun:"scope_type"`
+	ScopeEntityID  *string    `bun:"scope_entity_id"`
+	ScopeQueueID   *string    `bun:"scope_queue_id"`
+	MaxUses        *int       `bun:"max_uses"`
+	Uses           int        `bun:"uses"`
+	ExpiresAt      *time.Time `bun:"expires_at"`
+	Prefix         *string    `bun:"prefix"`
+	Classification *string    `bun:"classification"`
+	Priority       *string    `bun:"priority"`
+	Properties     jsonb      `bun:"properties,type:jsonb"`
+	Enabled        bool       `bun:"enabled"`
+	DisabledAt     *time.Time `bun:"disabled_at"`
+	CreatedAt      time.Time  `bun:"created_at"`
+	UpdatedAt      time.Time  `bun:"updated_at"`
 }
 
 // AccessCodes is the Postgres accesscodes.Repository.

@@ -17,17 +17,17 @@ var _ accesscodes.TurnCodes = (*AccessCodeTurns)(nil)
 
 type accessCodeTurnRow struct {
 	bun.BaseModel  `bun:"table:access_code_turns"`
-	TurnID         string          `bun:"turn_id,pk"`
-	AccessCodeID   string          `bun:"access_code_id"`
-	Code           string          `bun:"code"`
-	AccountID      string          `bun:"account_id"`
-	QueueID        string          `bun:"queue_id"`
-	RunID          string          `bun:"run_id"`
-	Prefix         *string         `bun:"prefix"`
-	Priority       *string         `bun:"priority"`
-	Classification *string         `bun:"classification"`
-	Properties     json.RawMessage `bun:"properties,type:jsonb"`
-	CreatedAt      time.Time       `bun:"created_at"`
+	TurnID         string    `bun:"turn_id,pk"`
+	AccessCodeID   string    `bun:"access_code_id"`
+	Code           string    `bun:"code"`
+	AccountID      string    `bun:"account_id"`
+	QueueID        string    `bun:"queue_id"`
+	RunID          string    `bun:"run_id"`
+	Prefix         *string   `bun:"prefix"`
+	Priority       *string   `bun:"priority"`
+	Classification *string   `bun:"classification"`
+	Properties     jsonb     `bun:"properties,type:jsonb"`
+	CreatedAt      time.Time `bun:"created_at"`
 }
 
 // AccessCodeTurns is the Postgres accesscodes.TurnCodes.

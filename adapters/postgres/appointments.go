@@ -37,29 +37,29 @@ func (row slotRow) domain() appointments.Slot {
 
 type appointmentRow struct {
 	bun.BaseModel  `bun:"table:appointments"`
-	ID             string            `bun:"id,pk"`
-	AccountID      string            `bun:"account_id"`
-	QueueID        string            `bun:"queue_id"`
-	RunID          string            `bun:"run_id"`
-	SlotID         string            `bun:"slot_id"`
-	SlotStart      time.Time         `bun:"slot_start"`
-	SlotEnd        time.Time         `bun:"slot_end"`
-	LocalDate      string            `bun:"local_date"`
-	Status         string            `bun:"status"`
-	CustomerName   *string           `bun:"customer_name"`
-	Phone          *string           `bun:"phone"`
-	Notes          *string           `bun:"notes"`
-	FormResponse   map[string]string `bun:"form_response,type:jsonb"`
-	IdempotencyKey *string           `bun:"idempotency_key"`
-	RequestHash    string            `bun:"request_hash"`
-	CreatedAt      time.Time         `bun:"created_at"`
-	UpdatedAt      time.Time         `bun:"updated_at"`
-	CheckedInAt    *time.Time        `bun:"checked_in_at"`
-	StartedAt      *time.Time        `bun:"started_at"`
-	CompletedAt    *time.Time        `bun:"completed_at"`
-	CancelledAt    *time.Time        `bun:"cancelled_at"`
-	NoShowAt       *time.Time        `bun:"no_show_at"`
-	TurnID         *string           `bun:"turn_id"`
+	ID             string       `bun:"id,pk"`
+	AccountID      string       `bun:"account_id"`
+	QueueID        string       `bun:"queue_id"`
+	RunID          string       `bun:"run_id"`
+	SlotID         string       `bun:"slot_id"`
+	SlotStart      time.Time    `bun:"slot_start"`
+	SlotEnd        time.Time    `bun:"slot_end"`
+	LocalDate      string       `bun:"local_date"`
+	Status         string       `bun:"status"`
+	CustomerName   *string      `bun:"customer_name"`
+	Phone          *string      `bun:"phone"`
+	Notes          *string      `bun:"notes"`
+	FormResponse   jsonbStrings `bun:"form_response,type:jsonb"`
+	IdempotencyKey *string      `bun:"idempotency_key"`
+	RequestHash    string       `bun:"request_hash"`
+	CreatedAt      time.Time    `bun:"created_at"`
+	UpdatedAt      time.Time    `bun:"updated_at"`
+	CheckedInAt    *time.Time   `bun:"checked_in_at"`
+	StartedAt      *time.Time   `bun:"started_at"`
+	CompletedAt    *time.Time   `bun:"completed_at"`
+	CancelledAt    *time.Time   `bun:"cancelled_at"`
+	NoShowAt       *time.Time   `bun:"no_show_at"`
+	TurnID         *string      `bun:"turn_id"`
 }
 
 func appointmentToRow(a appointments.Appointment) *appointmentRow {

@@ -13,10 +13,10 @@ import (
 
 type entityRow struct {
 	bun.BaseModel `bun:"table:entities"`
-	ID            string          `bun:"id,pk"`
-	AccountID     string          `bun:"account_id"`
-	Doc           json.RawMessage `bun:"doc,type:jsonb"`
-	CreatedAt     time.Time       `bun:"created_at"`
+	ID            string    `bun:"id,pk"`
+	AccountID     string    `bun:"account_id"`
+	Doc           jsonb     `bun:"doc,type:jsonb"`
+	CreatedAt     time.Time `bun:"created_at"`
 }
 
 // Entities is the Postgres entities.Repository.

@@ -12,13 +12,13 @@ import (
 
 type eventRow struct {
 	bun.BaseModel `bun:"table:events"`
-	ID            string          `bun:"id,pk"`
-	AccountID     string          `bun:"account_id"`
-	Name          string          `bun:"name"`
-	QueueID       *string         `bun:"queue_id"`
-	RunID         *string         `bun:"run_id"`
-	Data          json.RawMessage `bun:"data,type:json"`
-	OccurredAt    time.Time       `bun:"occurred_at"`
+	ID            string    `bun:"id,pk"`
+	AccountID     string    `bun:"account_id"`
+	Name          string    `bun:"name"`
+	QueueID       *string   `bun:"queue_id"`
+	RunID         *string   `bun:"run_id"`
+	Data          jsonb     `bun:"data,type:json"`
+	OccurredAt    time.Time `bun:"occurred_at"`
 }
 
 // Events is the Postgres event log.
@@ -40,7 +40,7 @@ func nullable(s string) *string {
 // in-transaction subscribers saw.
 func (r *Events) Append(ctx context.Context, e platform.Event) error {
 	row := &eventRow{ID: e.ID, AccountID: e.AccountID, Name: e.Name, QueueID: nullable(e.QueueID),
-		RunID: nullable(e.RunID), Data: e.DataOrEmpty(), OccurredAt: e.OccurredAt}
+		RunID: nullable(e.RunID), Data: jsonb(e.DataOrEmpty()), OccurredAt: e.OccurredAt}
 	// Through pgx with parameters: prepared once per connection, not planned
 	// on every event (see DB.withPgx).
 	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
@@ -71,7 +71,7 @@ func (r *Events) List(ctx context.Context, accountID, after string, limit int) (
 		if row.RunID != nil {
 			e.RunID = *row.RunID
 		}
-		e.Data = row.Data
+		e.Data = json.RawMessage(row.Data)
 		out[i] = e
 	}
 	return out, nil

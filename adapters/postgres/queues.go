@@ -15,13 +15,13 @@ import (
 
 type queueRow struct {
 	bun.BaseModel `bun:"table:queues"`
-	ID            string          `bun:"id,pk"`
-	AccountID     string          `bun:"account_id"`
-	EntityID      string          `bun:"entity_id"`
-	Name          string          `bun:"name"`
-	Type          string          `bun:"type"`
-	Doc           json.RawMessage `bun:"doc,type:jsonb"`
-	CreatedAt     time.Time       `bun:"created_at"`
+	ID            string    `bun:"id,pk"`
+	AccountID     string    `bun:"account_id"`
+	EntityID      string    `bun:"entity_id"`
+	Name          string    `bun:"name"`
+	Type          string    `bun:"type"`
+	Doc           jsonb     `bun:"doc,type:jsonb"`
+	CreatedAt     time.Time `bun:"created_at"`
 	// BranchTimezone is read with the queue from its entity (branchZone).
 	BranchTimezone *string `bun:"branch_timezone,scanonly"`
 }

@@ -18,35 +18,35 @@ import (
 
 type turnRow struct {
 	bun.BaseModel  `bun:"table:turns"`
-	ID             string          `bun:"id,pk"`
-	AccountID      string          `bun:"account_id"`
-	QueueID        string          `bun:"queue_id"`
-	RunID          string          `bun:"run_id"`
-	Number         int             `bun:"number"`
-	DisplayCode    string          `bun:"display_code"`
-	Status         string          `bun:"status"`
-	Priority       string          `bun:"priority"`
-	PriorityRank   int             `bun:"priority_rank"`
-	Seq            int64           `bun:"seq"`
-	PeopleCount    int             `bun:"people_count"`
-	Phone          *string         `bun:"phone"`
-	NotifyWhatsapp bool            `bun:"notify_whatsapp"`
-	FormResponse   json.RawMessage `bun:"form_response,type:jsonb"`
-	StationID      *string         `bun:"station_id"`
-	CallCount      int             `bun:"call_count"`
-	Reentries      int             `bun:"reentries"`
-	HeldFrom       string          `bun:"held_from"`
-	ReopenTo       string          `bun:"reopen_to"`
-	ServiceSeconds *float64        `bun:"service_seconds"`
-	IdempotencyKey *string         `bun:"idempotency_key"`
-	RequestHash    string          `bun:"request_hash"`
-	ArrivedAt      *time.Time      `bun:"arrived_at"`
-	CalledAt       *time.Time      `bun:"called_at"`
-	StartedAt      *time.Time      `bun:"started_at"`
-	FinishedAt     *time.Time      `bun:"finished_at"`
-	CreatedAt      time.Time       `bun:"created_at"`
-	UpdatedAt      time.Time       `bun:"updated_at"`
-	AppointmentID  *string         `bun:"appointment_id"`
+	ID             string     `bun:"id,pk"`
+	AccountID      string     `bun:"account_id"`
+	QueueID        string     `bun:"queue_id"`
+	RunID          string     `bun:"run_id"`
+	Number         int        `bun:"number"`
+	DisplayCode    string     `bun:"display_code"`
+	Status         string     `bun:"status"`
+	Priority       string     `bun:"priority"`
+	PriorityRank   int        `bun:"priority_rank"`
+	Seq            int64      `bun:"seq"`
+	PeopleCount    int        `bun:"people_count"`
+	Phone          *string    `bun:"phone"`
+	NotifyWhatsapp bool       `bun:"notify_whatsapp"`
+	FormResponse   jsonb      `bun:"form_response,type:jsonb"`
+	StationID      *string    `bun:"station_id"`
+	CallCount      int        `bun:"call_count"`
+	Reentries      int        `bun:"reentries"`
+	HeldFrom       string     `bun:"held_from"`
+	ReopenTo       string     `bun:"reopen_to"`
+	ServiceSeconds *float64   `bun:"service_seconds"`
+	IdempotencyKey *string    `bun:"idempotency_key"`
+	RequestHash    string     `bun:"request_hash"`
+	ArrivedAt      *time.Time `bun:"arrived_at"`
+	CalledAt       *time.Time `bun:"called_at"`
+	StartedAt      *time.Time `bun:"started_at"`
+	FinishedAt     *time.Time `bun:"finished_at"`
+	CreatedAt      time.Time  `bun:"created_at"`
+	UpdatedAt      time.Time  `bun:"updated_at"`
+	AppointmentID  *string    `bun:"appointment_id"`
 }
 
 func turnToRow(t turns.Turn) (*turnRow, error) {

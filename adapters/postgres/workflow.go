@@ -19,16 +19,16 @@ var (
 
 type linkRow struct {
 	bun.BaseModel    `bun:"table:queue_links"`
-	ID               string          `bun:"id,pk"`
-	AccountID        string          `bun:"account_id"`
-	FromQueueID      string          `bun:"from_queue_id"`
-	ToQueueID        string          `bun:"to_queue_id"`
-	Trigger          string          `bun:"trigger"`
-	KeepNumber       bool            `bun:"keep_number"`
-	KeepFormResponse bool            `bun:"keep_form_response"`
-	Conditions       json.RawMessage `bun:"conditions,type:jsonb"`
-	CreatedAt        time.Time       `bun:"created_at"`
-	UpdatedAt        time.Time       `bun:"updated_at"`
+	ID               string    `bun:"id,pk"`
+	AccountID        string    `bun:"account_id"`
+	FromQueueID      string    `bun:"from_queue_id"`
+	ToQueueID        string    `bun:"to_queue_id"`
+	Trigger          string    `bun:"trigger"`
+	KeepNumber       bool      `bun:"keep_number"`
+	KeepFormResponse bool      `bun:"keep_form_response"`
+	Conditions       jsonb     `bun:"conditions,type:jsonb"`
+	CreatedAt        time.Time `bun:"created_at"`
+	UpdatedAt        time.Time `bun:"updated_at"`
 }
 
 // Workflow is the Postgres workflow.Repository and ForwardRepository:

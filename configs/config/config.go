@@ -57,6 +57,10 @@ type Config struct {
 	} `koanf:"database"`
 	Admin struct {
 		Token string `koanf:"token"`
+		// AuthFailuresPerMinute is how many wrong or missing admin tokens
+		// one client address may send per minute (per process) before
+		// /admin/v1 answers it 429.
+		AuthFailuresPerMinute int `koanf:"auth_failures_per_minute"`
 	} `koanf:"admin"`
 	RateLimit struct {
 		PerMinute int `koanf:"per_minute"`
@@ -278,6 +282,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RateLimit.PerMinute <= 0 {
 		return fmt.Errorf("config: QMS_RATELIMIT_PER_MINUTE (ratelimit.per_minute) must be a positive integer, got %d", c.RateLimit.PerMinute)
+	}
+	if c.Admin.AuthFailuresPerMinute <= 0 {
+		return fmt.Errorf("config: QMS_ADMIN_AUTH_FAILURES_PER_MINUTE (admin.auth_failures_per_minute) must be a positive integer, got %d", c.Admin.AuthFailuresPerMinute)
 	}
 	if c.Storage == StoragePostgres && c.Admin.Token == "" {
 		return fmt.Errorf("config: QMS_ADMIN_TOKEN (admin.token) is required when QMS_STORAGE=postgres")

@@ -62,7 +62,7 @@ type CreateInput struct {
 	Prefix         *string        `json:"prefix"`
 	Classification *string        `json:"classification"`
 	Priority       *string        `json:"priority"`
-	Properties     map[string]any `json:"properties"`
+	Properties     map[string]any `json:"properties" text:"free"`
 }
 
 // BulkInput is the bulk body: 1 to 1000 codes.

@@ -66,7 +66,7 @@ func NewService(repo Repository, uow platform.UnitOfWork, clock platform.Clock) 
 
 // CreateAccountInput is the admin API's account body.
 type CreateAccountInput struct {
-	Name string `json:"name"`
+	Name string `json:"name" text:"name"`
 	Plan Plan   `json:"plan"`
 }
 
@@ -136,7 +136,7 @@ func (s *Service) ForgetAuth() {
 
 // CreateKeyInput is the admin API's key body.
 type CreateKeyInput struct {
-	Name   string   `json:"name"`
+	Name   string   `json:"name" text:"name"`
 	Scopes []string `json:"scopes"`
 }
 

@@ -160,10 +160,10 @@ func (in *GenerateInput) Validate() error {
 type ScheduleInput struct {
 	SlotID         *string           `json:"slotId"`
 	IdempotencyKey *string           `json:"idempotencyKey"`
-	CustomerName   *string           `json:"customerName"`
+	CustomerName   *string           `json:"customerName" text:"name"`
 	Phone          *string           `json:"phone"`
-	Notes          *string           `json:"notes"`
-	FormResponse   map[string]string `json:"formResponse"`
+	Notes          *string           `json:"notes" text:"free"`
+	FormResponse   map[string]string `json:"formResponse" text:"free"`
 }
 
 // phoneRE is the phone shape used across the API: an optional +, a digit,

@@ -30,9 +30,9 @@ const (
 
 // Codes raised by this module.
 const (
-	// CodeInvalidDisplayToken: the display token is unknown. 401.
+	// CodeInvalidDisplayToken: the display token is unknown. 404.
 	CodeInvalidDisplayToken = "INVALID_DISPLAY_TOKEN"
-	// CodeDisplayTokenRevoked: the display token was revoked. 401.
+	// CodeDisplayTokenRevoked: the display token was revoked. 410.
 	CodeDisplayTokenRevoked = "DISPLAY_TOKEN_REVOKED"
 	// CodeTooManyDisplayTokens: the run has MaxTokensPerRun live tokens. 409.
 	CodeTooManyDisplayTokens = "TOO_MANY_DISPLAY_TOKENS"
@@ -100,7 +100,7 @@ type Created struct {
 // CreateInput is the body of a token creation: an optional label naming
 // the screen ("Lobby, left"), and its options (DefaultOptions when absent).
 type CreateInput struct {
-	Label    *string `json:"label"`
+	Label    *string `json:"label" text:"name"`
 	NextUp   *int    `json:"nextUp"`
 	Speech   *bool   `json:"speech"`
 	Language *string `json:"language"`
@@ -109,7 +109,7 @@ type CreateInput struct {
 // UpdateInput is the body of a token update: each field present is set;
 // label and language may be null (no label; the browser's language).
 type UpdateInput struct {
-	Label    platform.Patch[string] `json:"label"`
+	Label    platform.Patch[string] `json:"label" text:"name"`
 	NextUp   platform.Patch[int]    `json:"nextUp"`
 	Speech   platform.Patch[bool]   `json:"speech"`
 	Language platform.Patch[string] `json:"language"`

@@ -204,11 +204,13 @@ func patchPtr[T any](p platform.Patch[T]) *T {
 	return &p.Value
 }
 
-// Resolve returns the live token whose value is given: 401
-// INVALID_DISPLAY_TOKEN when there is none, 401 DISPLAY_TOKEN_REVOKED when
-// it was revoked.
+// Resolve returns the live token whose value is given: 404
+// INVALID_DISPLAY_TOKEN when there is none, 410 DISPLAY_TOKEN_REVOKED when
+// it was revoked (the link existed and is withdrawn for good). The token
+// in the address is the resource, so these are not 401s: there are no
+// credentials that would make the request succeed.
 func (s *Service) Resolve(ctx context.Context, value string) (Token, error) {
-	invalid := platform.NewError(platform.KindUnauthorized, CodeInvalidDisplayToken,
+	invalid := platform.NewError(platform.KindNotFound, CodeInvalidDisplayToken,
 		"this display link is not valid; ask for a new one", nil)
 	if !LooksLikeToken(value) {
 		return Token{}, invalid
@@ -221,7 +223,7 @@ func (s *Service) Resolve(ctx context.Context, value string) (Token, error) {
 		return Token{}, err
 	}
 	if t.Revoked() {
-		return Token{}, platform.NewError(platform.KindUnauthorized, CodeDisplayTokenRevoked,
+		return Token{}, platform.NewError(platform.KindGone, CodeDisplayTokenRevoked,
 			"this display link has been revoked", map[string]any{"revokedAt": t.RevokedAt.UTC()})
 	}
 	return t, nil

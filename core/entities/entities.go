@@ -29,8 +29,8 @@ type Entity struct {
 
 // CreateInput is the create body.
 type CreateInput struct {
-	Name         *string            `json:"name"`
-	Description  *string            `json:"description"`
+	Name         *string            `json:"name" text:"name"`
+	Description  *string            `json:"description" text:"free"`
 	WebsiteURL   *string            `json:"websiteUrl"`
 	SupportEmail *string            `json:"supportEmail"`
 	SupportPhone *string            `json:"supportPhone"`
@@ -40,8 +40,8 @@ type CreateInput struct {
 // UpdateInput is the PATCH body: every field optional; description,
 // websiteUrl, supportEmail and supportPhone accept null to clear.
 type UpdateInput struct {
-	Name         platform.Patch[string]            `json:"name"`
-	Description  platform.Patch[string]            `json:"description"`
+	Name         platform.Patch[string]            `json:"name" text:"name"`
+	Description  platform.Patch[string]            `json:"description" text:"free"`
 	WebsiteURL   platform.Patch[string]            `json:"websiteUrl"`
 	SupportEmail platform.Patch[string]            `json:"supportEmail"`
 	SupportPhone platform.Patch[string]            `json:"supportPhone"`

@@ -12,10 +12,10 @@ import (
 type Location struct {
 	Lat            *float64 `json:"lat"`
 	Lng            *float64 `json:"lng"`
-	ShortAddress   *string  `json:"shortAddress"`
+	ShortAddress   *string  `json:"shortAddress" text:"free"`
 	AccuracyMeters *float64 `json:"accuracyMeters,omitempty"`
-	Name           *string  `json:"name,omitempty"`
-	FullAddress    *string  `json:"fullAddress,omitempty"`
+	Name           *string  `json:"name,omitempty" text:"name"`
+	FullAddress    *string  `json:"fullAddress,omitempty" text:"free"`
 	Timezone       *string  `json:"timezone,omitempty"`
 }
 

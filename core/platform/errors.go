@@ -23,6 +23,7 @@ const (
 	// KindUnavailable: storage (or the request's own deadline) failed for
 	// now, not for good; the same request may succeed later (503).
 	KindUnavailable
+	KindGone // the resource existed and was withdrawn for good (410)
 )
 
 // Stable error codes shared by several modules. Modules define their own

@@ -116,10 +116,10 @@ type QueueView struct {
 // CreateInput is the queue create body (spec 2.1).
 type CreateInput struct {
 	EntityID           *string            `json:"entityId"`
-	Name               *string            `json:"name"`
+	Name               *string            `json:"name" text:"name"`
 	Type               *string            `json:"type"`
-	Subtitle           *string            `json:"subtitle"`
-	ProcessName        *string            `json:"processName"`
+	Subtitle           *string            `json:"subtitle" text:"name"`
+	ProcessName        *string            `json:"processName" text:"name"`
 	LocationID         *string            `json:"locationId"`
 	Location           *location.Location `json:"location"`
 	Schedule           *Schedule          `json:"schedule"`

@@ -109,7 +109,7 @@ type DispatchFlow struct {
 
 // PreAttention is what a customer answers before taking a turn.
 type PreAttention struct {
-	Instructions *string    `json:"instructions"`
+	Instructions *string    `json:"instructions" text:"free"`
 	Questions    []Question `json:"questions"`
 }
 
@@ -122,7 +122,7 @@ const (
 // Question is one pre-attention question.
 type Question struct {
 	ID       *string  `json:"id"`
-	Label    *string  `json:"label"`
+	Label    *string  `json:"label" text:"name"`
 	Type     *string  `json:"type"`
 	Required *bool    `json:"required"`
 	Options  []Option `json:"options"`
@@ -131,7 +131,7 @@ type Question struct {
 // Option is a choice: either a bare label or a label with the prefix and
 // priority a turn choosing it gets. On the wire it is a string or an object.
 type Option struct {
-	Label    *string   `json:"label"`
+	Label    *string   `json:"label" text:"name"`
 	Prefix   *string   `json:"prefix,omitempty"`
 	Priority *Priority `json:"priority,omitempty"`
 	// Bare is true when the option arrived as a plain string, so it is
@@ -142,7 +142,7 @@ type Option struct {
 // Help is the customer help panel.
 type Help struct {
 	Enabled      *bool    `json:"enabled"`
-	QuickReplies []string `json:"quickReplies"`
+	QuickReplies []string `json:"quickReplies" text:"free"`
 }
 
 // Cancellation is the appointment cancellation policy.
@@ -167,7 +167,7 @@ type ArrivalBoard struct {
 // BoardColumn is one column of the arrival board.
 type BoardColumn struct {
 	Key   *string `json:"key"`
-	Label *string `json:"label"`
+	Label *string `json:"label" text:"name"`
 }
 
 // Offers is the loyalty-points programme.
@@ -184,8 +184,8 @@ type SLA struct {
 
 // StationInput is the body that creates a station.
 type StationInput struct {
-	Label       *string `json:"label"`
-	Description *string `json:"description"`
+	Label       *string `json:"label" text:"name"`
+	Description *string `json:"description" text:"free"`
 }
 
 func (s *Schedule) validate(v *platform.Validator, path string) {

@@ -18,7 +18,7 @@ type CreateInput struct {
 	IdempotencyKey *string           `json:"idempotencyKey"`
 	Phone          *string           `json:"phone"`
 	NotifyWhatsapp *bool             `json:"notifyWhatsapp"`
-	FormResponse   map[string]string `json:"formResponse"`
+	FormResponse   map[string]string `json:"formResponse" text:"free"`
 	Extensions     Extensions        `json:"-"`
 }
 

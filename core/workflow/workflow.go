@@ -58,7 +58,7 @@ type Condition struct {
 	Source   *string `json:"source"`
 	Key      *string `json:"key,omitempty"`
 	Operator *string `json:"operator"`
-	Value    *string `json:"value"`
+	Value    *string `json:"value" text:"free"`
 }
 
 // Subject is what conditions are evaluated on: the completed turn's

@@ -8,7 +8,9 @@ import (
 	"github.com/qms-dev/qms/adapters/http/adminhttp"
 	"github.com/qms-dev/qms/adapters/http/httpx"
 	"github.com/qms-dev/qms/adapters/http/server"
+	"github.com/qms-dev/qms/configs/config"
 	core "github.com/qms-dev/qms/core/accounts"
+	"github.com/qms-dev/qms/core/platform"
 )
 
 // Module provides the accounts service as the API's authenticator and
@@ -18,7 +20,7 @@ var Module = fx.Module("accounts",
 		core.NewService,
 		func(s *core.Service) httpx.Authenticator { return s },
 	),
-	fx.Invoke(func(srv *server.Server, s *core.Service) {
-		adminhttp.Register(srv.App, s, srv.AdminToken)
+	fx.Invoke(func(srv *server.Server, s *core.Service, cfg *config.Config, clock platform.Clock) {
+		adminhttp.Register(srv.App, s, srv.AdminToken, adminhttp.NewBrake(cfg.Admin.AuthFailuresPerMinute, clock.Now))
 	}),
 )

@@ -122,13 +122,25 @@ func TestDisplayTokensAndBoard(t *testing.T) {
 			t.Fatal("revokedAt not set")
 		}
 		app.API(http.MethodDelete, "/display-tokens/"+tok.ID, nil).Must(http.StatusOK, nil) // again: no change
-		if r, _ := readBoard(t, app, tok.Token); r.Status != 401 || r.ErrorCode() != "DISPLAY_TOKEN_REVOKED" {
+		// Revoked: 410 for the board's data and its page, which says so
+		// in words; unknown: 404 likewise (issue 14).
+		if r, _ := readBoard(t, app, tok.Token); r.Status != http.StatusGone || r.ErrorCode() != "DISPLAY_TOKEN_REVOKED" {
 			t.Fatalf("revoked token: %d %s", r.Status, r.Body)
 		}
+		refusedPage(t, app, tok.Token, http.StatusGone, "This display link has been revoked")
 		for _, bad := range []string{"qmsd_" + strings.Repeat("a", 32), "nonsense"} {
-			if r, _ := readBoard(t, app, bad); r.Status != 401 || r.ErrorCode() != "INVALID_DISPLAY_TOKEN" {
+			if r, _ := readBoard(t, app, bad); r.Status != http.StatusNotFound || r.ErrorCode() != "INVALID_DISPLAY_TOKEN" {
 				t.Fatalf("unknown token %q: %d %s", bad, r.Status, r.Body)
 			}
+			refusedPage(t, app, bad, http.StatusNotFound, "This display link is not valid")
+		}
+		// In the board's languages: ?lang=, else the browser's.
+		if r := app.Do(http.MethodGet, "/display/"+tok.Token+"?lang=es", nil, nil); r.Status != http.StatusGone ||
+			!strings.Contains(string(r.Body), `<html lang="es">`) || !strings.Contains(string(r.Body), "<h1>Este enlace de pantalla ha sido revocado</h1>") {
+			t.Fatalf("revoked page in Spanish: %d %s", r.Status, r.Body)
+		}
+		if r := app.Do(http.MethodGet, "/display/"+tok.Token, nil, map[string]string{"Accept-Language": "de-DE, fr-CA;q=0.8"}); !strings.Contains(string(r.Body), `<html lang="fr">`) {
+			t.Fatalf("revoked page for a French-speaking browser: %s", r.Body)
 		}
 	})
 }
@@ -218,7 +230,24 @@ func TestDisplayBoardStream(t *testing.T) {
 	}
 	resp, done := getSSE(t, app.BaseURL+"/display/"+tok.Token+"/events", nil)
 	defer done()
-	if resp.StatusCode != 401 {
+	if resp.StatusCode != http.StatusGone {
 		t.Fatalf("reconnecting with a revoked token: %d", resp.StatusCode)
+	}
+	unknown, done2 := getSSE(t, app.BaseURL+"/display/qmsd_"+strings.Repeat("b", 32)+"/events", nil)
+	defer done2()
+	if unknown.StatusCode != http.StatusNotFound {
+		t.Fatalf("the stream of an unknown token: %d", unknown.StatusCode)
+	}
+}
+
+// refusedPage checks that a board's address answers status with a small
+// HTML page that says what is wrong, and never the board's page.
+func refusedPage(t *testing.T, app *apptest.App, token string, status int, says string) {
+	t.Helper()
+	r := app.Do(http.MethodGet, "/display/"+token, nil, nil)
+	if r.Status != status || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(r.Body), "<h1>"+says+"</h1>") || strings.Contains(string(r.Body), "board.js") ||
+		r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("Referrer-Policy") != "no-referrer" {
+		t.Fatalf("page of token %q: %d %v\n%s", token, r.Status, r.Header, r.Body)
 	}
 }

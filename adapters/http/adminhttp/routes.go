@@ -14,9 +14,14 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 )
 
-// Register mounts /admin/v1 on app, guarded by token.
-func Register(app fiber.Router, svc *accounts.Service, token string) {
-	r := app.Group("/admin/v1", bearer(token))
+// Register mounts /admin/v1 on app, guarded by token; brake (nil: a
+// brake with the default budget) limits failed authentications per client
+// address.
+func Register(app fiber.Router, svc *accounts.Service, token string, brake *Brake) {
+	if brake == nil {
+		brake = NewBrake(0, nil)
+	}
+	r := app.Group("/admin/v1", brake.guard(bearer(token)))
 
 	r.Post("/accounts", func(c *fiber.Ctx) error {
 		var in accounts.CreateAccountInput
@@ -90,7 +95,7 @@ type CreatedKey struct {
 
 // bearer checks "Authorization: Bearer <token>" in constant time: both
 // sides are hashed first so not even the token's length leaks.
-func bearer(token string) fiber.Handler {
+func bearer(token string) func(c *fiber.Ctx) error {
 	want := sha256.Sum256([]byte(token))
 	return func(c *fiber.Ctx) error {
 		got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
@@ -99,6 +104,6 @@ func bearer(token string) fiber.Handler {
 			return platform.NewError(platform.KindUnauthorized, platform.CodeUnauthorized,
 				"the admin API needs Authorization: Bearer <QMS_ADMIN_TOKEN>", map[string]any{})
 		}
-		return c.Next()
+		return nil
 	}
 }

@@ -156,16 +156,17 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 		return c.Send(b)
 	})
 	app.Get(Prefix+"/:token", limit, func(c *fiber.Ctx) error {
-		// The page is the same for every token: it reads the token from
-		// its address and asks the server what to show. Never cached, never
-		// sent on as a referrer (the address is the capability).
+		// The page is the same for every live token: it reads the token
+		// from its address and asks the server what to show; a revoked or
+		// unknown token gets a page saying so (410, 404). Never cached,
+		// never sent on as a referrer (the address is the capability).
 		c.Set(fiber.HeaderContentType, "text/html; charset=utf-8")
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		c.Set("Referrer-Policy", "no-referrer")
 		c.Set("X-Robots-Tag", "noindex")
 		c.Set("X-Content-Type-Options", "nosniff")
 		c.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'")
-		return c.Send(page)
+		return pageFor(c, svc, log, page)
 	})
 	app.Get(Prefix+"/:token/board", limit, func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderCacheControl, "no-store")

@@ -41,7 +41,7 @@ type AppConfig struct {
 // endpoint relies on: the error envelope as error handler, the body limit,
 // json/v2 as response encoder, no startup banner, and the middleware every
 // request passes through, in this order: [RequestID], [AccessLog],
-// [Recover], [Deadline]. The order matters: the access log must see the request id and
+// [Recover], [Deadline], [CheckRequestText]. The order matters: the access log must see the request id and
 // the final status, and panics must become errors inside the access log.
 //
 // Fiber answers 405 METHOD_NOT_ALLOWED (with an Allow header) by itself when
@@ -72,7 +72,7 @@ func NewApp(cfg AppConfig) *fiber.App {
 	})
 	applyTimeouts(app.Server(), cfg.Timeouts)
 	ignoreLostConnections(app.Server())
-	app.Use(clientAddress(cfg.Proxies), AssignRequestID(), AccessLog(log), Recover(log), Deadline(cfg.RequestTimeout))
+	app.Use(clientAddress(cfg.Proxies), AssignRequestID(), AccessLog(log), Recover(log), Deadline(cfg.RequestTimeout), CheckRequestText())
 	return app
 }
 

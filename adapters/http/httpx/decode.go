@@ -35,8 +35,27 @@ var decodeOptions = json.JoinOptions(
 	json.MatchCaseInsensitiveNames(false), // "Name" is not "name"
 	jsontext.AllowDuplicateNames(false),   // {"a":1,"a":2} is refused, not last-wins
 	jsontext.AllowInvalidUTF8(false),
-	json.WithUnmarshalers(json.JoinUnmarshalers(patchFields, shorthands, rejectNull)),
+	json.WithUnmarshalers(json.JoinUnmarshalers(patchFields, shorthands, rejectNull, noNegativeZero)),
 )
+
+// noNegativeZero reads a number inside free JSON (an `any`, such as an
+// access code's properties) as float64 like json/v2 does, but -0 as 0:
+// PostgreSQL's jsonb has no negative zero, so a stored -0 would read back
+// as 0 while the 201 showed -0.
+var noNegativeZero = json.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *any) error {
+	if dec.PeekKind() != '0' {
+		return errors.ErrUnsupported
+	}
+	var f float64
+	if err := json.UnmarshalDecode(dec, &f); err != nil {
+		return err
+	}
+	if f == 0 {
+		f = 0 // drops the sign of -0
+	}
+	*v = f
+	return nil
+})
 
 // patchFields decode the core's PATCH fields (platform.Patch) with these
 // same strict rules: their UnmarshalJSON would fall back to encoding/json,
@@ -68,7 +87,8 @@ var shorthands = json.UnmarshalFromFunc(func(dec *jsontext.Decoder, v platform.S
 })
 
 // Decode reads the request body as JSON into dst (a pointer) and handles
-// JSON structure only; the rules on values belong to the core's validators.
+// JSON structure and the one text rule of every string; the other rules on
+// values belong to the core's validators.
 //
 // It refuses, as 400 VALIDATION_ERROR with details.fields naming the JSON
 // path ("location.lat", "stations[2].label") and rule:
@@ -80,7 +100,13 @@ var shorthands = json.UnmarshalFromFunc(func(dec *jsontext.Decoder, v platform.S
 //     expected type); null is never read as "zero value", so a client never
 //     clears a field by accident;
 //   - syntax errors, invalid UTF-8, a truncated body (malformed_json);
-//   - anything after the value, such as {}{} (trailing_data).
+//   - anything after the value, such as {}{} (trailing_data);
+//   - a string, at any depth, map keys and values inside `any` included,
+//     that breaks the text rule of its field (platform.CheckText, by the
+//     field's `text` tag: plain by default, "free", "name"):
+//     control_character, bidi_control, invisible_character,
+//     no_visible_character. So no NUL or other control character reaches
+//     a repository, whatever the storage.
 //
 // An empty (or all-whitespace) body decodes as {}, so endpoints whose body
 // is optional or has no required member accept a bare POST. A non-empty body
@@ -117,6 +143,9 @@ func decodeBytes(body []byte, dst any) error {
 	// json/v2's Decoder reads a stream of values; one body is one value.
 	if _, err := dec.ReadToken(); err != io.EOF {
 		return bodyError(RuleTrailingData, "must hold a single JSON value, but data follows it")
+	}
+	if fields := checkText(dst); len(fields) > 0 {
+		return platform.Invalid(fields...)
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ var statusByKind = map[platform.Kind]int{
 	platform.KindConflict:        http.StatusConflict,
 	platform.KindUnprocessable:   http.StatusUnprocessableEntity,
 	platform.KindRateLimited:     http.StatusTooManyRequests,
+	platform.KindGone:            http.StatusGone,
 	platform.KindInternal:        http.StatusInternalServerError,
 	platform.KindUnavailable:     http.StatusServiceUnavailable,
 }

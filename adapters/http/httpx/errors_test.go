@@ -28,6 +28,7 @@ func TestErrorHandlerMapsEveryKind(t *testing.T) {
 		{"conflict", platform.Conflict("QUEUE_CLOSED", "the queue is closed", nil), 409, "QUEUE_CLOSED"},
 		{"unprocessable", platform.Unprocessable("INVALID_TRANSITION", "no", nil), 422, "INVALID_TRANSITION"},
 		{"ratelimited", platform.NewError(platform.KindRateLimited, "RATE_LIMITED", "slow down", nil), 429, "RATE_LIMITED"},
+		{"gone", platform.NewError(platform.KindGone, "DISPLAY_TOKEN_REVOKED", "revoked", nil), 410, "DISPLAY_TOKEN_REVOKED"},
 		{"internal kind", platform.NewError(platform.KindInternal, "DB_DOWN", "pq: secret detail", nil), 500, "INTERNAL_ERROR"},
 		{"unknown kind", platform.NewError(platform.Kind(99), "WHAT", "secret detail", nil), 500, "INTERNAL_ERROR"},
 		{"wrapped", fmt.Errorf("use case: %w", platform.NotFound("turn", "turn_1")), 404, "NOT_FOUND"},

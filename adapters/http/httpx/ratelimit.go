@@ -49,6 +49,9 @@ func RateLimitBudget(l ports.RateLimiter, perMinute int, now func() time.Time, b
 		if err := spend(c); err != nil {
 			return err
 		}
+		if err := checkRequestText(c); err != nil {
+			return err
+		}
 		return c.Next()
 	}
 }
@@ -98,7 +101,8 @@ func spenderOf(l ports.RateLimiter, perMinute int, now func() time.Time, budget 
 // key is missing or refused (401, 402) spends its client IP's budget
 // instead of a key's. So every /api/v1 answer carries the rate headers, the
 // refusals included, and guessing keys from one address is bounded by the
-// same per-minute limit.
+// same per-minute limit. Past both, it holds the query and path to the
+// text rule ([CheckRequestText]).
 func Guard(a Authenticator, l ports.RateLimiter, perMinute int, now func() time.Time) fiber.Handler {
 	spend := spender(l, perMinute, now)
 	return func(c *fiber.Ctx) error {
@@ -112,6 +116,9 @@ func Guard(a Authenticator, l ports.RateLimiter, perMinute int, now func() time.
 			return err
 		}
 		if err := spend(c); err != nil {
+			return err
+		}
+		if err := checkRequestText(c); err != nil {
 			return err
 		}
 		return c.Next()

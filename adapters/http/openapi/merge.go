@@ -284,8 +284,8 @@ var conventions = map[string]convention{
 	},
 	kindAdmin: {
 		headers: []string{"X-Request-Id"},
-		errors: map[string]string{"400": "AdminBadRequest", "401": "AdminUnauthorized", "413": "PayloadTooLarge", "500": "AdminInternalError",
-			"503": "AdminServiceUnavailable"},
+		errors: map[string]string{"400": "AdminBadRequest", "401": "AdminUnauthorized", "413": "PayloadTooLarge",
+			"429": "AdminRateLimited", "500": "AdminInternalError", "503": "AdminServiceUnavailable"},
 		unsupported: "AdminUnsupportedMediaType",
 	},
 	kindPublicAPI: {

@@ -65,6 +65,9 @@ func Register(r fiber.Router, hub *stream.Hub, qs Queues, cur httpx.Cursors, cfg
 			last = strings.Clone(c.Query("lastEventId"))
 		}
 		v.OptLen("lastEventId", optional(last), 1, 128)
+		// The header, unlike the query, passed no text check; a NUL or
+		// invalid UTF-8 in it must not reach the database's lookup.
+		v.Text("lastEventId", last, platform.TextPlain)
 		if err := v.Err(); err != nil {
 			return err
 		}
