@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
 )
 
@@ -28,7 +29,8 @@ import (
 // rate by 50 events/s (500 deliveries/s) until a step misses (p99 ≥ 1 s,
 // or a delivery lost or duplicated) and reports the highest sustained rate.
 // QMS_WEBHOOK_DURATION and QMS_WEBHOOK_RATE (events/s of the first step)
-// change the step's length and start.
+// change the step's length and start; QMS_WEBHOOK_BENCH_WORKERS and
+// QMS_WEBHOOK_BENCH_MAX_CONNS the settings measured (whRateTuning).
 //
 //	make load-webhooks
 //	go test ./test/e2e -run '^$' -bench WebhookRate -benchtime 1x -timeout 30m
@@ -87,7 +89,12 @@ type whRateResult struct {
 	load1          string
 	drained        time.Duration // from the last commit to the last receipt
 	apiErrors, bad int
+	// windows[w] is the longest lag of an event committed in the w-th
+	// whRateWindow of the run: when a backlog formed, and whether it cleared.
+	windows []time.Duration
 }
+
+const whRateWindow = 3 * time.Second
 
 func (r whRateResult) ok() bool {
 	return r.lost == 0 && r.dup == 0 && r.apiErrors == 0 && r.bad == 0 && r.p99 < time.Second
@@ -98,7 +105,16 @@ func (r whRateResult) String() string {
 		"commit-to-receipt p50 %v, p99 %v, max %v; lost %d, duplicated %d; intake lateness p99 %v; drained %v after the last commit; API errors %d, unmatched %d; load average %s",
 		r.eventsPerSec*whRateEndpoints, r.eventsPerSec, whRateEndpoints, r.dur, r.events, r.expected, r.received,
 		r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.max.Round(time.Millisecond), r.lost, r.dup,
-		r.intakeP99.Round(time.Millisecond), r.drained.Round(time.Millisecond), r.apiErrors, r.bad, r.load1)
+		r.intakeP99.Round(time.Millisecond), r.drained.Round(time.Millisecond), r.apiErrors, r.bad, r.load1) +
+		"; longest lag per " + whRateWindow.String() + " of commits: " + fmt.Sprint(roundAll(r.windows))
+}
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(10 * time.Millisecond)
+	}
+	return out
 }
 
 // webhookRate runs one step: a fresh app, whRateEndpoints receivers, and
@@ -110,7 +126,7 @@ func (r whRateResult) String() string {
 func webhookRate(b *testing.B, perSec int, dur time.Duration) whRateResult {
 	b.StopTimer()
 	defer b.StartTimer()
-	a := apptest.Postgres(b, whNoLimit)
+	a := apptest.Postgres(b, whNoLimit, apptest.WithConfig(whRateTuning))
 	// Runs first: opening them raises events the endpoints must not get.
 	runs := make([]string, 2*perSec)
 	for i := range runs {
@@ -122,7 +138,8 @@ func webhookRate(b *testing.B, perSec int, dur time.Duration) whRateResult {
 		whEndpoint(b, a, rcs[i].URL(), "queue.closed", "queue.opened")
 	}
 	total := int(dur.Seconds() * float64(perSec))
-	res := whRateResult{eventsPerSec: perSec, dur: dur, load1: loadAverage()}
+	res := whRateResult{eventsPerSec: perSec, dur: dur, load1: loadAverage(),
+		windows: make([]time.Duration, int(dur/whRateWindow)+5)}
 
 	// commits[run][k] is when the k-th event of run was committed.
 	commits := make([][]time.Time, len(runs))
@@ -222,7 +239,11 @@ func webhookRate(b *testing.B, perSec int, dur time.Duration) whRateResult {
 				hs = hs[:len(commits[j])]
 			}
 			for k, h := range hs {
-				lags = append(lags, h.At.Sub(commits[j][k]))
+				lag := h.At.Sub(commits[j][k])
+				lags = append(lags, lag)
+				if w := int(commits[j][k].Sub(start) / whRateWindow); w >= 0 && w < len(res.windows) {
+					res.windows[w] = max(res.windows[w], lag)
+				}
 				if h.At.After(last) {
 					last = h.At
 				}
@@ -239,6 +260,18 @@ func webhookRate(b *testing.B, perSec int, dur time.Duration) whRateResult {
 	res.drained = max(last.Sub(lastCommit), 0)
 	a.Stop()
 	return res
+}
+
+// whRateTuning applies QMS_WEBHOOK_BENCH_WORKERS (webhooks.workers) and
+// QMS_WEBHOOK_BENCH_MAX_CONNS (database.max_conns) when set, to compare
+// settings; unset, the step measures the defaults.
+func whRateTuning(c *config.Config) {
+	if n, err := strconv.Atoi(os.Getenv("QMS_WEBHOOK_BENCH_WORKERS")); err == nil && n > 0 {
+		c.Webhooks.Workers = n
+	}
+	if n, err := strconv.Atoi(os.Getenv("QMS_WEBHOOK_BENCH_MAX_CONNS")); err == nil && n > 0 {
+		c.Database.MaxConns = n
+	}
 }
 
 // loadAverage is the machine's load average over the last minute, 5 and
