@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -178,6 +179,9 @@ func (r *Turns) queryTurn(ctx context.Context, sql string, args ...any) (turns.T
 	if err != nil {
 		return turns.Turn{}, false, err
 	}
+	if strings.Contains(sql, "FOR UPDATE") {
+		r.db.foldLockedTurn(ctx, &row)
+	}
 	t, err := row.domain()
 	return t, err == nil, err
 }
@@ -212,6 +216,9 @@ func (r *Turns) Update(ctx context.Context, t turns.Turn) error {
 		_, err := q.Exec(ctx, updateTurnSQL, row.values()...)
 		return err
 	})
+	if err == nil {
+		r.db.foldTurnUpdate(ctx, row)
+	}
 	return turnWriteError(err, t, "update turn")
 }
 
@@ -586,6 +593,10 @@ var _ turns.QueueViewSource = (*Turns)(nil)
 // QueueForView reads a queue's stations and its latest service times in
 // one statement (the answer of a change, inside its transaction).
 func (r *Turns) QueueForView(ctx context.Context, queueID string) ([]queues.Station, []float64, error) {
+	if stations, service, ok := r.db.foldedQueueView(ctx, queueID); ok {
+		sts, err := decodeStations(stations, queueID)
+		return sts, service, err
+	}
 	var (
 		stations json.RawMessage
 		service  []float64

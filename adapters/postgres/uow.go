@@ -28,6 +28,7 @@ type txState struct {
 
 	mu          sync.Mutex
 	afterCommit []func()
+	folded      folded
 }
 
 func (db *DB) txFrom(ctx context.Context) *txState {
