@@ -143,11 +143,9 @@ func (r *Turns) Create(ctx context.Context, t turns.Turn) error {
 	if err != nil {
 		return err
 	}
-	err = r.db.withPgx(ctx, func(q pgxQuerier) error {
-		_, err := q.Exec(ctx, insertTurnSQL, row.values()...)
-		return err
-	})
-	return turnWriteError(err, t, "insert turn")
+	// Deferred: sent with the transaction's next statement (deferred.go).
+	return r.db.deferWrite(ctx, func(err error) error { return turnWriteError(err, t, "insert turn") },
+		insertTurnSQL, row.values()...)
 }
 
 // The hot statements on turns run through pgx with parameters (withPgx):
@@ -212,14 +210,13 @@ func (r *Turns) Update(ctx context.Context, t turns.Turn) error {
 	if err != nil {
 		return err
 	}
-	err = r.db.withPgx(ctx, func(q pgxQuerier) error {
-		_, err := q.Exec(ctx, updateTurnSQL, row.values()...)
-		return err
-	})
+	// Deferred: sent with the transaction's next statement (deferred.go).
+	err = r.db.deferWrite(ctx, func(err error) error { return turnWriteError(err, t, "update turn") },
+		updateTurnSQL, row.values()...)
 	if err == nil {
 		r.db.foldTurnUpdate(ctx, row)
 	}
-	return turnWriteError(err, t, "update turn")
+	return err
 }
 
 // ByIdempotencyKey finds the account's turn created with key.

@@ -29,6 +29,10 @@ type txState struct {
 	mu          sync.Mutex
 	afterCommit []func()
 	folded      folded
+	// deferred writes wait for the next statement (deferred.go);
+	// deferredErr is the first one's failure, the unit's error.
+	deferred    []deferredWrite
+	deferredErr error
 }
 
 func (db *DB) txFrom(ctx context.Context) *txState {
@@ -47,6 +51,10 @@ func (db *DB) InTx(ctx context.Context) bool { return db.txFrom(ctx) != nil }
 // transaction without knowing about it.
 func (db *DB) IDB(ctx context.Context) bun.IDB {
 	if st := db.txFrom(ctx); st != nil {
+		// bun's statement must see the deferred writes. A failure is
+		// recorded (Do returns it); the statement then fails in the aborted
+		// transaction.
+		_ = db.flushDeferredNow(ctx, st)
 		return st.tx
 	}
 	return db.Bun
@@ -173,7 +181,18 @@ func (db *DB) do(ctx context.Context, fn func(ctx context.Context) error) (err e
 		// connection anyway).
 		_ = tx.Rollback()
 	}()
-	if err := fn(context.WithValue(ctx, txKey{}, st)); err != nil {
+	err = fn(context.WithValue(ctx, txKey{}, st))
+	if err == nil {
+		err = db.flushDeferredNow(ctx, st)
+	}
+	if err != nil {
+		// A deferred write's failure is the cause of whatever the statement
+		// it travelled with made of it.
+		st.mu.Lock()
+		if st.deferredErr != nil {
+			err = st.deferredErr
+		}
+		st.mu.Unlock()
 		return err
 	}
 	done = true

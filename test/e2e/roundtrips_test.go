@@ -146,26 +146,26 @@ func TestRoundTripBudgets(t *testing.T) {
 
 	var id string
 	trips := tr.during(func() { id = create(2) })
-	budget(t, "POST /queue-runs/{id}/turns", trips, 6, 9, false)
+	budget(t, "POST /queue-runs/{id}/turns", trips, 6, 8, false)
 
 	trips = tr.during(func() { a.API(http.MethodGet, "/turns/"+second, nil).Must(http.StatusOK, nil) })
 	budget(t, "GET /turns/{id} (waiting)", trips, 2, 2, true)
 
 	trips = tr.during(func() { okay(t, a.API(http.MethodPost, "/queue-runs/"+runID+"/dispatch/next", nil)) })
-	budget(t, "POST /queue-runs/{id}/dispatch/next", trips, 6, 8, false)
+	budget(t, "POST /queue-runs/{id}/dispatch/next", trips, 6, 7, false)
 
 	// The ceilings held today, per operation (the budget is 6).
 	for _, op := range []struct {
 		name string
 		held int
-	}{{"start", 6}, {"complete", 8}} {
+	}{{"start", 6}, {"complete", 7}} {
 		trips = tr.during(func() { okay(t, a.API(http.MethodPost, "/turns/"+first+"/"+op.name, nil)) })
 		budget(t, "POST /turns/{id}/"+op.name, trips, 6, op.held, false)
 	}
 	for _, op := range []struct {
 		name string
 		held int
-	}{{"hold", 7}, {"release", 8}, {"call", 8}} {
+	}{{"hold", 6}, {"release", 7}, {"call", 7}} {
 		trips = tr.during(func() { okay(t, a.API(http.MethodPost, "/turns/"+id+"/"+op.name, nil)) })
 		budget(t, "POST /turns/{id}/"+op.name, trips, 6, op.held, false)
 	}
