@@ -25,6 +25,7 @@ type deferredWrite struct {
 	sql    string
 	args   []any
 	mapErr func(error) error
+	begin  bool // the unit's BEGIN
 }
 
 // deferWrite queues a write in the unit of work in ctx, or runs it now
@@ -50,6 +51,9 @@ func (st *txState) takeDeferred() []deferredWrite {
 	defer st.mu.Unlock()
 	w := st.deferred
 	st.deferred = nil
+	if len(w) > 0 && w[0].begin {
+		st.begun = true
+	}
 	return w
 }
 
