@@ -225,3 +225,34 @@ func (r *batchRows) Err() error {
 	}
 	return r.err
 }
+
+// withPgxBatch sends b's queries in one batch, behind the unit's deferred
+// writes inside a unit of work, and hands read the results of b's queries.
+func (db *DB) withPgxBatch(ctx context.Context, b *pgx.Batch, read func(br pgx.BatchResults) error) error {
+	send := func(q interface {
+		SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+	}, ws []deferredWrite, st *txState) error {
+		full := &pgx.Batch{}
+		for _, w := range ws {
+			full.Queue(w.sql, w.args...)
+		}
+		full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
+		br := q.SendBatch(ctx, full)
+		if st != nil {
+			if err := st.readDeferred(br, ws); err != nil {
+				_ = br.Close()
+				return err
+			}
+		}
+		err := read(br)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	st := db.txFrom(ctx)
+	if st == nil {
+		return send(db.Pool, nil, nil)
+	}
+	return db.rawPgx(ctx, st, func(tx pgx.Tx) error { return send(tx, st.takeDeferred(), st) })
+}

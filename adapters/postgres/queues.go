@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -307,6 +308,53 @@ func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (run queues
 		return queues.Run{}, queues.Queue{}, notFound(err, "queue run", runID)
 	}
 	return run, q, nil
+}
+
+var _ turns.KeyedRunLocker = (*Queues)(nil)
+
+// LockRunFindingKey is LockRunWithQueue and the account's turn made with
+// key, in one batch (one round trip, BEGIN included when it is the unit's
+// first): the look-up runs after the lock, so it sees a create with the key
+// that committed while this one waited for the run.
+func (r *Queues) LockRunFindingKey(ctx context.Context, runID, accountID, key string) (run queues.Run, q queues.Queue, runErr error, t turns.Turn, found bool, err error) {
+	var (
+		stations json.RawMessage
+		service  []float64
+		row      turnRow
+	)
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+runQueueColumns+`, `+queueViewColumns+`
+			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
+			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID, turns.ServiceSamples)
+	b.Queue(`SELECT `+turnColumns+` FROM turns AS t WHERE t.account_id = $1 AND t.idempotency_key = $2`, accountID, key)
+	err = r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
+		run, q, runErr = scanRunQueue(br.QueryRow(), &stations, &service)
+		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
+			return runErr
+		}
+		switch err := br.QueryRow().Scan(row.dests()...); {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			found = true
+		}
+		return nil
+	})
+	if err != nil {
+		return run, q, nil, t, false, wrap(err, "lock run "+runID+" and find idempotency key")
+	}
+	if runErr != nil {
+		runErr = notFound(runErr, "queue run", runID)
+	} else {
+		r.db.foldQueueView(ctx, q.ID, stations, service)
+	}
+	if found {
+		if t, err = row.domain(); err != nil {
+			return run, q, runErr, t, false, err
+		}
+	}
+	return run, q, runErr, t, found, nil
 }
 
 // LockRunOfTurn locks the run of a turn (only the run: the turn's lock

@@ -131,6 +131,14 @@ type RunLocker interface {
 	LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error)
 }
 
+// KeyedRunLocker is a RunLocker that, in the same round trip as the run's
+// lock (after it), finds the account's turn made with an idempotency key.
+// runErr is the lock's failure (the run not found), kept apart so that a
+// key already used answers as a replay whatever the run.
+type KeyedRunLocker interface {
+	LockRunFindingKey(ctx context.Context, runID, accountID, key string) (run queues.Run, q queues.Queue, runErr error, t Turn, found bool, err error)
+}
+
 // NumberDrawer is storage that does in one round trip what an intake asks
 // of Repository one call at a time: NextNumber, CodeInUse of the code the
 // number makes (prefix, then the number zero-padded to padding digits, as
