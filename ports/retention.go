@@ -27,4 +27,8 @@ type Pruner interface {
 	// PruneRateLimits deletes rate-limit windows that started before
 	// before.
 	PruneRateLimits(ctx context.Context, before time.Time, limit int) (int, error)
+	// PruneTicketLinks deletes the ticket links of turns that finished
+	// before before; the links of unfinished turns are kept, whatever
+	// their age.
+	PruneTicketLinks(ctx context.Context, before time.Time, limit int) (int, error)
 }

@@ -4,9 +4,12 @@
 // the contract and core tests take a ready set instead of assembling
 // adapters by hand.
 //
-// Adding a port is one field here and one line in each constructor;
-// TestMemorySetFillsEveryPort (and the contract suite's check of the
-// PostgreSQL set) fail while a constructor leaves a field empty.
+// Adding a port is one field here and one value in each constructor.
+// Both constructors build Set with a positional literal, so a field added
+// without a value in either is a compile error ("too few values in struct
+// literal"); Missing and TestMemorySetFillsEveryPort (and the contract
+// suite's check of the PostgreSQL set) remain as the run-time backstop
+// against a value that is present but nil.
 package adapterset
 
 import (
@@ -36,7 +39,9 @@ import (
 
 // Set is one backend's adapters, one field per port. Every field of an
 // interface type is a port: bootstrap provides each to the application
-// under its type, so two fields may not share one.
+// under its type, so two fields may not share one. Memory and Postgres
+// fill Set positionally, so the order of the fields is the order of the
+// values there.
 type Set struct {
 	UoW             platform.UnitOfWork
 	Pinger          ports.Pinger
@@ -101,15 +106,20 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 	log := memory.NewStreamLog(s)
 	runner := memory.NewJobRunner(s, o.Clock, memory.JobRunnerOptions{Logger: o.logger("jobs")})
 	qs, wh, ev, rl := memory.NewQueues(s), memory.NewWebhooks(s), memory.NewEvents(s), memory.NewRateLimiter()
+	tl := memory.NewTicketLinks(s)
+	// A positional literal, in the order of Set's fields: a port added to
+	// Set and not built here is a compile error ("too few values"), not a
+	// nil found at run time.
 	return Set{
-		UoW: s, Pinger: s, Faults: s,
-		Accounts: memory.NewAccounts(s), Entities: memory.NewEntities(s), Queues: qs, Turns: tr,
-		Appointments: ar, AccessCodes: memory.NewAccessCodes(s), AccessCodeTurns: memory.NewAccessCodeTurns(s, tr),
-		Workflow: wf, Forwards: wf, Analytics: an, Webhooks: wh, Events: ev,
-		StreamLog: log, StreamNotifier: log, Calls: log, DisplayTokens: memory.NewDisplayTokens(s),
-		TicketLinks: memory.NewTicketLinks(s),
-		RateLimiter: rl, Pruner: memory.NewPruner(s, ev, wh, tr, qs, wf, rl), JobRunner: runner, Jobs: runner,
-		EventCopies: []events.Subscriber{log},
+		s, s, s, // UoW, Pinger, Faults
+		memory.NewAccounts(s), memory.NewEntities(s), qs, tr, ar,
+		memory.NewAccessCodes(s), memory.NewAccessCodeTurns(s, tr),
+		wf, wf, an, wh, ev, // Workflow, Forwards, Analytics, Webhooks, Events
+		log, log, log, // StreamLog, StreamNotifier, Calls
+		memory.NewDisplayTokens(s), tl, rl,
+		memory.NewPruner(s, ev, wh, tr, qs, wf, rl, tl),
+		runner, runner, // JobRunner, Jobs
+		[]events.Subscriber{log}, // EventCopies
 	}, nil
 }
 
@@ -122,14 +132,18 @@ func Postgres(db *postgres.DB, o Options) (Set, error) {
 	log := postgres.NewStreamLog(db)
 	wf := postgres.NewWorkflow(db)
 	runner := riverjobs.New(db, riverjobs.Options{Logger: o.logger("river")})
+	// Positional, like Memory: a port added to Set is a compile error here.
 	return Set{
-		UoW: db, Pinger: db, Faults: db,
-		Accounts: postgres.NewAccounts(db), Entities: postgres.NewEntities(db), Queues: postgres.NewQueues(db),
-		Turns: postgres.NewTurns(db), Appointments: postgres.NewAppointments(db), AccessCodes: postgres.NewAccessCodes(db),
-		AccessCodeTurns: postgres.NewAccessCodeTurns(db), Workflow: wf, Forwards: wf, Analytics: postgres.NewAnalytics(db),
-		Webhooks: wh, Events: postgres.NewEvents(db), StreamLog: log, StreamNotifier: postgres.NewStreamNotifier(db),
-		Calls: log, DisplayTokens: postgres.NewDisplayTokens(db), TicketLinks: postgres.NewTicketLinks(db), RateLimiter: postgres.NewRateLimiter(db),
-		Pruner: postgres.NewPruner(db), JobRunner: runner, Jobs: runner,
+		db, db, db, // UoW, Pinger, Faults
+		postgres.NewAccounts(db), postgres.NewEntities(db), postgres.NewQueues(db),
+		postgres.NewTurns(db), postgres.NewAppointments(db),
+		postgres.NewAccessCodes(db), postgres.NewAccessCodeTurns(db),
+		wf, wf, postgres.NewAnalytics(db), wh, postgres.NewEvents(db),
+		log, postgres.NewStreamNotifier(db), log, // StreamLog, StreamNotifier, Calls
+		postgres.NewDisplayTokens(db), postgres.NewTicketLinks(db), postgres.NewRateLimiter(db),
+		postgres.NewPruner(db),
+		runner, runner, // JobRunner, Jobs
+		nil, // EventCopies: PostgreSQL reads the stream from its own tables
 	}, nil
 }
 

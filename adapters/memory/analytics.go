@@ -16,9 +16,12 @@ import (
 var _ analytics.Repository = (*Analytics)(nil)
 
 // Analytics is the memory analytics.Repository. It reads the turns,
-// appointments and forwards tables of the same store under its read lock;
-// in memory mode every row is in memory anyway, so scanning them is the
-// counterpart of the Postgres aggregates.
+// appointments and forwards of the same store under one read lock, through
+// narrow accessors of the repositories that own those tables (the turns of
+// a queue through their byQueue index; appointments and forwards, which
+// have no queue index, by a scan): it knows none of their layouts. In
+// memory mode every row is in memory anyway, so this is the counterpart of
+// the Postgres aggregates.
 type Analytics struct {
 	s     *Store
 	turns *Turns
@@ -92,38 +95,36 @@ func (r *Analytics) Summary(ctx context.Context, windows []analytics.Window) (ma
 		f(total)
 	}
 	r.s.read(ctx, func() {
-		for _, t := range r.turns.turns.rows {
-			w, ok := byQueue[t.QueueID]
-			if !ok {
-				continue
-			}
-			if within(&t.CreatedAt, w) {
-				both(t.QueueID, func(a *acc) { a.stats.TurnsCreated++ })
-			}
-			if within(t.CalledAt, w) {
-				wait := t.CalledAt.Sub(t.CreatedAt).Seconds()
-				both(t.QueueID, func(a *acc) { a.waits = append(a.waits, wait) })
-			}
-			if within(t.FinishedAt, w) {
-				switch t.Status {
-				case turns.Completed:
-					both(t.QueueID, func(a *acc) {
-						a.stats.Served++
-						if t.ServiceSeconds != nil {
-							a.served = append(a.served, *t.ServiceSeconds)
-						}
-					})
-				case turns.NoShow:
-					both(t.QueueID, func(a *acc) { a.stats.NoShows++ })
-				case turns.Cancelled:
-					both(t.QueueID, func(a *acc) { a.stats.Cancelled++ })
+		for queueID, w := range byQueue {
+			r.turns.ofQueue(queueID, func(t turns.Turn) {
+				if within(&t.CreatedAt, w) {
+					both(queueID, func(a *acc) { a.stats.TurnsCreated++ })
 				}
-			}
+				if within(t.CalledAt, w) {
+					wait := t.CalledAt.Sub(t.CreatedAt).Seconds()
+					both(queueID, func(a *acc) { a.waits = append(a.waits, wait) })
+				}
+				if within(t.FinishedAt, w) {
+					switch t.Status {
+					case turns.Completed:
+						both(queueID, func(a *acc) {
+							a.stats.Served++
+							if t.ServiceSeconds != nil {
+								a.served = append(a.served, *t.ServiceSeconds)
+							}
+						})
+					case turns.NoShow:
+						both(queueID, func(a *acc) { a.stats.NoShows++ })
+					case turns.Cancelled:
+						both(queueID, func(a *acc) { a.stats.Cancelled++ })
+					}
+				}
+			})
 		}
-		for _, ap := range r.appts.appts.rows {
+		r.appts.eachAppointment(func(ap appointments.Appointment) {
 			w, ok := byQueue[ap.QueueID]
 			if !ok {
-				continue
+				return
 			}
 			if within(&ap.CreatedAt, w) {
 				both(ap.QueueID, func(a *acc) { a.stats.AppointmentsBooked++ })
@@ -131,12 +132,12 @@ func (r *Analytics) Summary(ctx context.Context, windows []analytics.Window) (ma
 			if within(ap.CompletedAt, w) {
 				both(ap.QueueID, func(a *acc) { a.stats.AppointmentsCompleted++ })
 			}
-		}
-		for _, f := range r.wf.forwards.rows {
+		})
+		r.wf.eachForward(func(f workflow.Forward) {
 			if w, ok := byQueue[f.FromQueueID]; ok && f.Status == workflow.ForwardDone && within(f.ForwardedAt, w) {
 				both(f.FromQueueID, func(a *acc) { a.stats.Forwarded++ })
 			}
-		}
+		})
 	})
 	out := make(map[string]analytics.Stats, len(per))
 	for id, a := range per {
@@ -154,27 +155,13 @@ func (r *Analytics) Live(ctx context.Context, today []analytics.Window, now time
 		live[w.QueueID] = analytics.Live{}
 	}
 	r.s.read(ctx, func() {
-		for _, t := range r.turns.turns.rows {
-			l, ok := live[t.QueueID]
-			if !ok {
-				continue
-			}
-			switch t.Status {
-			case turns.Waiting:
-				l.Waiting++
-			case turns.Waitlisted:
-				l.Waitlisted++
-			case turns.Held:
-				l.Held++
-			case turns.Called:
-				l.Called++
-			case turns.InService:
-				l.InService++
-			}
-			if t.Status == turns.Waiting || t.Status == turns.Waitlisted {
-				waits[t.QueueID] = append(waits[t.QueueID], now.Sub(t.CreatedAt).Seconds())
-			}
-			live[t.QueueID] = l
+		for queueID := range live {
+			r.turns.ofQueue(queueID, func(t turns.Turn) {
+				live[queueID] = count(live[queueID], t)
+				if t.Status == turns.Waiting || t.Status == turns.Waitlisted {
+					waits[queueID] = append(waits[queueID], now.Sub(t.CreatedAt).Seconds())
+				}
+			})
 		}
 	})
 	for id, ws := range waits {
@@ -186,4 +173,21 @@ func (r *Analytics) Live(ctx context.Context, today []analytics.Window, now time
 	}
 	stats, _, err := r.Summary(ctx, today)
 	return live, stats, err
+}
+
+// count adds t to l's counts of active turns by status.
+func count(l analytics.Live, t turns.Turn) analytics.Live {
+	switch t.Status {
+	case turns.Waiting:
+		l.Waiting++
+	case turns.Waitlisted:
+		l.Waitlisted++
+	case turns.Held:
+		l.Held++
+	case turns.Called:
+		l.Called++
+	case turns.InService:
+		l.InService++
+	}
+	return l
 }

@@ -250,3 +250,12 @@ func (r *Appointments) ListAppointments(ctx context.Context, runID string, f app
 	}
 	return out, nil
 }
+
+// eachAppointment calls f with each stored appointment; the caller holds
+// the store's lock. It is the narrow reading analytics has of this
+// repository's table.
+func (r *Appointments) eachAppointment(f func(appointments.Appointment)) {
+	for _, a := range r.appts.rows {
+		f(a)
+	}
+}

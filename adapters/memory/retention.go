@@ -7,6 +7,7 @@ import (
 
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
 	"github.com/qms-dev/qms/ports"
@@ -25,11 +26,12 @@ type Pruner struct {
 	queues   *Queues
 	workflow *Workflow
 	limiter  *RateLimiter
+	links    *TicketLinks
 }
 
 // NewPruner builds the pruner over the repositories of one store.
-func NewPruner(s *Store, ev *Events, wh *Webhooks, tr *Turns, qs *Queues, wf *Workflow, rl *RateLimiter) *Pruner {
-	return &Pruner{s: s, events: ev, webhooks: wh, turns: tr, queues: qs, workflow: wf, limiter: rl}
+func NewPruner(s *Store, ev *Events, wh *Webhooks, tr *Turns, qs *Queues, wf *Workflow, rl *RateLimiter, tl *TicketLinks) *Pruner {
+	return &Pruner{s: s, events: ev, webhooks: wh, turns: tr, queues: qs, workflow: wf, limiter: rl, links: tl}
 }
 
 // oldest returns the ids of at most limit rows that keep passes, oldest id
@@ -103,6 +105,22 @@ func (p *Pruner) PruneForwards(ctx context.Context, before time.Time, limit int)
 			fw := p.workflow.forwards.rows[id]
 			p.workflow.forwards.del(id)
 			p.workflow.byPair.del(pairKey(fw.FromTurnID, fw.LinkID))
+			n++
+		}
+		return nil
+	})
+	return n, nil
+}
+
+// PruneTicketLinks implements ports.Pruner. A link whose turn is gone went
+// with its run already; one whose turn is not finished is kept.
+func (p *Pruner) PruneTicketLinks(ctx context.Context, before time.Time, limit int) (n int, err error) {
+	p.s.write(ctx, func() func() {
+		for _, id := range oldest(p.links.rows.rows, limit, func(l ticket.Link) bool {
+			tu, ok := p.turns.turns.rows[l.TurnID]
+			return ok && tu.FinishedAt != nil && tu.FinishedAt.Before(before)
+		}) {
+			p.links.rows.del(id)
 			n++
 		}
 		return nil

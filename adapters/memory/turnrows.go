@@ -16,6 +16,8 @@ type turnRows struct {
 	// byRun: the ids of a run's turns; byStatus: of its turns in a status.
 	byRun    map[string]map[string]struct{}
 	byStatus map[runStatus]map[string]struct{}
+	// byQueue: the ids of a queue's turns, of every run (analytics).
+	byQueue map[string]map[string]struct{}
 	// byKey: the turn of an account's idempotency key.
 	byKey map[string]string
 	// atStation: the CALLED or IN_SERVICE turn of a station.
@@ -38,7 +40,7 @@ type served struct {
 }
 
 func newTurnRows() *turnRows {
-	return &turnRows{rows: map[string]turns.Turn{}, byRun: map[string]map[string]struct{}{},
+	return &turnRows{rows: map[string]turns.Turn{}, byRun: map[string]map[string]struct{}{}, byQueue: map[string]map[string]struct{}{},
 		byStatus: map[runStatus]map[string]struct{}{}, byKey: map[string]string{}, atStation: map[string]string{},
 		byCode: map[string]map[string]struct{}{}, served: map[string][]served{}}
 }
@@ -68,6 +70,7 @@ func removeFrom[K comparable](m map[K]map[string]struct{}, k K, id string) {
 // index adds t to the indexes.
 func (tr *turnRows) index(t turns.Turn) {
 	addTo(tr.byRun, t.RunID, t.ID)
+	addTo(tr.byQueue, t.QueueID, t.ID)
 	addTo(tr.byStatus, runStatus{t.RunID, t.Status}, t.ID)
 	addTo(tr.byCode, codeOf(t.RunID, t.DisplayCode), t.ID)
 	if t.IdempotencyKey != nil {
@@ -91,6 +94,7 @@ func (tr *turnRows) index(t turns.Turn) {
 // unindex removes t from the indexes.
 func (tr *turnRows) unindex(t turns.Turn) {
 	removeFrom(tr.byRun, t.RunID, t.ID)
+	removeFrom(tr.byQueue, t.QueueID, t.ID)
 	removeFrom(tr.byStatus, runStatus{t.RunID, t.Status}, t.ID)
 	removeFrom(tr.byCode, codeOf(t.RunID, t.DisplayCode), t.ID)
 	if t.IdempotencyKey != nil && tr.byKey[keyOf(t.AccountID, t.IdempotencyKey)] == t.ID {
@@ -149,4 +153,12 @@ func (tr *turnRows) of(ids map[string]struct{}) map[string]turns.Turn {
 		out[id] = tr.rows[id]
 	}
 	return out
+}
+
+// ofQueue calls f with each turn of the queue, through byQueue; the
+// caller holds the store's lock (analytics reads under its own).
+func (tr *turnRows) ofQueue(queueID string, f func(turns.Turn)) {
+	for id := range tr.byQueue[queueID] {
+		f(tr.rows[id])
+	}
 }

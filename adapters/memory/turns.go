@@ -294,3 +294,8 @@ func (r *Turns) RecentServiceSeconds(ctx context.Context, queueID string, n int)
 	})
 	return out, nil
 }
+
+// ofQueue calls f with each turn of the queue (every run), through the
+// byQueue index; the caller holds the store's lock. It is the narrow
+// reading analytics has of this repository's table.
+func (r *Turns) ofQueue(queueID string, f func(turns.Turn)) { r.turns.ofQueue(queueID, f) }

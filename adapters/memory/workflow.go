@@ -195,3 +195,12 @@ func (r *Workflow) ForwardsOfTurn(ctx context.Context, turnID string) (out []wor
 	})
 	return out, nil
 }
+
+// eachForward calls f with each stored forward record; the caller holds
+// the store's lock. It is the narrow reading analytics has of this
+// repository's table.
+func (r *Workflow) eachForward(f func(workflow.Forward)) {
+	for _, fw := range r.forwards.rows {
+		f(fw)
+	}
+}

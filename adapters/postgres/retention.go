@@ -55,6 +55,18 @@ func (p *Pruner) PruneForwards(ctx context.Context, before time.Time, limit int)
 		AND status <> 'PENDING'`, before, limit)
 }
 
+// PruneTicketLinks implements ports.Pruner. It walks ticket_links (only
+// the live links: of unfinished turns and of turns finished lately), each
+// joined to its turn by primary key, rather than the turns table, which is
+// never pruned and would be scanned again on every run: no index is needed.
+// The outer condition checks the turn again, as the other prunes do.
+func (p *Pruner) PruneTicketLinks(ctx context.Context, before time.Time, limit int) (int, error) {
+	return p.exec(ctx, "ticket links", `DELETE FROM ticket_links WHERE id IN (
+		SELECT l.id FROM ticket_links l JOIN turns t ON t.id = l.turn_id
+		WHERE t.finished_at < $1 LIMIT $2)
+		AND turn_id IN (SELECT id FROM turns WHERE finished_at < $1)`, before, limit)
+}
+
 // PruneRateLimits implements ports.Pruner.
 func (p *Pruner) PruneRateLimits(ctx context.Context, before time.Time, limit int) (int, error) {
 	// A key is one row (its one-second buckets, migration 0085): idle since

@@ -96,6 +96,10 @@ type Config struct {
 		LineChanges time.Duration `koanf:"line_changes"`
 		Forwards    time.Duration `koanf:"forwards"`
 		RateLimits  time.Duration `koanf:"rate_limits"`
+		// TicketLinks is how long a ticket link is kept after its turn
+		// finished; never less than tickets.expire_after (retention
+		// keeps it at least that long whatever this says).
+		TicketLinks time.Duration `koanf:"ticket_links"`
 	} `koanf:"retention"`
 	Metrics struct {
 		// Addr, when set, serves GET /metrics on its own listener (and not
@@ -246,6 +250,7 @@ func (c *Config) Validate() error {
 		{"QMS_RETENTION_LINE_CHANGES", "retention.line_changes", c.Retention.LineChanges},
 		{"QMS_RETENTION_FORWARDS", "retention.forwards", c.Retention.Forwards},
 		{"QMS_RETENTION_RATE_LIMITS", "retention.rate_limits", c.Retention.RateLimits},
+		{"QMS_RETENTION_TICKET_LINKS", "retention.ticket_links", c.Retention.TicketLinks},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("config: %s (%s) must be a positive duration such as 30s, got %v", d.env, d.key, d.v)

@@ -125,7 +125,7 @@ func TestRetentionAndFaultSettings(t *testing.T) {
 	}
 	r := c.Retention
 	if r.Interval != 15*time.Minute || r.BatchSize != 1000 || r.Events != 24*time.Hour || r.Deliveries != 7*24*time.Hour ||
-		r.LineChanges != 24*time.Hour || r.Forwards != 365*24*time.Hour || r.RateLimits != 10*time.Minute {
+		r.LineChanges != 24*time.Hour || r.Forwards != 365*24*time.Hour || r.RateLimits != 10*time.Minute || r.TicketLinks != 7*24*time.Hour {
 		t.Fatalf("documented retention defaults: %+v", r)
 	}
 	if c.HTTP.RequestTimeout != 30*time.Second || c.Database.MaxConns != 20 || c.Database.AcquireTimeout != 5*time.Second {
@@ -144,6 +144,7 @@ func TestRetentionAndFaultSettings(t *testing.T) {
 		"QMS_RETENTION_BATCH_SIZE":     "0",
 		"QMS_RETENTION_INTERVAL":       "0s",
 		"QMS_RETENTION_DELIVERIES":     "0s",
+		"QMS_RETENTION_TICKET_LINKS":   "0s",
 		"QMS_DATABASE_MAX_CONNS":       "0",
 		"QMS_DATABASE_ACQUIRE_TIMEOUT": "0s",
 		"QMS_HTTP_REQUEST_TIMEOUT":     "0s",

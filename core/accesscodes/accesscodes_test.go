@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/core/accesscodes"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
@@ -34,10 +33,10 @@ func setup(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	clock := platformtest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
-	store := memory.NewStore()
-	ents := entities.NewService(memory.NewEntities(store), store, clock)
-	qs := queues.NewService(memory.NewQueues(store), ents, store, events.NewBus(memory.NewEvents(store)), clock)
-	f := &fixture{clock: clock, svc: accesscodes.NewService(memory.NewAccessCodes(store), ents, qs, store, clock)}
+	set, store := testkit.MemorySet(t, clock)
+	ents := entities.NewService(set.Entities, store, clock)
+	qs := queues.NewService(set.Queues, ents, store, events.NewBus(set.Events), clock)
+	f := &fixture{clock: clock, svc: accesscodes.NewService(set.AccessCodes, ents, qs, store, clock)}
 	mk := func(account string) (entities.Entity, queues.QueueView) {
 		e, err2 := ents.Create(ctx, account, entities.CreateInput{Name: platform.Ptr("Branch")})
 		if err2 != nil {
@@ -303,9 +302,9 @@ func TestUseChecksEveryRule(t *testing.T) {
 }
 
 func TestUseRollsBackWithTheCallersTransaction(t *testing.T) {
-	store := memory.NewStore()
 	clock := platformtest.NewClock(time.Now())
-	svc := accesscodes.NewService(memory.NewAccessCodes(store), nil, nil, store, clock)
+	set, store := testkit.MemorySet(t, clock)
+	svc := accesscodes.NewService(set.AccessCodes, nil, nil, store, clock)
 	ctx := context.Background()
 	c, err := svc.Create(ctx, acct, accesscodes.CreateInput{Code: platform.Ptr("ONE"), MaxUses: platform.Ptr(1)})
 	if err != nil {

@@ -6,16 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/platform/platformtest"
+	"github.com/qms-dev/qms/test/testkit"
 )
 
-func newService() (*accounts.Service, *platformtest.Clock) {
-	store := memory.NewStore()
+func newService(t *testing.T) (*accounts.Service, *platformtest.Clock) {
 	clock := platformtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	return accounts.NewService(memory.NewAccounts(store), store, clock), clock
+	set, store := testkit.MemorySet(t, clock)
+	return accounts.NewService(set.Accounts, store, clock), clock
 }
 
 func TestScopesWriteIncludesReadOfTheSameModuleOnly(t *testing.T) {
@@ -36,7 +36,7 @@ func TestScopesWriteIncludesReadOfTheSameModuleOnly(t *testing.T) {
 
 func TestAuthenticate(t *testing.T) {
 	ctx := context.Background()
-	svc, _ := newService()
+	svc, _ := newService(t)
 	acc, err := svc.CreateAccount(ctx, accounts.CreateAccountInput{Name: "Acme", Plan: accounts.PlanPremium})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestAuthenticate(t *testing.T) {
 
 func TestCreateKeyRefusesUnknownScopes(t *testing.T) {
 	ctx := context.Background()
-	svc, _ := newService()
+	svc, _ := newService(t)
 	acc, _ := svc.CreateAccount(ctx, accounts.CreateAccountInput{Name: "Acme", Plan: accounts.PlanPremium})
 	_, _, err := svc.CreateKey(ctx, acc.ID, accounts.CreateKeyInput{Scopes: []string{"queues:read", "queues:admin"}})
 	e, ok := platform.AsError(err)

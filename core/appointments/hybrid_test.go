@@ -1,11 +1,9 @@
 package appointments_test
 
 import (
-	"github.com/qms-dev/qms/adapters/adapterset"
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
@@ -29,12 +27,8 @@ type hybrid struct {
 
 func newHybrid(t *testing.T) *hybrid {
 	t.Helper()
-	store := memory.NewStore()
 	clock := platformtest.NewClock(time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC))
-	set, err := adapterset.Memory(store, adapterset.Options{Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, store := testkit.MemorySet(t, clock)
 	bus := events.NewBus(set.Events)
 	ents := entities.NewService(set.Entities, store, clock)
 	qrepo := set.Queues

@@ -16,6 +16,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/test/testkit"
 )
 
 const account = "acc_1"
@@ -54,15 +55,15 @@ func (s *failingSink) Emit(ctx context.Context, e platform.Event) error {
 // New York's spring-forward day.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	store := memory.NewStore()
 	clock := platformtest.NewClock(time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC))
-	ev := memory.NewEvents(store)
+	set, store := testkit.MemorySet(t, clock)
+	ev := set.Events.(*memory.Events)
 	bus := events.NewBus(ev)
-	ents := entities.NewService(memory.NewEntities(store), store, clock)
-	qrepo := memory.NewQueues(store)
+	ents := entities.NewService(set.Entities, store, clock)
+	qrepo := set.Queues
 	qs := queues.NewService(qrepo, ents, store, bus, clock)
 	sink := &failingSink{bus: bus}
-	svc := appointments.NewService(memory.NewAppointments(store), qrepo, store, sink, clock)
+	svc := appointments.NewService(set.Appointments, qrepo, store, sink, clock)
 	e, err := ents.Create(ctx, account, entities.CreateInput{Name: platform.Ptr("Main branch")})
 	if err != nil {
 		t.Fatal(err)

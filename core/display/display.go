@@ -46,15 +46,14 @@ const RecentCalls = 6
 
 // Token is a stored display token.
 type Token struct {
-	ID         string     `json:"id"`
-	AccountID  string     `json:"-"`
-	QueueID    string     `json:"queueId"`
-	RunID      string     `json:"queueRunId"`
-	Label      *string    `json:"label"`
-	Hash       string     `json:"-"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	RevokedAt  *time.Time `json:"revokedAt"`
-	LastSeenAt *time.Time `json:"-"`
+	ID        string     `json:"id"`
+	AccountID string     `json:"-"`
+	QueueID   string     `json:"queueId"`
+	RunID     string     `json:"queueRunId"`
+	Label     *string    `json:"label"`
+	Hash      string     `json:"-"`
+	CreatedAt time.Time  `json:"createdAt"`
+	RevokedAt *time.Time `json:"revokedAt"`
 	Options
 }
 

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
+	"github.com/qms-dev/qms/test/testkit"
 )
 
 // fakeQueues holds one queue with one run and two stations of acc_1.
@@ -66,11 +66,11 @@ func str(s string) *string { return &s }
 
 func newService(t *testing.T, ts fakeTurns, calls fakeCalls) (*display.Service, *platformtest.Clock) {
 	t.Helper()
-	store := memory.NewStore()
 	clock := platformtest.NewClock(time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC))
+	set, store := testkit.MemorySet(t, clock)
 	q := queues.Queue{ID: "que_1", AccountID: "acc_1", Name: "Pickup", ArrivalBoard: &queues.ArrivalBoard{
 		Columns: []queues.BoardColumn{{Key: str("plate"), Label: str("Plate")}}}}
-	return display.NewService(memory.NewDisplayTokens(store), fakeQueues{q}, ts, calls, store, clock), clock
+	return display.NewService(set.DisplayTokens, fakeQueues{q}, ts, calls, store, clock), clock
 }
 
 func TestTokensAreShownOnceStoredHashedAndRevocable(t *testing.T) {

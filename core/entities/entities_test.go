@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/platform/platformtest"
+	"github.com/qms-dev/qms/test/testkit"
 )
 
 func TestValidationBoundsOfSpec27(t *testing.T) {
@@ -41,8 +41,9 @@ func TestValidationBoundsOfSpec27(t *testing.T) {
 
 func TestPatchNullClearsAndAbsentKeeps(t *testing.T) {
 	ctx := context.Background()
-	store := memory.NewStore()
-	svc := entities.NewService(memory.NewEntities(store), store, platformtest.NewClock(time.Now()))
+	clock := platformtest.NewClock(time.Now())
+	set, store := testkit.MemorySet(t, clock)
+	svc := entities.NewService(set.Entities, store, clock)
 	e, err := svc.Create(ctx, "acc", entities.CreateInput{Name: platform.Ptr("Main"),
 		Description: platform.Ptr("desc"), SupportEmail: platform.Ptr("a@b.co")})
 	if err != nil {

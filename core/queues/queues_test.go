@@ -11,6 +11,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/test/testkit"
 )
 
 type fixture struct {
@@ -24,11 +25,11 @@ const account = "acc_1"
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	store := memory.NewStore()
 	clock := platformtest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
-	ev := memory.NewEvents(store)
-	ents := entities.NewService(memory.NewEntities(store), store, clock)
-	svc := queues.NewService(memory.NewQueues(store), ents, store, events.NewBus(ev), clock)
+	set, store := testkit.MemorySet(t, clock)
+	ev := set.Events.(*memory.Events)
+	ents := entities.NewService(set.Entities, store, clock)
+	svc := queues.NewService(set.Queues, ents, store, events.NewBus(ev), clock)
 	e, err := ents.Create(context.Background(), account, entities.CreateInput{Name: platform.Ptr("Main branch")})
 	if err != nil {
 		t.Fatal(err)

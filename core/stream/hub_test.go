@@ -15,6 +15,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/test/testkit"
 )
 
 var allScopes = accounts.NewScopeSet(accounts.AllScopes)
@@ -29,15 +30,13 @@ type world struct {
 
 func newWorld(t *testing.T, opts stream.Options) *world {
 	t.Helper()
-	store := memory.NewStore()
-	log := memory.NewStreamLog(store)
-	bus := events.NewBus(memory.NewEvents(store))
-	bus.Subscribe(log)
 	clock := platformtest.NewClock(time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC))
-	hub := stream.NewHub(log, clock, opts)
+	set, store := testkit.MemorySet(t, clock)
+	bus := testkit.Bus(set) // the memory log copies each event, in its transaction
+	hub := stream.NewHub(set.StreamLog, clock, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { hub.Listen(ctx, log); close(done) }()
+	go func() { hub.Listen(ctx, set.StreamNotifier); close(done) }()
 	t.Cleanup(func() { hub.Close(); cancel(); <-done })
 	return &world{t: t, store: store, bus: bus, clock: clock, hub: hub}
 }
@@ -366,10 +365,8 @@ func TestMessageIsTheWebhookBodyWithTheEventID(t *testing.T) {
 // TestMemoryLogKeepsTwiceTheRetention: memory mode's log drops events
 // older than twice the retained window, so it does not grow for ever.
 func TestMemoryLogKeepsTwiceTheRetention(t *testing.T) {
-	store := memory.NewStore()
-	log := memory.NewStreamLog(store)
-	bus := events.NewBus(memory.NewEvents(store))
-	bus.Subscribe(log)
+	set, store := testkit.MemorySet(t, nil)
+	log, bus := set.StreamLog, testkit.Bus(set)
 	at := time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
 	emit := func(when time.Time) string {
 		e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: "acc_1", Name: platform.EventTurnCreated, OccurredAt: when}

@@ -3,7 +3,6 @@ package turns_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/qms-dev/qms/adapters/adapterset"
 	"testing"
 	"time"
 
@@ -52,14 +51,10 @@ func (f *fixture) queuesEntity(accountID string) (string, error) {
 
 func newFixture(t *testing.T, guards ...turns.IntakeGuard) *fixture {
 	t.Helper()
-	store := memory.NewStore()
 	clock := platformtest.NewClock(monday10)
 	// The memory adapter set, as bootstrap builds it; jobs are recorded
 	// instead of run.
-	set, err := adapterset.Memory(store, adapterset.Options{Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, store := testkit.MemorySet(t, clock)
 	ev := set.Events.(*memory.Events)
 	bus := events.NewBus(ev)
 	ents := entities.NewService(set.Entities, store, clock)

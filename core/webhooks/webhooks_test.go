@@ -94,14 +94,15 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts webhooks.Options) *fixture {
 	t.Helper()
-	store := memory.NewStore()
-	f := &fixture{store: store, repo: memory.NewWebhooks(store), jobs: testkit.NewJobs(store),
-		sender: &sender{}, clock: platformtest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))}
+	clock := platformtest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	set, store := testkit.MemorySet(t, clock)
+	f := &fixture{store: store, repo: set.Webhooks.(*memory.Webhooks), jobs: testkit.NewJobs(store),
+		sender: &sender{}, clock: clock}
 	if opts.URLs.Resolver == nil {
 		opts.URLs.Resolver = publicDNS
 	}
 	f.svc = webhooks.NewService(f.repo, store, f.jobs, f.sender, f.clock, opts)
-	f.bus = events.NewBus(memory.NewEvents(store))
+	f.bus = events.NewBus(set.Events)
 	f.bus.Subscribe(f.svc)
 	return f
 }

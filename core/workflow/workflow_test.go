@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
@@ -176,11 +175,11 @@ func setup(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	clock := platformtest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
-	store := memory.NewStore()
-	ents := entities.NewService(memory.NewEntities(store), store, clock)
-	qs := queues.NewService(memory.NewQueues(store), ents, store, events.NewBus(memory.NewEvents(store)), clock)
+	set, store := testkit.MemorySet(t, clock)
+	ents := entities.NewService(set.Entities, store, clock)
+	qs := queues.NewService(set.Queues, ents, store, events.NewBus(set.Events), clock)
 	f := &fixture{clock: clock, queuesSvc: qs, entitiesSv: ents,
-		svc: workflow.NewService(memory.NewWorkflow(store), qs, store, clock)}
+		svc: workflow.NewService(set.Workflow, qs, store, clock)}
 	mk := func(account string) string {
 		e, err := ents.Create(ctx, account, entities.CreateInput{Name: platform.Ptr("Branch")})
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/ports"
 )
 
@@ -53,7 +54,16 @@ func PolicyOf(cfg *config.Config, p ports.Pruner) Policy {
 		{"line_changes", r.LineChanges, p.PruneLineChanges},
 		{"forwards", r.Forwards, p.PruneForwards},
 		{"rate_limits", r.RateLimits, p.PruneRateLimits},
+		{"ticket_links", ticketLinksKeep(cfg), p.PruneTicketLinks},
 	}}
+}
+
+// ticketLinksKeep is how long a ticket link is kept after its turn
+// finished: retention.ticket_links, but never before it expires
+// (tickets.expire_after: a live link must keep working) nor while the turn
+// can still be reopened (a reopened turn opens its links again).
+func ticketLinksKeep(cfg *config.Config) time.Duration {
+	return max(cfg.Retention.TicketLinks, cfg.Tickets.ExpireAfter, turns.ReopenWindow)
 }
 
 // Kind is the periodic prune job, every retention.interval.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/adapters/adapterset"
 	"github.com/qms-dev/qms/adapters/memory"
-	"github.com/qms-dev/qms/adapters/postgres"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/entities"
@@ -40,19 +40,30 @@ type aptStack struct {
 var aptNow = time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC)
 
 func aptMemoryStack(t testing.TB) *aptStack {
-	s := memory.NewStore()
 	clock := platformtest.NewClock(aptNow)
-	ev := memory.NewEvents(s)
-	repo := memory.NewAppointments(s)
-	return aptFinish(t, accounts.NewService(memory.NewAccounts(s), s, clock), memory.NewEntities(s), memory.NewQueues(s), repo, ev, s, clock)
+	set, err := adapterset.Memory(memory.NewStore(), adapterset.Options{Clock: clock, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aptFromSet(t, set, clock)
 }
 
 func aptPostgresStack(t testing.TB) *aptStack {
-	db := pgtest.New(t)
-	clock := platformtest.NewClock(aptNow)
-	ev := postgres.NewEvents(db)
-	repo := postgres.NewAppointments(db)
-	return aptFinish(t, accounts.NewService(postgres.NewAccounts(db), db, clock), postgres.NewEntities(db), postgres.NewQueues(db), repo, ev, db, clock)
+	set, err := adapterset.Postgres(pgtest.New(t), adapterset.Options{Logger: quietLogger, SecretKey: testSecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aptFromSet(t, set, platformtest.NewClock(aptNow))
+}
+
+// aptFromSet builds the stack on a ready adapter set.
+func aptFromSet(t testing.TB, set adapterset.Set, clock *platformtest.Clock) *aptStack {
+	t.Helper()
+	ev, ok := set.Events.(aptEventLog)
+	if !ok {
+		t.Fatalf("%T does not list events", set.Events)
+	}
+	return aptFinish(t, accounts.NewService(set.Accounts, set.UoW, clock), set.Entities, set.Queues, set.Appointments, ev, set.UoW, clock)
 }
 
 type aptEventLog interface {

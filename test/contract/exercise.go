@@ -133,7 +133,7 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 		RunPruner(t, func(t *testing.T) RetentionHarness {
 			s := newSet(t)
 			return RetentionHarness{Pruner: s.Pruner, Owners: OwnersOf(s), Events: eventLog(t, s), Webhooks: s.Webhooks,
-				Forwards: s.Forwards, Limiter: s.RateLimiter}
+				Forwards: s.Forwards, Limiter: s.RateLimiter, TicketLinks: s.TicketLinks}
 		})
 	})
 	t.Run("JobRunner", func(t *testing.T) {
@@ -238,10 +238,4 @@ func contains(vs []string, v string) bool {
 
 // Subscribe returns a bus over the set's event store with the set's event
 // copies subscribed, as bootstrap wires it.
-func Subscribe(s adapterset.Set) *events.Bus {
-	b := events.NewBus(s.Events)
-	for _, c := range s.EventCopies {
-		b.Subscribe(c)
-	}
-	return b
-}
+func Subscribe(s adapterset.Set) *events.Bus { return testkit.Bus(s) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
@@ -25,12 +26,14 @@ type RetentionHarness struct {
 	Webhooks webhooks.Repository
 	Forwards workflow.ForwardRepository
 	Limiter  ports.RateLimiter
+	// TicketLinks writes and counts the links PruneTicketLinks deletes.
+	TicketLinks ticket.Repository
 }
 
 // RunPruner runs the ports.Pruner contract: each kind of record older than
 // the cutoff is deleted in batches of the given size, and nothing newer,
 // nor anything still in use (pending deliveries and forwards, the line
-// changes of open runs), is touched.
+// changes of open runs, the ticket links of unfinished turns), is touched.
 func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -206,6 +209,52 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			}
 			if want := map[bool]int{true: 0, false: 3}[name == "closed long ago"]; len(got) != want {
 				t.Errorf("run %s: %d line changes left, want %d", name, len(got), want)
+			}
+		}
+	})
+
+	t.Run("ticket links of turns finished before the cutoff, never of unfinished ones", func(t *testing.T) {
+		h := newHarness(t)
+		o := h.Owners.Seed(t)
+		cases := []struct {
+			name     string
+			finished *time.Time
+			links    int
+			kept     bool
+		}{
+			{"finished long ago", &old, 2, false},
+			{"finished long ago too", &old, 1, false},
+			{"finished lately", &fresh, 1, true},
+			{"not finished, made long ago", nil, 1, true},
+		}
+		ids := make([]string, len(cases))
+		for i, c := range cases {
+			tu := h.Owners.Turn(t, o, o.QueueID)
+			if c.finished != nil {
+				tu.Status, tu.FinishedAt, tu.UpdatedAt = turns.Completed, c.finished, *c.finished
+				if err := h.Owners.Turns.Update(ctx, tu); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range c.links {
+				l := ticket.Link{ID: platform.NewID(ticket.PrefixLink), AccountID: o.AccountID, TurnID: tu.ID, QueueID: tu.QueueID,
+					RunID: tu.RunID, Hash: platform.NewID("h"), CreatedAt: old}
+				if err := h.TicketLinks.Create(ctx, l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ids[i] = tu.ID
+		}
+		if b := drain(t, h.Pruner.PruneTicketLinks); !slices.Equal(b, []int{2, 1}) {
+			t.Fatalf("batches %v, want [2 1]", b)
+		}
+		for i, c := range cases {
+			n, err := h.TicketLinks.CountByTurn(ctx, ids[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{true: c.links, false: 0}[c.kept]; n != want {
+				t.Errorf("turn %s: %d links left, want %d", c.name, n, want)
 			}
 		}
 	})

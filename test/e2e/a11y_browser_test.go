@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
 )
@@ -143,7 +144,7 @@ func checkContrast(t *testing.T, ctx context.Context, state string, want ...stri
 func TestBoardContrastInChromium(t *testing.T) {
 	ctx := browser(t)
 	app := apptest.Memory(t)
-	var e struct{ ID string }
+	var e client.Entity
 	app.API(http.MethodPost, "/entities", map[string]any{"name": "Central branch"}).Must(http.StatusCreated, &e)
 	stations := []any{}
 	for i := 1; i <= 30; i++ {

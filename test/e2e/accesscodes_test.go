@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/test/apptest"
 )
 
@@ -13,16 +14,13 @@ import (
 // their ids and the queue's open run.
 func setupQueue(t testing.TB, a *apptest.App, body map[string]any) (entityID, queueID, runID string) {
 	t.Helper()
-	var e struct{ ID string }
+	var e client.Entity
 	a.API(http.MethodPost, "/entities", map[string]any{"name": "Branch"}).Must(http.StatusCreated, &e)
 	q := map[string]any{"entityId": e.ID, "name": "Front desk", "type": "TURN"}
 	for k, v := range body {
 		q[k] = v
 	}
-	var out struct {
-		ID   string
-		Runs []struct{ ID string }
-	}
+	var out client.QueueView
 	a.API(http.MethodPost, "/queues", q).Must(http.StatusCreated, &out)
 	return e.ID, out.ID, out.Runs[0].ID
 }
@@ -92,10 +90,7 @@ func TestAccessCodesOverHTTP(t *testing.T) {
 		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "codes[1].priority") {
 			t.Fatalf("bulk validation: %d %s", r.Status, r.Body)
 		}
-		var page struct {
-			Data       []map[string]any
-			Pagination struct{ NextCursor *string }
-		}
+		var page client.AccessCodePage
 		a.API(http.MethodGet, "/access-codes", nil).Must(http.StatusOK, &page)
 		if len(page.Data) != 1 {
 			t.Fatalf("refused bulks created codes: %d", len(page.Data))
@@ -104,12 +99,9 @@ func TestAccessCodesOverHTTP(t *testing.T) {
 		for i := range codes {
 			codes[i] = map[string]any{"code": fmt.Sprintf("BULK-%02d", i), "scopeType": "entity", "scopeId": entityID}
 		}
-		var bulk struct {
-			Data  []map[string]any
-			Count int
-		}
+		var bulk client.CreateAccessCodesInBulkResponse
 		a.API(http.MethodPost, "/access-codes/bulk", map[string]any{"codes": codes}).Must(http.StatusCreated, &bulk)
-		if bulk.Count != 60 || bulk.Data[59]["code"] != "BULK-59" {
+		if bulk.Count != 60 || bulk.Data[59].Code != "BULK-59" {
 			t.Fatalf("bulk: %d", bulk.Count)
 		}
 		a.API(http.MethodGet, "/access-codes?limit=50", nil).Must(http.StatusOK, &page)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/test/apptest"
@@ -31,7 +32,7 @@ func aptStart(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *ap
 	// window: lift the limit out of the way.
 	app := start(t, apptest.WithClock(clock), apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 1000000 }))
 	w := &aptWorld{t: t, app: app, clock: clock}
-	var e struct{ ID string }
+	var e client.Entity
 	w.call(http.MethodPost, "/entities", map[string]any{"name": "Downtown clinic"}).Must(http.StatusCreated, &e)
 	w.entity = e.ID
 	return w
@@ -71,62 +72,34 @@ func (w *aptWorld) refused(resp *apptest.Response, status int, code string) map[
 	return env.Error.Details
 }
 
-type aptQueue struct {
-	ID   string
-	Runs []struct{ ID string }
-}
-
 func (w *aptWorld) queue(typ string, extra map[string]any) (queueID, runID string) {
 	w.t.Helper()
 	body := map[string]any{"entityId": w.entity, "name": "Vaccination", "type": typ}
 	for k, v := range extra {
 		body[k] = v
 	}
-	var q aptQueue
+	var q client.QueueView
 	w.call(http.MethodPost, "/queues", body).Must(http.StatusCreated, &q)
 	return q.ID, q.Runs[0].ID
 }
 
-type aptSlot struct {
-	ID        string    `json:"id"`
-	Start     time.Time `json:"start"`
-	End       time.Time `json:"end"`
-	Capacity  int       `json:"capacity"`
-	Remaining int       `json:"remaining"`
-	Date      string    `json:"date"`
-	Timezone  string    `json:"timezone"`
-}
-
-type aptAppointment struct {
-	ID          string            `json:"id"`
-	SlotID      string            `json:"slotId"`
-	SlotStart   time.Time         `json:"slotStart"`
-	Status      string            `json:"status"`
-	RunID       string            `json:"queueRunId"`
-	Form        map[string]string `json:"formResponse"`
-	CheckedInAt *time.Time        `json:"checkedInAt"`
-}
-
-func (w *aptWorld) generate(runID string, body map[string]any) []aptSlot {
+func (w *aptWorld) generate(runID string, body map[string]any) []client.Slot {
 	w.t.Helper()
-	var b struct{ Slots []aptSlot }
+	var b struct{ Slots []client.Slot }
 	w.call(http.MethodPost, "/queue-runs/"+runID+"/slots", body).Must(http.StatusCreated, &b)
 	return b.Slots
 }
 
-func (w *aptWorld) listSlots(runID, query string) []aptSlot {
+func (w *aptWorld) listSlots(runID, query string) []client.Slot {
 	w.t.Helper()
-	var out []aptSlot
+	var out []client.Slot
 	cursor := ""
 	for {
 		q := query + "&limit=2"
 		if cursor != "" {
 			q += "&cursor=" + cursor
 		}
-		var page struct {
-			Data       []aptSlot
-			Pagination struct{ NextCursor *string }
-		}
+		var page client.SlotPage
 		w.call(http.MethodGet, "/queue-runs/"+runID+"/slots?"+q, nil).Must(http.StatusOK, &page)
 		out = append(out, page.Data...)
 		if page.Pagination.NextCursor == nil {
@@ -204,7 +177,7 @@ func TestAppointmentsEndToEnd(t *testing.T) {
 			w := w.with(t)
 			all := w.listSlots(runID, "")
 			if len(all) != 6 || all[0].ID != today[0].ID || all[2].ID != dst[0].ID || all[5].ID != dst[3].ID {
-				t.Fatalf("all slots in time order: %v", aptIDs(all, func(s aptSlot) string { return s.ID }))
+				t.Fatalf("all slots in time order: %v", aptIDs(all, func(s client.Slot) string { return s.ID }))
 			}
 			if got := w.listSlots(runID, "available=false&date=2026-03-07"); len(got) != 2 {
 				t.Fatalf("slots of the 7th: %d", len(got))
@@ -212,16 +185,16 @@ func TestAppointmentsEndToEnd(t *testing.T) {
 			w.refused(w.call(http.MethodGet, "/queue-runs/"+runID+"/slots?available=yes", nil), http.StatusBadRequest, "VALIDATION_ERROR")
 		})
 
-		var first aptAppointment
+		var first client.Appointment
 		t.Run("booking", func(t *testing.T) {
 			w := w.with(t)
 			body := map[string]any{"slotId": today[0].ID, "idempotencyKey": "booking-0001", "customerName": "Ada",
 				"phone": "+1 212-555-0100", "formResponse": map[string]string{"dose": "first"}}
 			w.book(runID, body).Must(http.StatusCreated, &first)
-			if first.SlotID != today[0].ID || first.Status != "SCHEDULED" || first.RunID != runID || first.Form["dose"] != "first" {
+			if first.SlotID != today[0].ID || first.Status != "SCHEDULED" || first.QueueRunID != runID || first.FormResponse["dose"] != "first" {
 				t.Fatalf("appointment %+v", first)
 			}
-			var again aptAppointment
+			var again client.Appointment
 			w.book(runID, body).Must(http.StatusCreated, &again)
 			if again.ID != first.ID {
 				t.Fatalf("the repeat made %s, want %s", again.ID, first.ID)
@@ -244,13 +217,13 @@ func TestAppointmentsEndToEnd(t *testing.T) {
 			w.refused(w.book(runID, map[string]any{"idempotencyKey": "short"}), http.StatusBadRequest, "VALIDATION_ERROR")
 
 			// Next available: today's 09:30 is the earliest slot with room.
-			var next aptAppointment
+			var next client.Appointment
 			w.book(runID, map[string]any{"slotId": nil, "formResponse": map[string]string{"dose": "second"}}).Must(http.StatusCreated, &next)
 			if next.SlotID != today[1].ID {
 				t.Fatalf("next available went to %s, want %s", next.SlotID, today[1].ID)
 			}
 			if got := w.listSlots(runID, "available=true"); len(got) != 4 || got[0].ID != dst[0].ID {
-				t.Fatalf("available after filling today: %v", aptIDs(got, func(s aptSlot) string { return s.ID }))
+				t.Fatalf("available after filling today: %v", aptIDs(got, func(s client.Slot) string { return s.ID }))
 			}
 		})
 
@@ -262,7 +235,7 @@ func TestAppointmentsEndToEnd(t *testing.T) {
 			w.refused(w.book(runID, map[string]any{"slotId": today[0].ID, "formResponse": map[string]string{"dose": "first"}}),
 				http.StatusUnprocessableEntity, "SLOT_STARTED")
 			// 60 minutes of notice: the 09:30 appointment can no longer be cancelled.
-			var list struct{ Data []aptAppointment }
+			var list struct{ Data []client.Appointment }
 			w.call(http.MethodGet, "/queue-runs/"+runID+"/appointments?date=2026-03-07&status=SCHEDULED", nil).Must(http.StatusOK, &list)
 			if len(list.Data) != 2 {
 				t.Fatalf("scheduled today: %d", len(list.Data))
@@ -273,7 +246,7 @@ func TestAppointmentsEndToEnd(t *testing.T) {
 			}
 			// Dropping the policy lets it through, and the seat comes back.
 			w.call(http.MethodPut, "/queues/"+queueID+"/cancellation-policy", map[string]any{"minNoticeMinutes": nil}).Must(http.StatusOK, nil)
-			var c aptAppointment
+			var c client.Appointment
 			w.call(http.MethodPost, "/appointments/"+list.Data[1].ID+"/cancel", nil).Must(http.StatusCreated, &c)
 			if c.Status != "CANCELLED" {
 				t.Fatalf("cancel %+v", c)
@@ -293,7 +266,7 @@ func TestAppointmentsEndToEnd(t *testing.T) {
 			defer w.clock.Set(aptEpoch)
 			path := "/appointments/" + first.ID
 			w.refused(w.call(http.MethodPost, path+"/complete", nil), http.StatusConflict, "INVALID_TRANSITION")
-			var a aptAppointment
+			var a client.Appointment
 			w.call(http.MethodPost, path+"/check-in", map[string]any{}).Must(http.StatusCreated, &a)
 			if a.Status != "CHECKED_IN" || a.CheckedInAt == nil {
 				t.Fatalf("check-in %+v", a)
@@ -314,10 +287,7 @@ func TestAppointmentsEndToEnd(t *testing.T) {
 
 		t.Run("appointment listing", func(t *testing.T) {
 			w := w.with(t)
-			var page struct {
-				Data       []aptAppointment
-				Pagination struct{ NextCursor *string }
-			}
+			var page client.AppointmentPage
 			w.call(http.MethodGet, "/queue-runs/"+runID+"/appointments?limit=1", nil).Must(http.StatusOK, &page)
 			if len(page.Data) != 1 || page.Pagination.NextCursor == nil {
 				t.Fatalf("first page %+v", page)
@@ -401,7 +371,7 @@ func TestAppointmentBookingRaceOverHTTP(t *testing.T) {
 	if got := w.listSlots(runID, ""); got[0].Remaining != 0 {
 		t.Fatalf("remaining %d", got[0].Remaining)
 	}
-	var page struct{ Data []aptAppointment }
+	var page struct{ Data []client.Appointment }
 	w.call(http.MethodGet, "/queue-runs/"+runID+"/appointments", nil).Must(http.StatusOK, &page)
 	if len(page.Data) != 5 {
 		t.Fatalf("%d appointments", len(page.Data))

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/test/apptest"
 )
 
@@ -63,17 +64,13 @@ func TestDisplayBoardFitsEveryScreen(t *testing.T) {
 	ctx := browser(t)
 	app := apptest.Memory(t)
 
-	var e struct{ ID string }
+	var e client.Entity
 	app.API(http.MethodPost, "/entities", map[string]any{"name": "Central branch"}).Must(http.StatusCreated, &e)
 	stations := []any{}
 	for i := 1; i <= 30; i++ {
 		stations = append(stations, map[string]any{"label": fmt.Sprintf("Window %d", i)})
 	}
-	var q struct {
-		ID       string
-		Stations []struct{ ID, Label string }
-		Runs     []struct{ ID string }
-	}
+	var q client.QueueView
 	app.API(http.MethodPost, "/queues", map[string]any{"entityId": e.ID, "name": "Pickup", "type": "TURN", "stations": stations,
 		"preAttention": map[string]any{"questions": []any{map[string]any{"id": "plate", "label": "Car plate"}}},
 		"arrivalBoard": map[string]any{"columns": []any{map[string]any{"key": "plate", "label": "Plate"}}},

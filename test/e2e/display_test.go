@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
 )
@@ -24,16 +25,9 @@ func boardQueue(t *testing.T, app *apptest.App) liveQueue {
 	})
 }
 
-type displayToken struct {
-	ID, QueueID, Token, URL string
-	QueueRunID              string `json:"queueRunId"`
-	Label                   *string
-	RevokedAt               *time.Time
-}
-
-func newDisplayToken(t *testing.T, app *apptest.App, runID string) displayToken {
+func newDisplayToken(t *testing.T, app *apptest.App, runID string) client.DisplayTokenCreated {
 	t.Helper()
-	var tok displayToken
+	var tok client.DisplayTokenCreated
 	app.API(http.MethodPost, "/queue-runs/"+runID+"/display-tokens", map[string]any{"label": "Lobby"}).Must(http.StatusCreated, &tok)
 	return tok
 }
@@ -122,7 +116,7 @@ func TestDisplayTokensAndBoard(t *testing.T) {
 			t.Fatalf("recent calls %+v, want %s then %s at %s", b.Recent, codes[1], codes[0], q.StationLabel)
 		}
 
-		var revoked displayToken
+		var revoked client.DisplayTokenCreated
 		app.API(http.MethodDelete, "/display-tokens/"+tok.ID, nil).Must(http.StatusOK, &revoked)
 		if revoked.RevokedAt == nil {
 			t.Fatal("revokedAt not set")

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/test/apptest"
 )
 
@@ -25,7 +26,7 @@ func TestRaceHybridCheckInsWalkInsAndDispatch(t *testing.T) {
 		const n = 10
 		apts := make([]string, n)
 		for i := range apts {
-			var a aptAppointment
+			var a client.Appointment
 			w.book(runID, map[string]any{"slotId": slots[0].ID}).Must(http.StatusCreated, &a)
 			apts[i] = a.ID
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/test/apptest"
 )
 
@@ -25,7 +26,7 @@ func TestHybridQueueCallsCheckedInAppointments(t *testing.T) {
 		// aptEpoch is Saturday 12:00 UTC; slots from 12:30.
 		slots := w.generate(runID, map[string]any{"date": "2026-03-07", "startTime": "12:30", "endTime": "13:30",
 			"slotMinutes": 30, "capacity": 2})
-		var p, q aptAppointment
+		var p, q client.Appointment
 		w.book(runID, map[string]any{"slotId": slots[0].ID}).Must(http.StatusCreated, &p)
 		w.book(runID, map[string]any{"slotId": slots[0].ID}).Must(http.StatusCreated, &q)
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/test/apptest"
 	"github.com/qms-dev/qms/test/openapitest"
 )
@@ -189,7 +190,7 @@ func TestForeignResources(t *testing.T) {
 		})
 	}
 	// Nothing changed, and the owner still sees it all.
-	var got pfQueue
+	var got client.QueueView
 	a.API(http.MethodGet, "/queues/"+q.ID, nil).Must(http.StatusOK, &got)
 	if len(got.Stations) != 1 || got.Runs[0].Status != "OPEN" || !got.Runs[0].IntakeOpen {
 		t.Errorf("the foreign calls changed the queue: %+v", got)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
 )
@@ -95,33 +96,16 @@ func pfRateHeaders(t *testing.T, r *apptest.Response) {
 
 func pfEntity(t *testing.T, a *apptest.App, name string) string {
 	t.Helper()
-	var e struct{ ID string }
+	var e client.Entity
 	a.API(http.MethodPost, "/entities", map[string]any{"name": name}).Must(http.StatusCreated, &e)
 	return e.ID
 }
 
-type pfQueue struct {
-	ID       string
-	EntityID string
-	Stations []struct{ ID, Label string }
-	Runs     []pfRun
-}
-
-type pfRun struct {
-	ID         string
-	QueueID    string
-	Status     string
-	IntakeOpen bool
-	OpenedAt   *time.Time
-	ClosedAt   *time.Time
-	UpdatedAt  time.Time
-}
-
-func pfQueueIn(t *testing.T, a *apptest.App, entityID string, extra map[string]any) pfQueue {
+func pfQueueIn(t *testing.T, a *apptest.App, entityID string, extra map[string]any) client.QueueView {
 	t.Helper()
 	body := map[string]any{"entityId": entityID, "name": "Caja", "type": "TURN"}
 	maps.Copy(body, extra)
-	var q pfQueue
+	var q client.QueueView
 	a.API(http.MethodPost, "/queues", body).Must(http.StatusCreated, &q)
 	return q
 }

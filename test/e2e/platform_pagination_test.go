@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/test/apptest"
 )
 
@@ -30,13 +31,7 @@ func TestPaginationWalk(t *testing.T) {
 			if cursor != "" {
 				path += "&cursor=" + cursor
 			}
-			var page struct {
-				Data       []struct{ ID string }
-				Pagination struct {
-					NextCursor *string
-					Limit      int
-				}
-			}
+			var page client.EntityPage
 			a.API(http.MethodGet, path, nil).Must(http.StatusOK, &page)
 			pages++
 			if page.Pagination.Limit != 7 || len(page.Data) > 7 || (page.Pagination.NextCursor != nil && len(page.Data) != 7) {

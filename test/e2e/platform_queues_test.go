@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/test/apptest"
 )
 
@@ -116,9 +117,7 @@ func TestQueueListFiltersByEntity(t *testing.T) {
 		want1 = append(want1, pfQueueIn(t, a, e1, nil).ID)
 	}
 	q2 := pfQueueIn(t, a, e2, nil)
-	var page struct {
-		Data []struct{ ID, EntityID string }
-	}
+	var page client.QueuePage
 	a.API(http.MethodGet, "/queues?entityId="+e1, nil).Must(http.StatusOK, &page)
 	var got []string
 	for _, q := range page.Data {
@@ -228,10 +227,7 @@ func TestStations(t *testing.T) {
 	if env.Error.Details["max"] != 30.0 {
 		t.Errorf("details %v", env.Error.Details)
 	}
-	var page struct {
-		Data       []struct{ ID, Label string }
-		Pagination struct{ NextCursor *string }
-	}
+	var page client.StationPage
 	a.API(http.MethodGet, "/queues/"+q.ID+"/stations", nil).Must(http.StatusOK, &page)
 	if len(page.Data) != 30 || page.Pagination.NextCursor != nil || page.Data[0].Label != "Caja 1" || page.Data[29].Label != "Caja 30" {
 		t.Errorf("%d stations, first %+v", len(page.Data), page.Data[0])
@@ -252,16 +248,16 @@ func TestRunsOpenCloseAndIntake(t *testing.T) {
 		a := start(t, pfUnlimited)
 		q := pfQueueIn(t, a, pfEntity(t, a, "Centro"), nil)
 		id := q.Runs[0].ID
-		op := func(name string) pfRun {
+		op := func(name string) client.Run {
 			t.Helper()
-			var r pfRun
+			var r client.Run
 			a.API(http.MethodPost, "/queue-runs/"+id+"/"+name, nil).Must(http.StatusCreated, &r)
 			if r.ID != id || r.QueueID != q.ID {
 				t.Fatalf("%s answered %+v", name, r)
 			}
 			return r
 		}
-		want := func(r pfRun, status string, intake bool) {
+		want := func(r client.Run, status string, intake bool) {
 			t.Helper()
 			if r.Status != status || r.IntakeOpen != intake {
 				t.Fatalf("run %s intake %v, want %s intake %v", r.Status, r.IntakeOpen, status, intake)
@@ -301,7 +297,7 @@ func TestRunsOpenCloseAndIntake(t *testing.T) {
 		}
 		want(op("open"), "OPEN", true)
 
-		var view pfQueue
+		var view client.QueueView
 		a.API(http.MethodGet, "/queues/"+q.ID, nil).Must(http.StatusOK, &view)
 		if len(view.Runs) != 1 || view.Runs[0].ID != id || view.Runs[0].Status != "OPEN" || !view.Runs[0].IntakeOpen {
 			t.Errorf("queue runs %+v", view.Runs)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/test/apptest"
@@ -15,9 +16,9 @@ import (
 
 // TestRetentionJobPrunes runs a process whose prune job comes every 300 ms
 // and whose clock then jumps eight days: what was made before the jump
-// (webhook deliveries, forwards, and on Postgres the events, line changes
-// and rate-limit windows, counted in the database) disappears, and what
-// is made after it stays.
+// (webhook deliveries, forwards, a finished turn's ticket link, and on
+// Postgres the events, line changes and rate-limit windows, counted in the
+// database) disappears, and what is made after it stays.
 func TestRetentionJobPrunes(t *testing.T) {
 	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
 		clock := platformtest.NewClock(time.Now().Truncate(time.Microsecond)) // as Postgres keeps it
@@ -41,11 +42,12 @@ func TestRetentionJobPrunes(t *testing.T) {
 		var old struct{ ID string }
 		takeTurn(a, runA, map[string]any{}).Must(http.StatusCreated, &old)
 		serve(t, a, old.ID)
+		oldLink := newTicketLink(t, a, old.ID, nil)
 		forwardsOf(t, a, old.ID, 1)
 		rc.wait(t, 2, 20*time.Second)
 		oldDeliveries := whLog(t, a)
 		for _, d := range oldDeliveries {
-			whLogged(t, a, d.ID, 20*time.Second, func(d whDelivery) bool { return d.Status == "SUCCEEDED" })
+			whLogged(t, a, d.ID, 20*time.Second, func(d client.WebhookDelivery) bool { return d.Status == "SUCCEEDED" })
 		}
 		a.API(http.MethodPost, "/queue-runs/"+runA+"/close", nil).Must(http.StatusCreated, nil)
 
@@ -56,13 +58,14 @@ func TestRetentionJobPrunes(t *testing.T) {
 		var fresh struct{ ID string }
 		takeTurn(a, runC, map[string]any{}).Must(http.StatusCreated, &fresh)
 		serve(t, a, fresh.ID)
+		freshLink := newTicketLink(t, a, fresh.ID, nil)
 		takeTurn(a, runB, map[string]any{}).Must(http.StatusCreated, nil)
 		forwardsOf(t, a, fresh.ID, 1)
 		rc.wait(t, 5, 20*time.Second)
 
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			var fw struct{ Data []forwardJSON }
+			var fw struct{ Data []client.QueueForward }
 			a.API(http.MethodGet, "/turns/"+old.ID+"/forwards", nil).Must(http.StatusOK, &fw)
 			log := whLog(t, a)
 			oldLeft := 0
@@ -71,19 +74,29 @@ func TestRetentionJobPrunes(t *testing.T) {
 					oldLeft++
 				}
 			}
-			if len(fw.Data) == 0 && oldLeft == 0 {
+			// Expired, the old link says so until it is pruned.
+			r, _ := readTicket(t, a, oldLink.Token)
+			linkGone := r.ErrorCode() == "INVALID_TICKET_LINK"
+			if !linkGone && r.ErrorCode() != "TICKET_LINK_EXPIRED" {
+				t.Fatalf("old ticket link: %d %s", r.Status, r.Body)
+			}
+			if len(fw.Data) == 0 && oldLeft == 0 && linkGone {
 				if len(log) != 3 {
 					t.Fatalf("%d deliveries left, want the 3 made after the jump: %+v", len(log), log)
 				}
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("after 20 s: %d old forwards and %d old deliveries left (jump to %s): %+v", len(fw.Data), oldLeft, t1, log)
+				t.Fatalf("after 20 s: %d old forwards, %d old deliveries left, old link pruned %v (jump to %s): %+v",
+					len(fw.Data), oldLeft, linkGone, t1, log)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 		if len(forwardsOf(t, a, fresh.ID, 1)) != 1 {
 			t.Fatal("the forward made after the jump was pruned")
+		}
+		if r, v := readTicket(t, a, freshLink.Token); r.Status != http.StatusOK || v.Status != "COMPLETED" {
+			t.Fatalf("the ticket link made after the jump: %d %s", r.Status, r.Body)
 		}
 		if a.Config.Storage != config.StoragePostgres {
 			return

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
 	"github.com/qms-dev/qms/test/pgtest"
@@ -19,18 +20,14 @@ type liveQueue struct {
 
 func newLiveQueue(t *testing.T, app *apptest.App, name string, extra map[string]any) liveQueue {
 	t.Helper()
-	var e struct{ ID string }
+	var e client.Entity
 	app.API(http.MethodPost, "/entities", map[string]any{"name": "Branch " + name}).Must(http.StatusCreated, &e)
 	body := map[string]any{"entityId": e.ID, "name": name, "type": "TURN",
 		"stations": []any{map[string]any{"label": "Window 2"}}}
 	for k, v := range extra {
 		body[k] = v
 	}
-	var q struct {
-		ID       string
-		Stations []struct{ ID, Label string }
-		Runs     []struct{ ID string }
-	}
+	var q client.QueueView
 	app.API(http.MethodPost, "/queues", body).Must(http.StatusCreated, &q)
 	return liveQueue{ID: q.ID, RunID: q.Runs[0].ID, StationID: q.Stations[0].ID, StationLabel: q.Stations[0].Label}
 }

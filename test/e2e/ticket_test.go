@@ -10,40 +10,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/test/apptest"
 )
 
-type ticketLink struct {
-	ID, TurnID, Token, URL string
-	QRURL                  string `json:"qrUrl"`
-	Language               *string
-	ExpiresAt              *time.Time
-}
-
-type ticketView struct {
-	DisplayCode, Status string
-	Queue, Branch       struct{ Name string }
-	Ahead               *int
-	WaitMinutes         *int
-	Station             *string
-	RunOpen, CanLeave   bool
-	Language            *string
-	ExpiresAt           *time.Time
-}
-
-func newTicketLink(t *testing.T, app *apptest.App, turnID string, body any) ticketLink {
+func newTicketLink(t *testing.T, app *apptest.App, turnID string, body any) client.TicketLinkCreated {
 	t.Helper()
-	var l ticketLink
+	var l client.TicketLinkCreated
 	app.API(http.MethodPost, "/turns/"+turnID+"/ticket-links", body).Must(http.StatusCreated, &l)
 	return l
 }
 
-func readTicket(t *testing.T, app *apptest.App, token string) (*apptest.Response, ticketView) {
+func readTicket(t *testing.T, app *apptest.App, token string) (*apptest.Response, client.Ticket) {
 	t.Helper()
 	r := app.Do(http.MethodGet, "/ticket/"+token+"/state", nil, nil)
-	var v ticketView
+	var v client.Ticket
 	if r.Status == http.StatusOK {
 		r.Decode(&v)
 	}
@@ -72,7 +55,7 @@ func TestTicketLinks(t *testing.T) {
 			"formResponse": map[string]any{"plate": "ABC-1234", "secret": "do not show"}})
 
 		l := newTicketLink(t, app, mine, map[string]any{"language": "pt"})
-		if !strings.HasPrefix(l.Token, "qmst_") || l.URL != app.BaseURL+"/ticket/"+l.Token || l.QRURL != l.URL+"/qr.svg" ||
+		if !strings.HasPrefix(l.Token, "qmst_") || l.URL != app.BaseURL+"/ticket/"+l.Token || l.QrURL != l.URL+"/qr.svg" ||
 			l.TurnID != mine || l.ExpiresAt != nil || l.Language == nil || *l.Language != "pt" {
 			t.Fatalf("link %+v", l)
 		}
@@ -175,7 +158,7 @@ func TestTicketLeaveAndExpiry(t *testing.T) {
 	l := newTicketLink(t, app, id, nil)
 
 	r := app.Do(http.MethodPost, "/ticket/"+l.Token+"/leave", nil, nil)
-	var v ticketView
+	var v client.Ticket
 	r.Must(http.StatusOK, &v)
 	if v.Status != "CANCELLED" || v.CanLeave || v.ExpiresAt == nil {
 		t.Fatalf("after leaving: %s", r.Body)

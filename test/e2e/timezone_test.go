@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/test/apptest"
 )
 
@@ -13,7 +14,7 @@ import (
 func TestQueueTakesItsBranchsTimeZone(t *testing.T) {
 	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
 		a := start(t)
-		var e struct{ ID string }
+		var e client.Entity
 		loc := func(zone string) map[string]any {
 			return map[string]any{"lat": 35.68, "lng": 139.76, "shortAddress": "Chiyoda", "timezone": zone}
 		}

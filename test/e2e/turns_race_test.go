@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/qms-dev/qms/adapters/postgres"
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
@@ -251,7 +252,7 @@ func TestRaceOneIdempotencyKeyOverHTTP(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := w.app.API(http.MethodPost, "/queue-runs/"+run+"/turns", map[string]any{"idempotencyKey": "http-key-0001"})
-			var v turnView
+			var v client.Turn
 			if r.Status == http.StatusCreated {
 				r.Decode(&v)
 			}
@@ -264,7 +265,7 @@ func TestRaceOneIdempotencyKeyOverHTTP(t *testing.T) {
 			t.Fatalf("caller %d: %d %s (caller 0: %s)", i, statuses[i], ids[i], ids[0])
 		}
 	}
-	var page struct{ Data []turnView }
+	var page struct{ Data []client.Turn }
 	w.app.API(http.MethodGet, "/queue-runs/"+run+"/turns", nil).Must(http.StatusOK, &page)
 	if len(page.Data) != 1 {
 		t.Fatalf("want one turn, got %d", len(page.Data))
@@ -277,7 +278,7 @@ func TestToleranceSurvivesARestart(t *testing.T) {
 	url := pgtest.URL(t)
 	first := apptest.PostgresAt(t, url)
 	w := &turnWorld{t: t, app: first}
-	var e struct{ ID string }
+	var e client.Entity
 	first.API(http.MethodPost, "/entities", map[string]any{"name": "Branch"}).Must(http.StatusCreated, &e)
 	w.entity = e.ID
 	q := w.queue(map[string]any{"tolerance": map[string]any{"graceMinutes": 30}})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
 )
@@ -22,59 +23,27 @@ func turnStart(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *a
 	opts = append([]apptest.Option{apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 1000000 })}, opts...)
 	app := start(t, opts...)
 	w := &turnWorld{t: t, app: app}
-	var e struct{ ID string }
+	var e client.Entity
 	app.API(http.MethodPost, "/entities", map[string]any{"name": "Pharmacy"}).Must(http.StatusCreated, &e)
 	w.entity = e.ID
 	return w
 }
 
-// queueView is what the scenarios read of a created queue.
-type queueView struct {
-	ID       string
-	Stations []struct{ ID, Label string }
-	Runs     []struct{ ID string }
-}
-
 // queue creates a TURN queue with the given settings.
-func (w *turnWorld) queue(settings map[string]any) queueView {
+func (w *turnWorld) queue(settings map[string]any) client.QueueView {
 	w.t.Helper()
 	body := map[string]any{"entityId": w.entity, "name": "Counter", "type": "TURN"}
 	for k, v := range settings {
 		body[k] = v
 	}
-	var q queueView
+	var q client.QueueView
 	w.app.API(http.MethodPost, "/queues", body).Must(http.StatusCreated, &q)
 	return q
 }
 
-// turnView is the wire shape the scenarios read of a turn.
-type turnView struct {
-	ID           string
-	QueueRunID   string `json:"queueRunId"`
-	QueueID      string `json:"queueId"`
-	Number       int
-	DisplayCode  string
-	Status       string
-	Priority     string
-	PeopleCount  int
-	StationID    *string
-	Position     *int
-	WaitEstimate *struct {
-		Seconds, Minutes, AverageServiceSeconds, Servers int
-		Basis                                            string
-	}
-	Queue struct {
-		ID, Name, Type string
-	}
-	Station *struct{ ID, Label string }
-	CallCount,
-	Reentries int
-	ArrivedAt *time.Time
-}
-
-func (w *turnWorld) take(run string, body any) turnView {
+func (w *turnWorld) take(run string, body any) client.Turn {
 	w.t.Helper()
-	var v turnView
+	var v client.Turn
 	w.app.API(http.MethodPost, "/queue-runs/"+run+"/turns", body).Must(http.StatusCreated, &v)
 	return v
 }
@@ -84,9 +53,9 @@ func (w *turnWorld) op(id, op string, body any) *apptest.Response {
 	return w.app.API(http.MethodPost, "/turns/"+id+"/"+op, body)
 }
 
-func (w *turnWorld) get(id string) turnView {
+func (w *turnWorld) get(id string) client.Turn {
 	w.t.Helper()
-	var v turnView
+	var v client.Turn
 	w.app.API(http.MethodGet, "/turns/"+id, nil).Must(http.StatusOK, &v)
 	return v
 }
@@ -125,7 +94,7 @@ func TestTurnsLifecycle(t *testing.T) {
 		}
 
 		// dispatch/next to a station; the station serves one turn at a time.
-		var called turnView
+		var called client.Turn
 		w.app.API(http.MethodPost, "/queue-runs/"+run+"/dispatch/next", map[string]any{"stationId": q.Stations[0].ID}).Must(http.StatusCreated, &called)
 		if called.ID != a.ID || called.Status != "CALLED" || called.Position != nil || called.Station == nil || called.Station.Label != "Desk 1" {
 			t.Fatalf("next: %+v", called)
@@ -141,7 +110,7 @@ func TestTurnsLifecycle(t *testing.T) {
 			t.Fatalf("details: %v", d)
 		}
 		w.op(a.ID, "start", nil).Must(http.StatusCreated, nil)
-		var done turnView
+		var done client.Turn
 		w.op(a.ID, "complete", nil).Must(http.StatusCreated, &done)
 		if done.Status != "COMPLETED" {
 			t.Fatalf("complete: %s", done.Status)
@@ -152,7 +121,7 @@ func TestTurnsLifecycle(t *testing.T) {
 		}
 
 		// call out of order, hold, release, priority, assign-station.
-		var cv turnView
+		var cv client.Turn
 		w.op(c.ID, "call", map[string]any{"stationId": q.Stations[1].ID}).Must(http.StatusCreated, &cv)
 		if cv.Status != "CALLED" || *cv.StationID != q.Stations[1].ID {
 			t.Fatalf("call: %+v", cv)
@@ -168,7 +137,7 @@ func TestTurnsLifecycle(t *testing.T) {
 		}
 		wantError(t, w.op(b.ID, "priority", map[string]any{"priority": "URGENT"}), http.StatusBadRequest, "VALIDATION_ERROR")
 		w.op(b.ID, "assign-station", map[string]any{"stationId": q.Stations[1].ID}).Must(http.StatusCreated, nil)
-		var cleared turnView
+		var cleared client.Turn
 		w.op(b.ID, "assign-station", map[string]any{"stationId": nil}).Must(http.StatusCreated, &cleared)
 		if cleared.StationID != nil {
 			t.Fatalf("null clears: %v", *cleared.StationID)
@@ -182,13 +151,7 @@ func TestTurnsLifecycle(t *testing.T) {
 		wantError(t, w.app.API(http.MethodPost, "/queue-runs/"+run+"/dispatch/next", nil), http.StatusConflict, "NO_WAITING_TURNS")
 
 		// Lists: status filters (repeated and comma-separated), paging.
-		var page struct {
-			Data       []turnView
-			Pagination struct {
-				NextCursor *string
-				Limit      int
-			}
-		}
+		var page client.TurnPage
 		w.app.API(http.MethodGet, "/queue-runs/"+run+"/turns?status=CALLED,CANCELLED", nil).Must(http.StatusOK, &page)
 		if len(page.Data) != 2 || page.Data[0].ID != b.ID || page.Data[1].ID != c.ID {
 			t.Fatalf("filter: %+v", page.Data)
@@ -241,7 +204,7 @@ func TestTurnsIntakeRefusals(t *testing.T) {
 		}
 		// The same key and body: the same turn, marked as a replay.
 		again := w.app.API(http.MethodPost, path, map[string]any{"formResponse": map[string]any{"reason": "Urgent"}, "idempotencyKey": "order-00001"})
-		var av turnView
+		var av client.Turn
 		again.Must(http.StatusCreated, &av)
 		if av.ID != urgent.ID || again.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("replay: %s %q", av.ID, again.Header.Get("Idempotent-Replayed"))
@@ -296,7 +259,7 @@ func TestTurnsScopesAndAccounts(t *testing.T) {
 }
 
 // waitStatus polls a turn until it has the status, or fails after d.
-func (w *turnWorld) waitStatus(id, status string, d time.Duration) turnView {
+func (w *turnWorld) waitStatus(id string, status client.TurnStatus, d time.Duration) client.Turn {
 	w.t.Helper()
 	deadline := time.Now().Add(d)
 	for {
@@ -314,7 +277,10 @@ func (w *turnWorld) waitStatus(id, status string, d time.Duration) turnView {
 func TestToleranceExpiresOnTheJobRunner(t *testing.T) {
 	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
 		w := turnStart(t, start)
-		for _, c := range []struct{ onExpired, want string }{
+		for _, c := range []struct {
+			onExpired string
+			want      client.TurnStatus
+		}{
 			{"no_show", "NO_SHOW"}, {"cancel", "CANCELLED"}, {"hold", "HELD"},
 		} {
 			q := w.queue(map[string]any{"tolerance": map[string]any{"graceMinutes": 0},
@@ -343,7 +309,7 @@ func TestReentryAfterNoShow(t *testing.T) {
 	b := w.take(run, nil)
 	w.app.API(http.MethodPost, "/queue-runs/"+run+"/dispatch/next", nil).Must(http.StatusCreated, nil)
 	w.op(a.ID, "no-show", nil).Must(http.StatusCreated, nil)
-	var back turnView
+	var back client.Turn
 	w.op(a.ID, "arrive", nil).Must(http.StatusCreated, &back)
 	if back.Status != "WAITING" || back.Reentries != 1 || back.Position == nil || *back.Position != 2 {
 		t.Fatalf("re-entry: %+v", back)
@@ -361,7 +327,7 @@ func TestReopenWindow(t *testing.T) {
 	q := w.queue(map[string]any{"dispatchFlow": map[string]any{"allowReopen": true}})
 	v := w.take(q.Runs[0].ID, nil)
 	w.op(v.ID, "cancel", nil).Must(http.StatusCreated, nil)
-	var back turnView
+	var back client.Turn
 	w.op(v.ID, "reopen", nil).Must(http.StatusCreated, &back)
 	if back.Status != "WAITING" {
 		t.Fatalf("reopen: %s", back.Status)

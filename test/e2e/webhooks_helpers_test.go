@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/test/apptest"
 )
 
@@ -103,21 +104,6 @@ func whHang(_ int, r *http.Request, stop <-chan struct{}) int {
 	return http.StatusServiceUnavailable
 }
 
-// whDelivery is a delivery of the log.
-type whDelivery struct {
-	ID                 string     `json:"id"`
-	EventID            string     `json:"eventId"`
-	Event              string     `json:"event"`
-	EndpointID         string     `json:"endpointId"`
-	Status             string     `json:"status"`
-	Attempts           int        `json:"attempts"`
-	LastResponseStatus *int       `json:"lastResponseStatus"`
-	LastError          *string    `json:"lastError"`
-	LastAttemptAt      *time.Time `json:"lastAttemptAt"`
-	NextAttemptAt      *time.Time `json:"nextAttemptAt"`
-	CreatedAt          time.Time  `json:"createdAt"`
-}
-
 // whBody is a delivery request's body.
 type whBody struct {
 	ID        string          `json:"id"`
@@ -129,7 +115,7 @@ type whBody struct {
 // whRun creates an entity and a TURN queue and returns the queue's open run.
 func whRun(t testing.TB, a *apptest.App) string {
 	t.Helper()
-	var e struct{ ID string }
+	var e client.Entity
 	a.API(http.MethodPost, "/entities", map[string]any{"name": "Centro Núñez"}).Must(http.StatusCreated, &e)
 	var q struct {
 		Runs []struct{ ID string } `json:"runs"`
@@ -156,10 +142,10 @@ func whToggle(t testing.TB, a *apptest.App, runID, op string) {
 }
 
 // whLog returns the delivery log.
-func whLog(t testing.TB, a *apptest.App) []whDelivery {
+func whLog(t testing.TB, a *apptest.App) []client.WebhookDelivery {
 	t.Helper()
 	var page struct {
-		Data       []whDelivery `json:"data"`
+		Data       []client.WebhookDelivery `json:"data"`
 		Pagination struct {
 			NextCursor *string `json:"nextCursor"`
 			Limit      int     `json:"limit"`
@@ -173,11 +159,11 @@ func whLog(t testing.TB, a *apptest.App) []whDelivery {
 }
 
 // whLogged waits until the log's delivery id satisfies ok.
-func whLogged(t testing.TB, a *apptest.App, id string, timeout time.Duration, ok func(whDelivery) bool) whDelivery {
+func whLogged(t testing.TB, a *apptest.App, id string, timeout time.Duration, ok func(client.WebhookDelivery) bool) client.WebhookDelivery {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		var last whDelivery
+		var last client.WebhookDelivery
 		for _, d := range whLog(t, a) {
 			if d.ID == id {
 				last = d

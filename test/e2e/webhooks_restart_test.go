@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/test/apptest"
 	"github.com/qms-dev/qms/test/pgtest"
 )
@@ -48,7 +49,7 @@ func TestWebhooksSurviveARestart(t *testing.T) {
 	}
 	rc.wait(t, failing, 10*time.Second)
 	for _, h := range rc.Hits() {
-		whLogged(t, a, h.Delivery(), 5*time.Second, func(d whDelivery) bool { return d.Status == "FAILED" && d.NextAttemptAt != nil })
+		whLogged(t, a, h.Delivery(), 5*time.Second, func(d client.WebhookDelivery) bool { return d.Status == "FAILED" && d.NextAttemptAt != nil })
 	}
 	for i := failing; i < failing+hanging; i++ {
 		whToggle(t, a, run, ops[i%2])
@@ -91,7 +92,7 @@ func TestWebhooksSurviveARestart(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	for id := range want {
-		whLogged(t, b, id, 5*time.Second, func(d whDelivery) bool { return d.Status == "SUCCEEDED" && d.NextAttemptAt == nil })
+		whLogged(t, b, id, 5*time.Second, func(d client.WebhookDelivery) bool { return d.Status == "SUCCEEDED" && d.NextAttemptAt == nil })
 	}
 	if n := len(whLog(t, b)); n != failing+hanging {
 		t.Fatalf("the log lists %d deliveries, want %d", n, failing+hanging)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/test/apptest"
@@ -84,7 +85,7 @@ func TestWebhookDelivery(t *testing.T) {
 			!whTimestamp.MatchString(body.CreatedAt) || data["queueRunId"] != run {
 			t.Fatalf("body %s", hit.Body)
 		}
-		d := whLogged(t, a, body.ID, 5*time.Second, func(d whDelivery) bool { return d.Status == "SUCCEEDED" })
+		d := whLogged(t, a, body.ID, 5*time.Second, func(d client.WebhookDelivery) bool { return d.Status == "SUCCEEDED" })
 		if d.Attempts != 1 || d.LastResponseStatus == nil || *d.LastResponseStatus != 204 || d.LastError != nil ||
 			d.NextAttemptAt != nil || d.EndpointID != epID || d.Event != "queue.closed" || !strings.HasPrefix(d.EventID, "evt_") {
 			t.Fatalf("logged delivery %+v", d)
@@ -95,7 +96,7 @@ func TestWebhookDelivery(t *testing.T) {
 		if second.Header.Get("X-Service-Event") != "queue.opened" || second.Delivery() == body.ID {
 			t.Fatalf("second delivery %v", second.Header)
 		}
-		whLogged(t, a, second.Delivery(), 5*time.Second, func(d whDelivery) bool { return d.Status == "SUCCEEDED" })
+		whLogged(t, a, second.Delivery(), 5*time.Second, func(d client.WebhookDelivery) bool { return d.Status == "SUCCEEDED" })
 		log := whLog(t, a)
 		if len(log) != 2 || log[0].ID != second.Delivery() || log[1].ID != body.ID {
 			t.Fatalf("log not newest first: %+v", log)
@@ -125,7 +126,7 @@ func TestWebhookRetry(t *testing.T) {
 		whToggle(t, a, run, "close")
 
 		first := rc.wait(t, 1, 10*time.Second)[0]
-		failed := whLogged(t, a, first.Delivery(), 5*time.Second, func(d whDelivery) bool { return d.Status == "FAILED" })
+		failed := whLogged(t, a, first.Delivery(), 5*time.Second, func(d client.WebhookDelivery) bool { return d.Status == "FAILED" })
 		if failed.Attempts != 1 || *failed.LastResponseStatus != 500 || failed.LastError == nil || failed.NextAttemptAt == nil {
 			t.Fatalf("after the 500: %+v", failed)
 		}
@@ -143,7 +144,7 @@ func TestWebhookRetry(t *testing.T) {
 		if gap := second.At.Sub(first.At); gap < 4*time.Second {
 			t.Fatalf("retried after %v", gap)
 		}
-		d := whLogged(t, a, first.Delivery(), 5*time.Second, func(d whDelivery) bool { return d.Status == "SUCCEEDED" })
+		d := whLogged(t, a, first.Delivery(), 5*time.Second, func(d client.WebhookDelivery) bool { return d.Status == "SUCCEEDED" })
 		if d.Attempts != 2 || *d.LastResponseStatus != 200 || d.LastError != nil || d.NextAttemptAt != nil {
 			t.Fatalf("after the retry: %+v", d)
 		}
@@ -165,7 +166,7 @@ func TestWebhookRedeliver(t *testing.T) {
 		whEndpoint(t, a, rc.URL(), "queue.closed")
 		whToggle(t, a, run, "close")
 		first := rc.wait(t, 1, 10*time.Second)[0]
-		whLogged(t, a, first.Delivery(), 5*time.Second, func(d whDelivery) bool { return d.Status == "SUCCEEDED" })
+		whLogged(t, a, first.Delivery(), 5*time.Second, func(d client.WebhookDelivery) bool { return d.Status == "SUCCEEDED" })
 
 		_, otherKey := a.NewAccount("premium", "webhooks:write")
 		if r := a.APIWith(otherKey, http.MethodPost, "/webhook-deliveries/"+first.Delivery()+"/redeliver", nil); r.Status != http.StatusForbidden {
@@ -174,7 +175,7 @@ func TestWebhookRedeliver(t *testing.T) {
 		if r := a.API(http.MethodPost, "/webhook-deliveries/dlv_01jx0000000000000000000000/redeliver", nil); r.Status != http.StatusNotFound {
 			t.Fatalf("redeliver of nothing: %d %s", r.Status, r.Body)
 		}
-		var d whDelivery
+		var d client.WebhookDelivery
 		a.API(http.MethodPost, "/webhook-deliveries/"+first.Delivery()+"/redeliver", nil).Must(http.StatusCreated, &d)
 		if d.ID != first.Delivery() {
 			t.Fatalf("redeliver answered %+v", d)
@@ -183,7 +184,7 @@ func TestWebhookRedeliver(t *testing.T) {
 		if again.Delivery() != first.Delivery() || !bytes.Equal(again.Body, first.Body) {
 			t.Fatalf("the redelivery differs: %s vs %s", again.Body, first.Body)
 		}
-		whLogged(t, a, first.Delivery(), 5*time.Second, func(d whDelivery) bool { return d.Attempts == 2 && d.Status == "SUCCEEDED" })
+		whLogged(t, a, first.Delivery(), 5*time.Second, func(d client.WebhookDelivery) bool { return d.Attempts == 2 && d.Status == "SUCCEEDED" })
 	})
 }
 
@@ -200,7 +201,7 @@ func TestWebhookDeleteStopsDeliveries(t *testing.T) {
 		id, _ := whEndpoint(t, a, rc.URL(), "queue.closed", "queue.opened")
 		whToggle(t, a, run, "close")
 		first := rc.wait(t, 1, 10*time.Second)[0]
-		whLogged(t, a, first.Delivery(), 5*time.Second, func(d whDelivery) bool { return d.Status == "FAILED" && d.NextAttemptAt != nil })
+		whLogged(t, a, first.Delivery(), 5*time.Second, func(d client.WebhookDelivery) bool { return d.Status == "FAILED" && d.NextAttemptAt != nil })
 
 		_, otherKey := a.NewAccount("premium", "webhooks:write")
 		if r := a.APIWith(otherKey, http.MethodDelete, "/webhook-endpoints/"+id, nil); r.Status != http.StatusForbidden {
@@ -341,7 +342,7 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 		t.Fatalf("%d requests open to the hanging receiver at once", n)
 	}
 	first := slow.wait(t, 1, 5*time.Second)[0]
-	cut := whLogged(t, a, first.Delivery(), 15*time.Second, func(d whDelivery) bool { return d.Attempts >= 1 })
+	cut := whLogged(t, a, first.Delivery(), 15*time.Second, func(d client.WebhookDelivery) bool { return d.Attempts >= 1 })
 	if cut.Status != "FAILED" || cut.LastError == nil || *cut.LastError != "no response within 10s" || cut.LastResponseStatus != nil {
 		t.Fatalf("the hanging attempt was recorded as %+v (last error %q, last status %v)", cut,
 			platform.Deref(cut.LastError, "<nil>"), platform.Deref(cut.LastResponseStatus, 0))

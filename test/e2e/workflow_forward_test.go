@@ -5,18 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/test/apptest"
 )
-
-type forwardJSON struct {
-	ID           string
-	LinkID       string
-	Status       string
-	Trigger      string
-	ToTurnID     *string
-	ErrorCode    *string
-	ErrorMessage *string
-}
 
 // serve calls, starts and completes a waiting turn through the API.
 func serve(t testing.TB, a *apptest.App, turnID string) {
@@ -28,18 +19,18 @@ func serve(t testing.TB, a *apptest.App, turnID string) {
 
 // forwardsOf waits until the turn's forwards are all settled (none
 // PENDING) and returns them by link.
-func forwardsOf(t testing.TB, a *apptest.App, turnID string, want int) map[string]forwardJSON {
+func forwardsOf(t testing.TB, a *apptest.App, turnID string, want int) map[string]client.QueueForward {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		var page struct{ Data []forwardJSON }
+		var page struct{ Data []client.QueueForward }
 		a.API(http.MethodGet, "/turns/"+turnID+"/forwards", nil).Must(http.StatusOK, &page)
 		settled := len(page.Data) == want
 		for _, f := range page.Data {
 			settled = settled && f.Status != "PENDING"
 		}
 		if settled {
-			out := map[string]forwardJSON{}
+			out := map[string]client.QueueForward{}
 			for _, f := range page.Data {
 				out[f.LinkID] = f
 			}
@@ -98,14 +89,14 @@ func TestForwardingOverHTTP(t *testing.T) {
 			t.Fatalf("the turn in B: %+v", inB)
 		}
 		// The failure is visible on the link too.
-		var failed struct{ Data []forwardJSON }
+		var failed struct{ Data []client.QueueForward }
 		a.API(http.MethodGet, "/queue-links/"+toClosed+"/forwards", nil).Must(http.StatusOK, &failed)
 		if len(failed.Data) != 1 || failed.Data[0].Status != "FAILED" || failed.Data[0].ErrorMessage == nil {
 			t.Fatalf("link forwards: %+v", failed.Data)
 		}
 
 		// Manual forward, right away, once.
-		var m1, m2 forwardJSON
+		var m1, m2 client.QueueForward
 		a.API(http.MethodPost, "/turns/"+src.ID+"/forward", map[string]any{"linkId": manual}).Must(http.StatusCreated, &m1)
 		a.API(http.MethodPost, "/turns/"+src.ID+"/forward", map[string]any{"linkId": manual}).Must(http.StatusCreated, &m2)
 		if m1.Status != "FORWARDED" || m1.Trigger != "manual" || m2.ID != m1.ID {
@@ -135,7 +126,7 @@ func TestForwardingOverHTTP(t *testing.T) {
 		// Reopening the source and the run of D, then a manual forward
 		// retries the failed one.
 		a.API(http.MethodPost, "/queue-runs/"+runD+"/open", nil).Must(http.StatusCreated, nil)
-		var retried forwardJSON
+		var retried client.QueueForward
 		a.API(http.MethodPost, "/turns/"+src.ID+"/forward", map[string]any{"linkId": toClosed}).Must(http.StatusCreated, &retried)
 		if retried.ID != fw[toClosed].ID || retried.Status != "FORWARDED" || retried.ErrorCode != nil {
 			t.Fatalf("retried forward: %+v", retried)

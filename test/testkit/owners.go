@@ -2,12 +2,14 @@ package testkit
 
 import (
 	"context"
-	"github.com/qms-dev/qms/adapters/adapterset"
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/adapters/adapterset"
+	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/entities"
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
@@ -80,4 +82,28 @@ func (o Owners) Turn(t *testing.T, owned Owned, queueID string) turns.Turn {
 		t.Fatal(err)
 	}
 	return tu
+}
+
+// MemorySet is the memory adapter set over a fresh store, as bootstrap
+// builds it, for core tests: they take a ready set instead of assembling
+// repositories by hand. The store is returned too, for tests that look
+// inside it; it is also the set's UoW.
+func MemorySet(t testing.TB, clock platform.Clock) (adapterset.Set, *memory.Store) {
+	t.Helper()
+	store := memory.NewStore()
+	s, err := adapterset.Memory(store, adapterset.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, store
+}
+
+// Bus is the event bus over s's event store with s's event copies (the
+// memory stream log) subscribed, as bootstrap wires it.
+func Bus(s adapterset.Set) *events.Bus {
+	b := events.NewBus(s.Events)
+	for _, c := range s.EventCopies {
+		b.Subscribe(c)
+	}
+	return b
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/test/testkit"
 )
 
 type rig struct {
@@ -34,13 +35,11 @@ type rig struct {
 // newRig serves one stream at /stream, configured by cfg, on loopback.
 func newRig(t *testing.T, opts stream.Options, cfg streamhttp.SSE) *rig {
 	t.Helper()
-	store := memory.NewStore()
-	log := memory.NewStreamLog(store)
-	bus := events.NewBus(memory.NewEvents(store))
-	bus.Subscribe(log)
-	hub := stream.NewHub(log, platform.SystemClock{}, opts)
+	set, store := testkit.MemorySet(t, platform.SystemClock{})
+	bus := testkit.Bus(set) // the memory log copies each event, in its transaction
+	hub := stream.NewHub(set.StreamLog, platform.SystemClock{}, opts)
 	ctx, cancel := context.WithCancel(context.Background())
-	go hub.Listen(ctx, log)
+	go hub.Listen(ctx, set.StreamNotifier)
 
 	app := httpx.NewApp(httpx.AppConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	app.Get("/stream", func(c *fiber.Ctx) error {
