@@ -37,7 +37,8 @@ func NewTurns(s *Store) *Turns {
 		r.s.write(ctx, func() func() { return r.changes.del(runID) })
 	})
 	s.OnDelete("station", func(ctx context.Context, stationID string) {
-		for _, t := range sorted(r.turns.rows, "", 0, func(t turns.Turn) bool { return t.StationID != nil && *t.StationID == stationID }) {
+		// The station's index, not every stored turn (issue 16).
+		for _, t := range sorted(r.turns.of(r.turns.byStation[stationID]), "", 0, func(turns.Turn) bool { return true }) {
 			t.StationID = nil
 			r.s.write(ctx, func() func() { return r.turns.put(t) })
 		}
