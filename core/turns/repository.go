@@ -19,7 +19,10 @@ var ErrDuplicateKey = errors.New("turns: idempotency key already used")
 // the ForUpdate and Take methods lock what they return until it ends.
 type Repository interface {
 	// Create stores a new turn; ErrDuplicateKey when its idempotency key is
-	// taken in the account.
+	// taken in the account. Inside a unit of work the write may be sent
+	// with the unit's next statement (postgres mode batches them), so the
+	// error can come from a later call or from the unit itself: callers
+	// look for it in the unit's error, never decide on Create's alone.
 	Create(ctx context.Context, t Turn) error
 	Get(ctx context.Context, id string) (Turn, error)
 	GetForUpdate(ctx context.Context, id string) (Turn, error)
