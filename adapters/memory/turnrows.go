@@ -22,6 +22,9 @@ type turnRows struct {
 	byKey map[string]string
 	// atStation: the CALLED or IN_SERVICE turn of a station.
 	atStation map[string]string
+	// byStation: the ids of every turn that names a station, whatever its
+	// status (deleting the station unassigns them).
+	byStation map[string]map[string]struct{}
 	// byCode: the ids of a run's turns showing a display code.
 	byCode map[string]map[string]struct{}
 	// served: a queue's turns with a service time, in finishing order.
@@ -41,7 +44,7 @@ type served struct {
 
 func newTurnRows() *turnRows {
 	return &turnRows{rows: map[string]turns.Turn{}, byRun: map[string]map[string]struct{}{}, byQueue: map[string]map[string]struct{}{},
-		byStatus: map[runStatus]map[string]struct{}{}, byKey: map[string]string{}, atStation: map[string]string{},
+		byStatus: map[runStatus]map[string]struct{}{}, byKey: map[string]string{}, atStation: map[string]string{}, byStation: map[string]map[string]struct{}{},
 		byCode: map[string]map[string]struct{}{}, served: map[string][]served{}}
 }
 
@@ -79,6 +82,9 @@ func (tr *turnRows) index(t turns.Turn) {
 	if t.StationID != nil && t.Status.AtStation() {
 		tr.atStation[*t.StationID] = t.ID
 	}
+	if t.StationID != nil {
+		addTo(tr.byStation, *t.StationID, t.ID)
+	}
 	if t.ServiceSeconds != nil && t.FinishedAt != nil {
 		s := served{id: t.ID, seconds: *t.ServiceSeconds, at: t.FinishedAt.UnixNano()}
 		list := tr.served[t.QueueID]
@@ -102,6 +108,9 @@ func (tr *turnRows) unindex(t turns.Turn) {
 	}
 	if t.StationID != nil && tr.atStation[*t.StationID] == t.ID {
 		delete(tr.atStation, *t.StationID)
+	}
+	if t.StationID != nil {
+		removeFrom(tr.byStation, *t.StationID, t.ID)
 	}
 	if t.ServiceSeconds != nil && t.FinishedAt != nil {
 		list := tr.served[t.QueueID]

@@ -37,7 +37,8 @@ func NewTurns(s *Store) *Turns {
 		r.s.write(ctx, func() func() { return r.changes.del(runID) })
 	})
 	s.OnDelete("station", func(ctx context.Context, stationID string) {
-		for _, t := range sorted(r.turns.rows, "", 0, func(t turns.Turn) bool { return t.StationID != nil && *t.StationID == stationID }) {
+		// The station's index, not every stored turn (issue 16).
+		for _, t := range sorted(r.turns.of(r.turns.byStation[stationID]), "", 0, func(turns.Turn) bool { return true }) {
 			t.StationID = nil
 			r.s.write(ctx, func() func() { return r.turns.put(t) })
 		}
@@ -241,12 +242,17 @@ func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineCha
 		v = r.lines.rows[runID] + 1
 		change.Version = v
 		undoVersion := r.lines.put(runID, v)
-		// A new slice each time: the undo keeps the old one intact.
+		// Appended in place when the array has room: the undo restores the
+		// old slice header, which never sees past its own length, so the
+		// old changes stay intact without copying them all on every change
+		// (issue 16: that copy was most of an intake's garbage, and GC cost
+		// grows with the store). Dropping the oldest reslices; the array is
+		// copied only when append outgrows it, once per many changes.
 		kept := r.changes.rows[runID]
 		if len(kept) >= turns.LineChangesKept {
 			kept = kept[len(kept)-turns.LineChangesKept+1:]
 		}
-		undoChanges := r.changes.put(runID, append(slices.Clip(kept), change))
+		undoChanges := r.changes.put(runID, append(kept, change))
 		return func() { undoChanges(); undoVersion() }
 	})
 	return v, nil

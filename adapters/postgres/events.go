@@ -42,15 +42,42 @@ func (r *Events) Append(ctx context.Context, e platform.Event) error {
 	row := &eventRow{ID: e.ID, AccountID: e.AccountID, Name: e.Name, QueueID: nullable(e.QueueID),
 		RunID: nullable(e.RunID), Data: jsonb(e.DataOrEmpty()), OccurredAt: e.OccurredAt}
 	// Through pgx with parameters: prepared once per connection, not planned
-	// on every event (see DB.withPgx).
-	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		_, err := q.Exec(ctx, `INSERT INTO events (id, account_id, name, queue_id, run_id, data, occurred_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			row.ID, row.AccountID, row.Name, row.QueueID, row.RunID, string(row.Data), row.OccurredAt)
-		return err
+	// on every event (see DB.withPgx). Inside a unit of work the same
+	// statement reads the account's endpoints subscribed to the event, which
+	// the webhooks subscriber asks for next (SubscribedEndpoints): one round
+	// trip for both (issue 16).
+	args := []any{row.ID, row.AccountID, row.Name, row.QueueID, row.RunID, string(row.Data), row.OccurredAt}
+	if !r.db.InTx(ctx) || e.AccountID == "" {
+		err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+			_, err := q.Exec(ctx, insertEventSQL, args...)
+			return err
+		})
+		return wrap(err, "insert event")
+	}
+	var subs []webhookEndpointRow
+	err := r.db.withPgxRows(ctx, `WITH e AS (`+insertEventSQL+`)
+		SELECT id, account_id, url, events, created_at FROM webhook_endpoints
+		WHERE account_id = $2 AND $3 = ANY (events) ORDER BY id`, args, func(scan func(...any) error) error {
+		var w webhookEndpointRow
+		if err := scan(&w.ID, &w.AccountID, &w.URL, &w.Events, &w.CreatedAt); err != nil {
+			return err
+		}
+		subs = append(subs, w)
+		return nil
 	})
+	if err == nil {
+		r.db.fold(ctx, func(f *folded) {
+			if f.subscribed == nil {
+				f.subscribed = map[string][]webhookEndpointRow{}
+			}
+			f.subscribed[subscribedKey(e.AccountID, e.Name)] = subs
+		})
+	}
 	return wrap(err, "insert event")
 }
+
+const insertEventSQL = `INSERT INTO events (id, account_id, name, queue_id, run_id, data, occurred_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7)`
 
 // List returns the account's events after the given id, oldest first.
 func (r *Events) List(ctx context.Context, accountID, after string, limit int) ([]platform.Event, error) {

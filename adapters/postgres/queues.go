@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -260,6 +261,17 @@ const runQueueColumns = `r.id, r.account_id, r.queue_id, r.status, r.intake_open
 	r.created_at, r.updated_at, q.entity_id, q.name, q.type, q.doc, q.created_at,
 	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id)`
 
+// queueViewColumns read, next to the run lock, what the change's answer
+// needs of the queue (q; $2 service times): its stations and latest service
+// times, so the answer costs no round trip of its own (QueueForView).
+const queueViewColumns = `(SELECT coalesce(json_agg(json_build_object('id', s.id, 'account_id', s.account_id, 'queue_id', s.queue_id,
+		'label', s.label, 'description', s.description, 'created_at', s.created_at) ORDER BY s.id), '[]')
+	 FROM stations AS s WHERE s.queue_id = q.id),
+	(SELECT coalesce(array_agg(x.service_seconds ORDER BY x.finished_at DESC), '{}')
+	 FROM (SELECT service_seconds, finished_at FROM turns
+	       WHERE queue_id = q.id AND service_seconds IS NOT NULL
+	       ORDER BY finished_at DESC LIMIT $2) AS x)`
+
 // scanRunQueue reads runQueueColumns, then extra.
 func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queues.Queue, error) {
 	var (
@@ -279,28 +291,89 @@ func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queues.Queue, error) {
 // LockRunWithQueue locks a run as GetRunForUpdate does and reads its queue
 // in the same statement.
 func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (run queues.Run, q queues.Queue, err error) {
+	var (
+		stations json.RawMessage
+		service  []float64
+	)
 	err = r.db.withPgx(ctx, func(pq pgxQuerier) error {
-		run, q, err = scanRunQueue(pq.QueryRow(ctx, `SELECT `+runQueueColumns+`
+		run, q, err = scanRunQueue(pq.QueryRow(ctx, `SELECT `+runQueueColumns+`, `+queueViewColumns+`
 			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
-			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID))
+			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID, turns.ServiceSamples), &stations, &service)
 		return err
 	})
+	if err == nil {
+		r.db.foldQueueView(ctx, q.ID, stations, service)
+	}
 	if err != nil {
 		return queues.Run{}, queues.Queue{}, notFound(err, "queue run", runID)
 	}
 	return run, q, nil
 }
 
+var _ turns.KeyedRunLocker = (*Queues)(nil)
+
+// LockRunFindingKey is LockRunWithQueue and the account's turn made with
+// key, in one batch (one round trip, BEGIN included when it is the unit's
+// first): the look-up runs after the lock, so it sees a create with the key
+// that committed while this one waited for the run.
+func (r *Queues) LockRunFindingKey(ctx context.Context, runID, accountID, key string) (run queues.Run, q queues.Queue, runErr error, t turns.Turn, found bool, err error) {
+	var (
+		stations json.RawMessage
+		service  []float64
+		row      turnRow
+	)
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+runQueueColumns+`, `+queueViewColumns+`
+			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
+			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID, turns.ServiceSamples)
+	b.Queue(`SELECT `+turnColumns+` FROM turns AS t WHERE t.account_id = $1 AND t.idempotency_key = $2`, accountID, key)
+	err = r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
+		run, q, runErr = scanRunQueue(br.QueryRow(), &stations, &service)
+		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
+			return runErr
+		}
+		switch err := br.QueryRow().Scan(row.dests()...); {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			found = true
+		}
+		return nil
+	})
+	if err != nil {
+		return run, q, nil, t, false, wrap(err, "lock run "+runID+" and find idempotency key")
+	}
+	if runErr != nil {
+		runErr = notFound(runErr, "queue run", runID)
+	} else {
+		r.db.foldQueueView(ctx, q.ID, stations, service)
+	}
+	if found {
+		if t, err = row.domain(); err != nil {
+			return run, q, runErr, t, false, err
+		}
+	}
+	return run, q, runErr, t, found, nil
+}
+
 // LockRunOfTurn locks the run of a turn (only the run: the turn's lock
 // comes next, in the lock order) and reads its queue and the turn's account
 // in the same statement.
 func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (owner string, run queues.Run, q queues.Queue, err error) {
+	var (
+		stations json.RawMessage
+		service  []float64
+	)
 	err = r.db.withPgx(ctx, func(pq pgxQuerier) error {
-		run, q, err = scanRunQueue(pq.QueryRow(ctx, `SELECT `+runQueueColumns+`, t.account_id
+		run, q, err = scanRunQueue(pq.QueryRow(ctx, `SELECT `+runQueueColumns+`, t.account_id, `+queueViewColumns+`
 			FROM turns AS t JOIN queue_runs AS r ON r.id = t.run_id JOIN queues AS q ON q.id = r.queue_id
-			WHERE t.id = $1 FOR NO KEY UPDATE OF r`, turnID), &owner)
+			WHERE t.id = $1 FOR NO KEY UPDATE OF r`, turnID, turns.ServiceSamples), &owner, &stations, &service)
 		return err
 	})
+	if err == nil {
+		r.db.foldQueueView(ctx, q.ID, stations, service)
+	}
 	if err != nil {
 		return "", queues.Run{}, queues.Queue{}, notFound(err, "turn", turnID)
 	}

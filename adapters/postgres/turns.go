@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -142,11 +143,9 @@ func (r *Turns) Create(ctx context.Context, t turns.Turn) error {
 	if err != nil {
 		return err
 	}
-	err = r.db.withPgx(ctx, func(q pgxQuerier) error {
-		_, err := q.Exec(ctx, insertTurnSQL, row.values()...)
-		return err
-	})
-	return turnWriteError(err, t, "insert turn")
+	// Deferred: sent with the transaction's next statement (deferred.go).
+	return r.db.deferWrite(ctx, func(err error) error { return turnWriteError(err, t, "insert turn") },
+		insertTurnSQL, row.values()...)
 }
 
 // The hot statements on turns run through pgx with parameters (withPgx):
@@ -178,6 +177,9 @@ func (r *Turns) queryTurn(ctx context.Context, sql string, args ...any) (turns.T
 	if err != nil {
 		return turns.Turn{}, false, err
 	}
+	if strings.Contains(sql, "FOR UPDATE") {
+		r.db.foldLockedTurn(ctx, &row)
+	}
 	t, err := row.domain()
 	return t, err == nil, err
 }
@@ -208,11 +210,13 @@ func (r *Turns) Update(ctx context.Context, t turns.Turn) error {
 	if err != nil {
 		return err
 	}
-	err = r.db.withPgx(ctx, func(q pgxQuerier) error {
-		_, err := q.Exec(ctx, updateTurnSQL, row.values()...)
-		return err
-	})
-	return turnWriteError(err, t, "update turn")
+	// Deferred: sent with the transaction's next statement (deferred.go).
+	err = r.db.deferWrite(ctx, func(err error) error { return turnWriteError(err, t, "update turn") },
+		updateTurnSQL, row.values()...)
+	if err == nil {
+		r.db.foldTurnUpdate(ctx, row)
+	}
+	return err
 }
 
 // ByIdempotencyKey finds the account's turn created with key.
@@ -586,6 +590,10 @@ var _ turns.QueueViewSource = (*Turns)(nil)
 // QueueForView reads a queue's stations and its latest service times in
 // one statement (the answer of a change, inside its transaction).
 func (r *Turns) QueueForView(ctx context.Context, queueID string) ([]queues.Station, []float64, error) {
+	if stations, service, ok := r.db.foldedQueueView(ctx, queueID); ok {
+		sts, err := decodeStations(stations, queueID)
+		return sts, service, err
+	}
 	var (
 		stations json.RawMessage
 		service  []float64

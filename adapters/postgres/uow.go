@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 
@@ -18,16 +19,25 @@ var _ platform.UnitOfWork = (*DB)(nil)
 
 type txKey struct{}
 
-// txState is one unit of work: a bun transaction on a pinned connection.
-// The connection is pinned so WithPgxTx can reach the same backend (and so
-// the same transaction) through sql.Conn.Raw.
+// txState is one unit of work: a transaction on a pinned connection. The
+// connection is pinned so WithPgxTx can reach the same backend (and so the
+// same transaction) through sql.Conn.Raw. The transaction is opened and
+// closed by statements of the unit's own (BEGIN travels with the unit's
+// first statement, COMMIT with its last deferred writes: deferred.go), not
+// by database/sql, so each costs no round trip of its own.
 type txState struct {
 	db   *DB
 	conn bun.Conn
-	tx   bun.Tx
 
 	mu          sync.Mutex
 	afterCommit []func()
+	folded      folded
+	// deferred writes wait for the next statement (deferred.go);
+	// deferredErr is the first one's failure, the unit's error; begun is
+	// set once BEGIN has left.
+	deferred    []deferredWrite
+	deferredErr error
+	begun       bool
 }
 
 func (db *DB) txFrom(ctx context.Context) *txState {
@@ -46,7 +56,11 @@ func (db *DB) InTx(ctx context.Context) bool { return db.txFrom(ctx) != nil }
 // transaction without knowing about it.
 func (db *DB) IDB(ctx context.Context) bun.IDB {
 	if st := db.txFrom(ctx); st != nil {
-		return st.tx
+		// bun's statement must see the deferred writes. A failure is
+		// recorded (Do returns it); the statement then fails in the aborted
+		// transaction.
+		_ = db.flushDeferredNow(ctx, st)
+		return st.conn
 	}
 	return db.Bun
 }
@@ -146,6 +160,53 @@ func (db *DB) conn(ctx context.Context) (bun.Conn, error) {
 	return conn, err
 }
 
+// commitUnit sends COMMIT with the unit's last deferred writes, in one
+// batch; a unit that sent nothing sends nothing.
+func (db *DB) commitUnit(ctx context.Context, st *txState) error {
+	st.mu.Lock()
+	if !st.begun && len(st.deferred) == 1 && st.deferred[0].begin {
+		st.deferred = nil
+		st.mu.Unlock()
+		return nil
+	}
+	st.deferred = append(st.deferred, deferredWrite{sql: "commit", mapErr: func(err error) error {
+		return fmt.Errorf("postgres: unit of work: commit: %w", err)
+	}})
+	st.mu.Unlock()
+	return db.flushDeferredNow(ctx, st)
+}
+
+// rollbackUnit ends a unit that failed. When the rollback itself fails,
+// the connection is closed, so the pool never hands out a connection left
+// inside a transaction.
+func (db *DB) rollbackUnit(ctx context.Context, st *txState) {
+	st.mu.Lock()
+	st.deferred = nil
+	begun := st.begun
+	st.mu.Unlock()
+	if !begun {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	err := db.rawPgx(rctx, st, func(tx pgx.Tx) error {
+		_, err := tx.Exec(rctx, "rollback")
+		return err
+	})
+	if err != nil {
+		_ = st.conn.Raw(func(driverConn any) error {
+			if c, err := pgxConn(driverConn); err == nil {
+				_ = c.Close(rctx)
+			}
+			return nil
+		})
+	}
+}
+
+// rollbackTimeout bounds a rollback, which runs even when the request's
+// context has ended.
+const rollbackTimeout = 5 * time.Second
+
 // do is one attempt of Do.
 func (db *DB) do(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	conn, err := db.conn(ctx)
@@ -156,11 +217,10 @@ func (db *DB) do(ctx context.Context, fn func(ctx context.Context) error) (err e
 	// the rollback below (last in, first out). After a commit it is closed
 	// before the hooks run, and this second Close is a no-op.
 	defer func() { _ = conn.Close() }()
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
+	st := &txState{db: db, conn: conn}
+	st.deferred = []deferredWrite{{sql: "begin", begin: true, mapErr: func(err error) error {
 		return fmt.Errorf("postgres: unit of work: begin: %w", err)
-	}
-	st := &txState{db: db, conn: conn, tx: tx}
+	}}}
 
 	done := false
 	defer func() {
@@ -168,17 +228,24 @@ func (db *DB) do(ctx context.Context, fn func(ctx context.Context) error) (err e
 			return
 		}
 		// fn failed or panicked: a rollback error adds nothing useful to
-		// fn's own error (and the server drops the transaction with the
-		// connection anyway).
-		_ = tx.Rollback()
+		// fn's own error; the connection is then dropped (rollbackUnit).
+		db.rollbackUnit(ctx, st)
 	}()
-	if err := fn(context.WithValue(ctx, txKey{}, st)); err != nil {
+	err = fn(context.WithValue(ctx, txKey{}, st))
+	if err == nil {
+		err = db.commitUnit(ctx, st)
+	}
+	if err != nil {
+		// A deferred write's failure is the cause of whatever the statement
+		// it travelled with made of it.
+		st.mu.Lock()
+		if st.deferredErr != nil {
+			err = st.deferredErr
+		}
+		st.mu.Unlock()
 		return err
 	}
 	done = true
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("postgres: unit of work: commit: %w", err)
-	}
 	// Hooks may start units of work of their own: give the connection back
 	// first.
 	_ = conn.Close()

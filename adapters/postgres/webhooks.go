@@ -257,7 +257,20 @@ func (r *Webhooks) CountEndpoints(ctx context.Context, accountID string) (int, e
 func (r *Webhooks) SubscribedEndpoints(ctx context.Context, accountID, event string) ([]webhooks.Endpoint, error) {
 	// Read in every transaction that raises an event: through pgx with
 	// parameters, prepared once per connection (see DB.withPgx).
-	var rows []webhookEndpointRow
+	var (
+		rows  []webhookEndpointRow
+		found bool
+	)
+	// The event's insert read them already (Events.Append), in this
+	// transaction.
+	r.db.fold(ctx, func(f *folded) {
+		k := subscribedKey(accountID, event)
+		rows, found = f.subscribed[k]
+		delete(f.subscribed, k)
+	})
+	if found {
+		return endpointsOf(rows), nil
+	}
 	err := r.db.withPgxRows(ctx, `SELECT id, account_id, url, events, created_at FROM webhook_endpoints
 		WHERE account_id = $1 AND $2 = ANY (events) ORDER BY id`, []any{accountID, event}, func(scan func(...any) error) error {
 		var row webhookEndpointRow

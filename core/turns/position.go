@@ -3,7 +3,6 @@ package turns
 import (
 	"context"
 	"math"
-	"slices"
 	"sync"
 
 	"github.com/qms-dev/qms/core/queues"
@@ -35,7 +34,7 @@ type lineCache struct {
 // made: readers share it, and a patch makes a new one.
 type lineSnapshot struct {
 	version int64
-	keys    []LineKey // in line order
+	line    *lineNode // persistent: patches share it (linetree.go)
 }
 
 // maxCachedRuns bounds the memory the cache holds: past it, snapshots of
@@ -106,7 +105,7 @@ func (s *Service) snapshotAt(ctx context.Context, runID string, v int64) (*lineS
 	if err != nil {
 		return nil, err
 	}
-	snap := &lineSnapshot{version: version, keys: keys}
+	snap := &lineSnapshot{version: version, line: lineTreeOf(keys)}
 	s.line.put(runID, snap)
 	return snap, nil
 }
@@ -119,27 +118,24 @@ func (snap *lineSnapshot) patch(changes []LineChange, v int64) (*lineSnapshot, b
 	if int64(len(changes)) != v-snap.version {
 		return nil, false
 	}
-	keys := slices.Clone(snap.keys)
+	line := snap.line
 	for i, c := range changes {
 		if c.Reset || c.Version != snap.version+int64(i)+1 {
 			return nil, false
 		}
+		var ok bool
 		for _, k := range c.Removed {
-			j, found := slices.BinarySearchFunc(keys, k, compareKeys)
-			if !found {
+			if line, ok = line.remove(k); !ok {
 				return nil, false
 			}
-			keys = slices.Delete(keys, j, j+1)
 		}
 		for _, k := range c.Added {
-			j, found := slices.BinarySearchFunc(keys, k, compareKeys)
-			if found {
+			if line, ok = line.insert(k); !ok {
 				return nil, false
 			}
-			keys = slices.Insert(keys, j, k)
 		}
 	}
-	return &lineSnapshot{version: v, keys: keys}, true
+	return &lineSnapshot{version: v, line: line}, true
 }
 
 func compareKeys(a, b LineKey) int {
@@ -155,7 +151,7 @@ func compareKeys(a, b LineKey) int {
 // position is the 1-based place of key in the line; false when the key is
 // not in it (the turn left the line since it was read).
 func (snap *lineSnapshot) position(key LineKey) (int, bool) {
-	if i, found := slices.BinarySearchFunc(snap.keys, key, compareKeys); found {
+	if i, found := snap.line.rank(key); found {
 		return i + 1, true
 	}
 	return 0, false
@@ -312,7 +308,7 @@ func (s *Service) txSnapshot(ctx context.Context, runID string, lc LineChange) (
 		if err != nil {
 			return nil, err
 		}
-		snap = &lineSnapshot{version: version, keys: keys}
+		snap = &lineSnapshot{version: version, line: lineTreeOf(keys)}
 	}
 	// Cached only once committed: a rolled-back change never happened.
 	if ac, ok := s.uow.(afterCommitter); ok {

@@ -19,7 +19,10 @@ var ErrDuplicateKey = errors.New("turns: idempotency key already used")
 // the ForUpdate and Take methods lock what they return until it ends.
 type Repository interface {
 	// Create stores a new turn; ErrDuplicateKey when its idempotency key is
-	// taken in the account.
+	// taken in the account. Inside a unit of work the write may be sent
+	// with the unit's next statement (postgres mode batches them), so the
+	// error can come from a later call or from the unit itself: callers
+	// look for it in the unit's error, never decide on Create's alone.
 	Create(ctx context.Context, t Turn) error
 	Get(ctx context.Context, id string) (Turn, error)
 	GetForUpdate(ctx context.Context, id string) (Turn, error)
@@ -129,6 +132,14 @@ type RunLocker interface {
 	// LockRunOfTurn locks the run of the turn (not the turn) and returns
 	// the turn's account, the run and its queue.
 	LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error)
+}
+
+// KeyedRunLocker is a RunLocker that, in the same round trip as the run's
+// lock (after it), finds the account's turn made with an idempotency key.
+// runErr is the lock's failure (the run not found), kept apart so that a
+// key already used answers as a replay whatever the run.
+type KeyedRunLocker interface {
+	LockRunFindingKey(ctx context.Context, runID, accountID, key string) (run queues.Run, q queues.Queue, runErr error, t Turn, found bool, err error)
 }
 
 // NumberDrawer is storage that does in one round trip what an intake asks

@@ -60,21 +60,18 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 	}
 	hash := in.requestHash(runID, s.members)
 	for attempt := 1; ; attempt++ {
-		if in.IdempotencyKey != nil {
-			t, found, err := s.replay(ctx, accountID, *in.IdempotencyKey, hash)
-			if err != nil || found {
-				if err != nil {
-					return View{}, false, err
-				}
-				v, err := s.View(ctx, t)
-				return v, true, err
-			}
-		}
-		var view View
+		var (
+			view     View
+			replayed *Turn
+		)
 		err := s.uow.Do(ctx, func(ctx context.Context) error {
-			run, q, err := s.lockRun(ctx, accountID, runID)
+			run, q, t, found, err := s.lockRunReplaying(ctx, accountID, runID, in.IdempotencyKey, hash)
 			if err != nil {
 				return err
+			}
+			if found {
+				replayed = &t
+				return nil
 			}
 			if q.Type == queues.TypeAppointment {
 				return platform.Unprocessable(CodeNotATurnQueue, "the queue takes appointments, not turns",
@@ -103,8 +100,58 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 		if err != nil {
 			return View{}, false, err
 		}
+		if replayed != nil {
+			v, err := s.View(ctx, *replayed)
+			return v, true, err
+		}
 		return view, false, nil
 	}
+}
+
+// lockRunReplaying finds the turn an earlier create made with key (found:
+// a replay, nothing locked needed) and otherwise locks the run as lockRun.
+// With a KeyedRunLocker both travel in one round trip (issue 16), the
+// look-up after the lock.
+func (s *Service) lockRunReplaying(ctx context.Context, accountID, runID string, key *string, hash string) (queues.Run, queues.Queue, Turn, bool, error) {
+	if key == nil {
+		run, q, err := s.lockRun(ctx, accountID, runID)
+		return run, q, Turn{}, false, err
+	}
+	kl, ok := s.queues.(KeyedRunLocker)
+	if !ok {
+		t, found, err := s.replay(ctx, accountID, *key, hash)
+		if err != nil || found {
+			return queues.Run{}, queues.Queue{}, t, found, err
+		}
+		run, q, err := s.lockRun(ctx, accountID, runID)
+		return run, q, Turn{}, false, err
+	}
+	run, q, runErr, t, found, err := kl.LockRunFindingKey(ctx, runID, accountID, *key)
+	if err != nil {
+		return queues.Run{}, queues.Queue{}, Turn{}, false, err
+	}
+	if found {
+		t, err := replayOf(t, *key, hash)
+		return queues.Run{}, queues.Queue{}, t, err == nil, err
+	}
+	if runErr != nil {
+		return queues.Run{}, queues.Queue{}, Turn{}, false, runErr
+	}
+	if run.AccountID != accountID {
+		return run, queues.Queue{}, Turn{}, false, platform.ForeignResource("queue run")
+	}
+	return run, q, Turn{}, false, nil
+}
+
+// replayOf is the replay of t, the turn made with key: itself with the
+// same request, IDEMPOTENCY_KEY_REUSED with another.
+func replayOf(t Turn, key, hash string) (Turn, error) {
+	if t.RequestHash != hash {
+		return Turn{}, platform.Conflict(CodeIdempotencyKeyReused,
+			"the idempotencyKey was already used with a different request",
+			map[string]any{"idempotencyKey": key, "turnId": t.ID})
+	}
+	return t, nil
 }
 
 // replay finds the account's turn created with key: found with the same
@@ -117,12 +164,8 @@ func (s *Service) replay(ctx context.Context, accountID, key, hash string) (Turn
 	if err != nil {
 		return Turn{}, false, err
 	}
-	if t.RequestHash != hash {
-		return Turn{}, false, platform.Conflict(CodeIdempotencyKeyReused,
-			"the idempotencyKey was already used with a different request",
-			map[string]any{"idempotencyKey": key, "turnId": t.ID})
-	}
-	return t, true, nil
+	t, err = replayOf(t, key, hash)
+	return t, err == nil, err
 }
 
 // lockRun loads and locks a run of the account, and its queue. The run's

@@ -1,0 +1,92 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/qms-dev/qms/core/turns"
+)
+
+// folded holds what a unit of work's earlier statements read on behalf of
+// later calls (issue 16: at most six round trips per change). A later call
+// that finds its answer here sends nothing. Each entry is only as old as
+// the statement that read it, inside the same transaction.
+type folded struct {
+	// subscribed: the endpoints subscribed to the event just appended
+	// (Events.Append reads them in its insert's statement), by
+	// subscribedKey, taken by the next SubscribedEndpoints.
+	subscribed map[string][]webhookEndpointRow
+
+	// The locked run's queue's stations and latest service times, read by
+	// the run lock's statement, for the change's answer (QueueForView).
+	viewQueue    string
+	viewStations json.RawMessage
+	viewService  []float64
+	// hadService: whether each turn locked in the transaction had a service
+	// time when it was read, so an update that gives it one (a completion)
+	// or takes it away (a reopening) keeps viewService right.
+	hadService map[string]bool
+}
+
+func subscribedKey(accountID, event string) string { return accountID + "\x00" + event }
+
+func (db *DB) fold(ctx context.Context, f func(*folded)) {
+	if st := db.txFrom(ctx); st != nil {
+		st.mu.Lock()
+		f(&st.folded)
+		st.mu.Unlock()
+	}
+}
+
+// foldQueueView keeps the stations and service times the run lock read.
+func (db *DB) foldQueueView(ctx context.Context, queueID string, stations json.RawMessage, service []float64) {
+	db.fold(ctx, func(f *folded) {
+		f.viewQueue, f.viewStations, f.viewService = queueID, stations, service
+	})
+}
+
+// foldedQueueView returns what foldQueueView kept for queueID.
+func (db *DB) foldedQueueView(ctx context.Context, queueID string) (stations json.RawMessage, service []float64, ok bool) {
+	db.fold(ctx, func(f *folded) {
+		if f.viewQueue == queueID && f.viewStations != nil {
+			stations, service, ok = f.viewStations, f.viewService, true
+		}
+	})
+	return stations, service, ok
+}
+
+// foldLockedTurn notes whether a turn locked in the transaction had a
+// service time.
+func (db *DB) foldLockedTurn(ctx context.Context, row *turnRow) {
+	db.fold(ctx, func(f *folded) {
+		if f.hadService == nil {
+			f.hadService = map[string]bool{}
+		}
+		f.hadService[row.ID] = row.ServiceSeconds != nil
+	})
+}
+
+// foldTurnUpdate keeps the folded service times right after a turn's
+// update: a service time the turn gains is the queue's newest (it was
+// just completed); one it loses, or a turn not locked before, sends the
+// view back to reading them.
+func (db *DB) foldTurnUpdate(ctx context.Context, row *turnRow) {
+	db.fold(ctx, func(f *folded) {
+		if f.viewQueue != row.QueueID || f.viewStations == nil {
+			return
+		}
+		had, known := f.hadService[row.ID]
+		has := row.ServiceSeconds != nil
+		switch {
+		case !known || (had && !has):
+			f.viewStations, f.viewService = nil, nil
+		case !had && has:
+			svc := append([]float64{*row.ServiceSeconds}, f.viewService...)
+			if len(svc) > turns.ServiceSamples {
+				svc = svc[:turns.ServiceSamples]
+			}
+			f.viewService = svc
+		}
+		f.hadService[row.ID] = has
+	})
+}
