@@ -59,7 +59,10 @@ func BenchmarkWebhookRate(b *testing.B) {
 				b.ReportMetric(ms(res.max), "max-lag-ms")
 				b.ReportMetric(float64(res.lost), "lost")
 				b.ReportMetric(float64(res.dup), "duplicated")
-				if !ok {
+				// Losing or repeating a delivery is a bug on any machine; a
+				// p99 over 1 s is a figure of this machine, reported above
+				// and by the step search.
+				if res.lost != 0 || res.dup != 0 || res.apiErrors != 0 || res.bad != 0 {
 					b.Errorf("at %d deliveries/s offered: %s", r*whRateEndpoints, res)
 				}
 			}
