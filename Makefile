@@ -14,7 +14,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: run build image test test-domain test-integration lint openapi-check bench load fuzz history clean
+.PHONY: run build image test test-domain test-integration lint openapi-check bench load load-webhooks fuzz history clean
 
 ## run: start qms on its embedded in-memory storage (prints a key and a curl line)
 run:
@@ -65,6 +65,10 @@ bench:
 ## load: qms side by side with its ceilings (P1-P3 of issue 16: fiber hello-world, pgbench), with latency percentiles
 load:
 	test/load/ratios.sh . $(or $(LOAD_MODES),all)
+
+## load-webhooks: webhooks at a paced load (10 endpoints, 100 events/s = 1,000 deliveries/s, 30 s per step), stepping up to the highest sustained rate (issue 16 item 5)
+load-webhooks:
+	QMS_WEBHOOK_STEPS=1 $(GO) test -count=1 -run '^$$' -bench '^BenchmarkWebhookRate$$' -benchtime 1x -timeout 60m -v ./test/e2e
 
 ## history: the mixed-workload history checker, long run (HISTORY_DURATION per backend)
 HISTORY_DURATION ?= 5m

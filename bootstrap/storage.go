@@ -14,9 +14,11 @@ import (
 	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/adapters/metrics"
 	"github.com/qms-dev/qms/adapters/postgres"
+	"github.com/qms-dev/qms/adapters/riverjobs"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
+	core "github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/ports"
 )
 
@@ -45,7 +47,13 @@ var postgresAdapters = fx.Module("postgres",
 		openPostgres,
 		func(db *postgres.DB, cfg *config.Config, log *slog.Logger) (adapterset.Set, error) {
 			return adapterset.Postgres(db, adapterset.Options{Logger: log,
-				SecretKey: cfg.Webhooks.SecretKey, OldSecretKeys: cfg.OldSecretKeys()})
+				SecretKey: cfg.Webhooks.SecretKey, OldSecretKeys: cfg.OldSecretKeys(),
+				Jobs: riverjobs.Options{
+					Workers:           cfg.Jobs.Workers,
+					QueueWorkers:      map[string]int{core.JobQueue: cfg.Webhooks.Workers},
+					FetchCooldown:     cfg.Jobs.FetchCooldown,
+					FetchPollInterval: cfg.Jobs.FetchPollInterval,
+				}})
 		},
 		postgres.NewAuthListener,
 		fx.Annotate(postgresCollectors, fx.ResultTags(`group:"`+ports.GroupMetrics+`,flatten"`)),

@@ -62,6 +62,11 @@ type JobKind struct {
 	// elected leader enqueues (River's periodic jobs), so several processes
 	// run it once per period between them.
 	Every time.Duration
+	// Queue, when set, runs the kind's jobs apart from the others, with
+	// workers of their own (on River, a queue of that name sized by the
+	// runner's options), so a burst of one kind does not hold up the rest
+	// and the others do not delay it. The memory runner has one pool.
+	Queue string
 }
 
 // JobRunner runs scheduled jobs. It implements the core's JobScheduler, so

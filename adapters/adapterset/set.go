@@ -84,6 +84,9 @@ type Options struct {
 	// there); OldSecretKeys open those sealed under earlier keys.
 	SecretKey     string
 	OldSecretKeys []string
+	// Jobs tunes the River runner of the PostgreSQL set (zero values are
+	// riverjobs' defaults); the memory runner ignores it.
+	Jobs riverjobs.Options
 }
 
 func (o Options) logger(component string) *slog.Logger {
@@ -131,7 +134,9 @@ func Postgres(db *postgres.DB, o Options) (Set, error) {
 	}
 	log := postgres.NewStreamLog(db)
 	wf := postgres.NewWorkflow(db)
-	runner := riverjobs.New(db, riverjobs.Options{Logger: o.logger("river")})
+	jobs := o.Jobs
+	jobs.Logger = o.logger("river")
+	runner := riverjobs.New(db, jobs)
 	// Positional, like Memory: a port added to Set is a compile error here.
 	return Set{
 		db, db, db, // UoW, Pinger, Faults

@@ -44,6 +44,9 @@ const (
 	// DefaultFetchCooldown is the least time between two fetches of
 	// available jobs (River's default is 100 ms).
 	DefaultFetchCooldown = 25 * time.Millisecond
+	// DefaultFetchPollInterval is River's default: inserted jobs wake the
+	// queues by notification at once, the poll only catches what came due.
+	DefaultFetchPollInterval = time.Second
 	// DefaultJobTimeout bounds an attempt of a kind without a Timeout of
 	// its own; every kind here is a few round trips to the database.
 	DefaultJobTimeout  = 20 * time.Second
@@ -60,8 +63,20 @@ const (
 
 // Options tune a Runner. Zero values take the defaults above.
 type Options struct {
-	// Workers is how many jobs this process runs at once.
+	// Workers is how many jobs of River's default queue this process runs
+	// at once.
 	Workers int
+	// QueueWorkers sizes the queues named by kinds' Queue: how many of
+	// their jobs this process runs at once, besides Workers. A queue not
+	// listed gets DefaultWorkers.
+	QueueWorkers map[string]int
+	// FetchCooldown is the least time between two fetches of available
+	// jobs by one queue; zero is DefaultFetchCooldown.
+	FetchCooldown time.Duration
+	// FetchPollInterval is how often a queue looks for jobs when no
+	// insert notification woke it (scheduled jobs coming due, notifications
+	// lost); zero is DefaultFetchPollInterval.
+	FetchPollInterval time.Duration
 	// JobTimeout bounds one attempt of a kind without its own Timeout.
 	JobTimeout time.Duration
 	// RescueStuckJobsAfter must be at least JobTimeout; zero takes the
@@ -92,6 +107,8 @@ type Runner struct {
 // New returns a Runner on db's pool.
 func New(db *postgres.DB, opts Options) *Runner {
 	opts.Workers = cmp.Or(opts.Workers, DefaultWorkers)
+	opts.FetchCooldown = cmp.Or(opts.FetchCooldown, DefaultFetchCooldown)
+	opts.FetchPollInterval = cmp.Or(opts.FetchPollInterval, DefaultFetchPollInterval)
 	opts.JobTimeout = cmp.Or(opts.JobTimeout, DefaultJobTimeout)
 	// River requires the rescue delay to be at least the default timeout.
 	opts.RescueStuckJobsAfter = cmp.Or(opts.RescueStuckJobsAfter, max(DefaultRescueStuckJobsAfter, opts.JobTimeout))
@@ -132,16 +149,21 @@ func (r *Runner) Client() (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
 	backoffs := make(map[string]func(int) time.Duration, len(r.kinds))
 	var periodic []*river.PeriodicJob
+	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: r.opts.Workers}}
 	for name, kind := range r.kinds {
 		river.AddWorkerArgs(workers, jobArgs{kind: name}, &worker{kind: kind})
 		backoffs[name] = kind.Backoff
 		if kind.Every > 0 {
-			periodic = append(periodic, periodicJob(name, kind.Every))
+			periodic = append(periodic, periodicJob(name, kind.Every, kind.Queue))
+		}
+		if q := kind.Queue; q != "" {
+			queues[q] = river.QueueConfig{MaxWorkers: cmp.Or(r.opts.QueueWorkers[q], DefaultWorkers)}
 		}
 	}
 	client, err := river.NewClient(riverpgxv5.New(r.db.Pool), &river.Config{
-		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: r.opts.Workers}},
-		FetchCooldown:        DefaultFetchCooldown,
+		Queues:               queues,
+		FetchCooldown:        r.opts.FetchCooldown,
+		FetchPollInterval:    r.opts.FetchPollInterval,
 		Workers:              workers,
 		PeriodicJobs:         periodic,
 		JobTimeout:           r.opts.JobTimeout,
@@ -179,6 +201,7 @@ func (r *Runner) Schedule(ctx context.Context, job platform.Job) error {
 	opts := &river.InsertOpts{
 		MaxAttempts: cmp.Or(job.MaxAttempts, kind.MaxAttempts),
 		ScheduledAt: job.RunAt,
+		Queue:       kind.Queue, // empty: River's default queue
 	}
 	if job.UniqueKey != "" {
 		// Only UniqueKey carries the unique struct tag, so the key is
@@ -203,10 +226,10 @@ func (r *Runner) Schedule(ctx context.Context, job platform.Job) error {
 // periodicJob enqueues kind every period on the elected leader, and once
 // when a leader starts. The constant unique key keeps one pending job per
 // kind: a period whose job has not finished is skipped.
-func periodicJob(kind string, every time.Duration) *river.PeriodicJob {
+func periodicJob(kind string, every time.Duration, queue string) *river.PeriodicJob {
 	return river.NewPeriodicJob(river.PeriodicInterval(every), func() (river.JobArgs, *river.InsertOpts) {
 		return jobArgs{kind: kind, UniqueKey: "periodic", Payload: json.RawMessage("{}")},
-			&river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: pendingStates}}
+			&river.InsertOpts{Queue: queue, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: pendingStates}}
 	}, &river.PeriodicJobOpts{ID: kind, RunOnStart: true})
 }
 

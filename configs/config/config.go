@@ -71,7 +71,21 @@ type Config struct {
 		// OldSecretKeys, comma-separated, open secrets sealed under keys
 		// used before SecretKey (rotation); nothing new is sealed with them.
 		OldSecretKeys string `koanf:"old_secret_keys"`
+		// Workers is how many delivery attempts one process makes at
+		// once, in a job queue of their own (postgres mode): deliveries do
+		// not wait behind other jobs, nor hold them up.
+		Workers int `koanf:"workers"`
+		// MaxInFlight bounds the requests one process has open to one
+		// endpoint; attempts past it are put off (a slow receiver).
+		MaxInFlight int `koanf:"max_in_flight"`
 	} `koanf:"webhooks"`
+	// Jobs tunes the background job runner (River, in postgres mode) for
+	// every job but webhook deliveries, and how fast all queues fetch.
+	Jobs struct {
+		Workers           int           `koanf:"workers"`
+		FetchCooldown     time.Duration `koanf:"fetch_cooldown"`
+		FetchPollInterval time.Duration `koanf:"fetch_poll_interval"`
+	} `koanf:"jobs"`
 	Cursor struct {
 		Secret string `koanf:"secret"`
 	} `koanf:"cursor"`
@@ -177,6 +191,7 @@ func envKey(k, v string) (string, any) {
 var knownSections = map[string]bool{
 	"http": true, "database": true, "admin": true, "ratelimit": true,
 	"webhooks": true, "cursor": true, "log": true, "metrics": true, "retention": true,
+	"jobs": true,
 }
 
 // validateDatabase checks the storage mode and the database URL.
@@ -251,9 +266,23 @@ func (c *Config) Validate() error {
 		{"QMS_RETENTION_FORWARDS", "retention.forwards", c.Retention.Forwards},
 		{"QMS_RETENTION_RATE_LIMITS", "retention.rate_limits", c.Retention.RateLimits},
 		{"QMS_RETENTION_TICKET_LINKS", "retention.ticket_links", c.Retention.TicketLinks},
+		{"QMS_JOBS_FETCH_COOLDOWN", "jobs.fetch_cooldown", c.Jobs.FetchCooldown},
+		{"QMS_JOBS_FETCH_POLL_INTERVAL", "jobs.fetch_poll_interval", c.Jobs.FetchPollInterval},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("config: %s (%s) must be a positive duration such as 30s, got %v", d.env, d.key, d.v)
+		}
+	}
+	for _, n := range []struct {
+		env, key string
+		v        int
+	}{
+		{"QMS_JOBS_WORKERS", "jobs.workers", c.Jobs.Workers},
+		{"QMS_WEBHOOKS_WORKERS", "webhooks.workers", c.Webhooks.Workers},
+		{"QMS_WEBHOOKS_MAX_IN_FLIGHT", "webhooks.max_in_flight", c.Webhooks.MaxInFlight},
+	} {
+		if n.v <= 0 {
+			return fmt.Errorf("config: %s (%s) must be a positive number, got %d", n.env, n.key, n.v)
 		}
 	}
 	if c.HTTP.PublicURL != "" {

@@ -46,6 +46,11 @@ const (
 // JobDeliver is the job kind of one delivery attempt.
 const JobDeliver = "webhook.deliver"
 
+// JobQueue is the job queue of delivery attempts: apart from every other
+// job, with workers of their own (webhooks.workers), so a burst of
+// deliveries neither waits behind nor holds up the rest.
+const JobQueue = "webhooks"
+
 // Codes raised by this module.
 const (
 	CodeTooManyEndpoints = "TOO_MANY_WEBHOOK_ENDPOINTS"

@@ -52,8 +52,9 @@ func newService(p serviceParams) *core.Service {
 	}
 	sender := webhookclient.New(webhookclient.Options{AllowPrivate: allow})
 	return core.NewService(repo, uow, jobs, sender, clock, core.Options{
-		URLs:   core.URLPolicy{AllowPrivate: allow},
-		Logger: log.With("module", "webhooks"),
+		URLs:        core.URLPolicy{AllowPrivate: allow},
+		MaxInFlight: cfg.Webhooks.MaxInFlight,
+		Logger:      log.With("module", "webhooks"),
 		// The metrics module, when it runs, counts every attempt.
 		Observe: observe(obs),
 	})
@@ -83,6 +84,7 @@ var attemptJobBackoff = ports.Backoff(5 * time.Minute)
 func DeliveryKind(s *core.Service) ports.JobKind {
 	return ports.JobKind{
 		Name:        core.JobDeliver,
+		Queue:       core.JobQueue,
 		MaxAttempts: attemptJobMaxAttempts,
 		Timeout:     attemptJobTimeout,
 		Backoff:     attemptJobBackoff,
