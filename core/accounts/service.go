@@ -2,11 +2,6 @@ package accounts
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base32"
-	"encoding/hex"
-	"strings"
 	"sync"
 	"time"
 
@@ -272,17 +267,7 @@ func (s *Service) authenticate(ctx context.Context, hash string) (Principal, err
 	return Principal{AccountID: a.ID, KeyID: k.ID, Scopes: NewScopeSet(k.Scopes)}, nil
 }
 
-// HashKey is how a key value is stored: SHA-256, hex. Keys carry 160 random
-// bits, so a fast unsalted hash is safe, and lookups stay one index probe.
-func HashKey(value string) string {
-	sum := sha256.Sum256([]byte(value))
-	return hex.EncodeToString(sum[:])
-}
+// HashKey is how a key value is stored (platform.HashSecret).
+func HashKey(value string) string { return platform.HashSecret(value) }
 
-func newKeyValue() string {
-	var b [20]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("accounts: no randomness: " + err.Error())
-	}
-	return KeyPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
-}
+func newKeyValue() string { return platform.NewSecret(KeyPrefix) }

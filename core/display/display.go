@@ -10,11 +10,6 @@
 package display
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base32"
-	"encoding/hex"
-	"strings"
 	"time"
 
 	"github.com/qms-dev/qms/core/platform"
@@ -116,34 +111,14 @@ type UpdateInput struct {
 }
 
 // newTokenValue returns "qmsd_" and 32 base32 characters (160 random bits).
-func newTokenValue() string {
-	b := make([]byte, 20)
-	if _, err := rand.Read(b); err != nil {
-		panic("display: no randomness: " + err.Error())
-	}
-	return TokenValuePrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
-}
+func newTokenValue() string { return platform.NewSecret(TokenValuePrefix) }
 
 // HashToken is how a token value is stored and looked up.
-func HashToken(value string) string {
-	sum := sha256.Sum256([]byte(value))
-	return hex.EncodeToString(sum[:])
-}
+func HashToken(value string) string { return platform.HashSecret(value) }
 
 // LooksLikeToken reports whether s has a token's shape; anything else is
 // refused without a lookup.
-func LooksLikeToken(s string) bool {
-	rest, ok := strings.CutPrefix(s, TokenValuePrefix)
-	if !ok || len(rest) != 32 {
-		return false
-	}
-	for _, c := range rest {
-		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
-			return false
-		}
-	}
-	return true
-}
+func LooksLikeToken(s string) bool { return platform.LooksLikeSecret(s, TokenValuePrefix) }
 
 // Board is what a display screen shows.
 type Board struct {

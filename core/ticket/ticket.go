@@ -11,13 +11,9 @@
 package ticket
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base32"
-	"encoding/hex"
-	"strings"
 	"time"
 
+	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/turns"
 )
 
@@ -116,31 +112,11 @@ func ExpiresAt(finishedAt *time.Time, after time.Duration) *time.Time {
 }
 
 // newValue returns "qmst_" and 32 base32 characters (160 random bits).
-func newValue() string {
-	b := make([]byte, 20)
-	if _, err := rand.Read(b); err != nil {
-		panic("ticket: no randomness: " + err.Error())
-	}
-	return ValuePrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
-}
+func newValue() string { return platform.NewSecret(ValuePrefix) }
 
 // Hash is how a link value is stored and looked up.
-func Hash(value string) string {
-	sum := sha256.Sum256([]byte(value))
-	return hex.EncodeToString(sum[:])
-}
+func Hash(value string) string { return platform.HashSecret(value) }
 
 // LooksLikeValue reports whether s has a link's shape; anything else is
 // refused without a lookup.
-func LooksLikeValue(s string) bool {
-	rest, ok := strings.CutPrefix(s, ValuePrefix)
-	if !ok || len(rest) != 32 {
-		return false
-	}
-	for _, c := range rest {
-		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
-			return false
-		}
-	}
-	return true
-}
+func LooksLikeValue(s string) bool { return platform.LooksLikeSecret(s, ValuePrefix) }
