@@ -136,25 +136,7 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 	}
 	// Assets first: /display/assets/board.js must not be taken for a
 	// token's board read.
-	app.Get(Prefix+"/assets/:file", limit, func(c *fiber.Ctx) error {
-		name := c.Params("file")
-		var ctype string
-		switch {
-		case strings.HasSuffix(name, ".js"):
-			ctype = "text/javascript; charset=utf-8"
-		case strings.HasSuffix(name, ".css"):
-			ctype = "text/css; charset=utf-8"
-		default:
-			return platform.NotFound("asset", name)
-		}
-		b, err := fs.ReadFile(assets, name)
-		if err != nil {
-			return platform.NotFound("asset", name)
-		}
-		c.Set(fiber.HeaderContentType, ctype)
-		c.Set(fiber.HeaderCacheControl, "public, max-age=300")
-		return c.Send(b)
-	})
+	app.Get(Prefix+"/assets/:file", limit, httpx.Assets(assets))
 	app.Get(Prefix+"/:token", limit, func(c *fiber.Ctx) error {
 		// The page is the same for every live token: it reads the token
 		// from its address and asks the server what to show; a revoked or

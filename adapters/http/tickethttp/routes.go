@@ -112,25 +112,7 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 		panic(err)
 	}
 	// Assets first: /ticket/assets/ticket.js is not a link.
-	app.Get(Prefix+"/assets/:file", limit, func(c *fiber.Ctx) error {
-		name := c.Params("file")
-		var ctype string
-		switch {
-		case strings.HasSuffix(name, ".js"):
-			ctype = "text/javascript; charset=utf-8"
-		case strings.HasSuffix(name, ".css"):
-			ctype = "text/css; charset=utf-8"
-		default:
-			return platform.NotFound("asset", name)
-		}
-		b, err := fs.ReadFile(assets, name)
-		if err != nil {
-			return platform.NotFound("asset", name)
-		}
-		c.Set(fiber.HeaderContentType, ctype)
-		c.Set(fiber.HeaderCacheControl, "public, max-age=300")
-		return c.Send(b)
-	})
+	app.Get(Prefix+"/assets/:file", limit, httpx.Assets(assets))
 	app.Get(Prefix+"/:token", limit, func(c *fiber.Ctx) error {
 		// The same page for every link: it reads the link from its
 		// address and asks the server what to show.
