@@ -44,6 +44,9 @@ type DB struct {
 	retries atomic.Int64
 	// acquireTimeout is Options.AcquireTimeout.
 	acquireTimeout time.Duration
+	// views keeps queues' definitions and stations per version
+	// (queueviews.go).
+	views queueViews
 }
 
 // Options tune Open.
