@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -317,4 +318,44 @@ func TestRateLimiterProcessesHoldBackLittle(t *testing.T) {
 			t.Logf("%d requests: %d allowed, exact %d", i, got, want)
 		})
 	}
+}
+
+// TestRateLimiterProcessesConcurrently spends one key through three
+// limiters on one database, 250 concurrent requests each at one instant:
+// the row lock serialises their leases, so together they let through at
+// most the limit, and at least the limit less what each process's last
+// slice may hold unused when its requests run out (slices of this limit
+// are at most 10).
+func TestRateLimiterProcessesConcurrently(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	const limit, each = 600, 250
+	at := time.Date(2030, 1, 1, 12, 0, 30, 0, time.UTC)
+	var (
+		wg      sync.WaitGroup
+		allowed atomic.Int64
+		errs    = make([]error, 3*each)
+	)
+	for p := range 3 {
+		l := postgres.NewRateLimiter(db)
+		for i := range each {
+			wg.Go(func() {
+				d, err := l.Allow(ctx, "shared", limit, at)
+				errs[p*each+i] = err
+				if d.Allowed {
+					allowed.Add(1)
+				} else if err == nil && d.Remaining != 0 {
+					errs[p*each+i] = fmt.Errorf("refused with %d remaining", d.Remaining)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if n := allowed.Load(); n > limit || n < limit-3*9 {
+		t.Fatalf("%d allowed through three processes, want %d at most and %d at least", n, limit, limit-3*9)
+	}
+	t.Logf("%d allowed", allowed.Load())
 }
