@@ -23,6 +23,12 @@ type folded struct {
 	viewKnown    bool
 	viewStations []queues.Station
 	viewService  []float64
+	// lineVersions: each run locked in the transaction by a run lock
+	// statement, and its line version as of the lock (then as of this
+	// transaction's last bump). The run's lock orders every bump of its
+	// line, so the next version is known without asking (BumpLine).
+	lineVersions map[string]int64
+
 	// hadService: whether each turn locked in the transaction had a service
 	// time when it was read, so an update that gives it one (a completion)
 	// or takes it away (a reopening) keeps viewService right.
@@ -90,4 +96,27 @@ func (db *DB) foldTurnUpdate(ctx context.Context, row *turnRow) {
 		}
 		f.hadService[row.ID] = has
 	})
+}
+
+// foldLineVersion keeps a locked run's line version.
+func (db *DB) foldLineVersion(ctx context.Context, runID string, v int64) {
+	db.fold(ctx, func(f *folded) {
+		if f.lineVersions == nil {
+			f.lineVersions = map[string]int64{}
+		}
+		f.lineVersions[runID] = v
+	})
+}
+
+// nextLineVersion returns the version the run's next bump makes, when the
+// run was locked in this transaction by a statement that read it, and
+// keeps it as the current one.
+func (db *DB) nextLineVersion(ctx context.Context, runID string) (next int64, ok bool) {
+	db.fold(ctx, func(f *folded) {
+		if v, known := f.lineVersions[runID]; known {
+			next, ok = v+1, true
+			f.lineVersions[runID] = next
+		}
+	})
+	return next, ok
 }

@@ -264,7 +264,8 @@ var _ turns.RunLocker = (*Queues)(nil)
 // the process's queueViews, read only when that version is new to it.
 const runQueueColumns = `r.id, r.account_id, r.queue_id, r.status, r.intake_open, r.opened_at, r.closed_at,
 	r.created_at, r.updated_at, q.view_version,
-	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id)`
+	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id),
+	coalesce((SELECT l.version FROM turn_lines AS l WHERE l.run_id = r.id), 0)`
 
 // queueServiceColumn reads, next to the run lock, the queue's (q) latest
 // service times for the change's answer (QueueForView): the running
@@ -276,6 +277,8 @@ const queueServiceColumn = `coalesce((SELECT st.samples FROM queue_service_times
 type queueRef struct {
 	version int64
 	tz      *string
+	// line is the run's line version (run lock statements only).
+	line int64
 }
 
 // scanRunQueue reads runQueueColumns, then extra.
@@ -285,7 +288,7 @@ func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queueRef, error) {
 		ref queueRef
 	)
 	dests := append([]any{&rr.ID, &rr.AccountID, &rr.QueueID, &rr.Status, &rr.IntakeOpen, &rr.OpenedAt, &rr.ClosedAt,
-		&rr.CreatedAt, &rr.UpdatedAt, &ref.version, &ref.tz}, extra...)
+		&rr.CreatedAt, &rr.UpdatedAt, &ref.version, &ref.tz, &ref.line}, extra...)
 	if err := row.Scan(dests...); err != nil {
 		return queues.Run{}, ref, err
 	}
@@ -294,8 +297,10 @@ func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queueRef, error) {
 
 // lockedQueue finishes a run lock: the run's queue and stations at the
 // version the lock's statement read (from queueViews, or read through the
-// unit of work on a miss), kept with the service times for the answer.
+// unit of work on a miss), kept with the service times for the answer, and
+// the run's line version, kept for the transaction's bumps.
 func (r *Queues) lockedQueue(ctx context.Context, run queues.Run, ref queueRef, service []float64) (queues.Queue, error) {
+	r.db.foldLineVersion(ctx, run.ID, ref.line)
 	q, sts, ok := r.db.views.get(run.QueueID, ref.version, ref.tz)
 	if !ok {
 		err := r.db.withPgx(ctx, func(pq pgxQuerier) (err error) {

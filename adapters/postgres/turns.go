@@ -385,24 +385,45 @@ func (r *Turns) ListArrivals(ctx context.Context, runID string, page platform.Pa
 // lineChangesPruneEvery versions, changes older than the kept window are
 // deleted.
 func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineChange) (int64, error) {
-	// One statement: the version's upsert feeds the change's insert.
+	removed, added := encodeKeys(change.Removed), encodeKeys(change.Added)
 	var v int64
-	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		return q.QueryRow(ctx, `WITH v AS (
+	if next, ok := r.db.nextLineVersion(ctx, runID); ok {
+		// The run was locked by a statement that read its line version, and
+		// only a holder of that lock bumps it: the new version is known, so
+		// the bump waits and goes out with the transaction's next statement
+		// (for an intake, its COMMIT). A version that is not the one
+		// foretold would break that rule: the change's NOT NULL version
+		// then fails the transaction instead of recording it.
+		err := r.db.deferWrite(ctx, func(err error) error { return wrap(err, "bump line version") }, `WITH v AS (
 			INSERT INTO turn_lines (run_id, version) VALUES ($1, 1)
 			ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version)
 		INSERT INTO turn_line_changes (run_id, version, removed, added, reset)
-		SELECT $1, v.version, $2, $3, $4 FROM v RETURNING version`,
-			runID, encodeKeys(change.Removed), encodeKeys(change.Added), change.Reset).Scan(&v)
-	})
-	if err != nil {
-		return 0, wrap(err, "bump line version")
+		SELECT $1, CASE WHEN v.version = $5 THEN v.version END, $2, $3, $4 FROM v`,
+			runID, removed, added, change.Reset, next)
+		if err != nil {
+			return 0, err
+		}
+		v = next
+	} else {
+		// One statement: the version's upsert feeds the change's insert.
+		err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+			return q.QueryRow(ctx, `WITH v AS (
+				INSERT INTO turn_lines (run_id, version) VALUES ($1, 1)
+				ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version)
+			INSERT INTO turn_line_changes (run_id, version, removed, added, reset)
+			SELECT $1, v.version, $2, $3, $4 FROM v RETURNING version`,
+				runID, removed, added, change.Reset).Scan(&v)
+		})
+		if err != nil {
+			return 0, wrap(err, "bump line version")
+		}
 	}
 	if v%lineChangesPruneEvery == 0 {
-		_, err = r.db.IDB(ctx).NewRaw(`DELETE FROM turn_line_changes WHERE run_id = ? AND version <= ?`,
+		_, err := r.db.IDB(ctx).NewRaw(`DELETE FROM turn_line_changes WHERE run_id = ? AND version <= ?`,
 			runID, v-turns.LineChangesKept).Exec(ctx)
+		return v, wrap(err, "prune line changes")
 	}
-	return v, wrap(err, "prune line changes")
+	return v, nil
 }
 
 // lineChangesPruneEvery spaces the pruning of turn_line_changes, so a run
