@@ -63,6 +63,58 @@ func TestLineBumpForetoldUnderTheRunLock(t *testing.T) {
 		}
 	}
 
+	// Two transactions on the run: the second's lock waits for the first,
+	// which bumps and commits meanwhile; the second must foretell from the
+	// version the first committed (its lock statement's own snapshot,
+	// taken before the wait, still shows the older one).
+	before, _ := stored()
+	locked, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- p.db.Do(ctx, func(ctx context.Context) error {
+			if _, _, err := p.queues.LockRunWithQueue(ctx, turn.RunID); err != nil {
+				return err
+			}
+			if _, err := p.turns.BumpLine(ctx, turn.RunID, change); err != nil {
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	second := make(chan error, 1)
+	go func() {
+		second <- p.db.Do(ctx, func(ctx context.Context) error {
+			if _, _, _, err := p.queues.LockRunOfTurn(ctx, turn.ID); err != nil {
+				return err
+			}
+			v, err := p.turns.BumpLine(ctx, turn.RunID, change)
+			if err == nil && v != before+2 {
+				t.Errorf("the waiting transaction foretold version %d, want %d", v, before+2)
+			}
+			return err
+		})
+	}()
+	for waiting := false; !waiting; {
+		err := p.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("the transaction that waited for the run: %v", err)
+	}
+	if v, _ := stored(); v != before+2 {
+		t.Fatalf("after two bumps: version %d, want %d", v, before+2)
+	}
+
 	before, changes := stored()
 	err := p.db.Do(ctx, func(ctx context.Context) error {
 		if _, _, err := p.queues.LockRunWithQueue(ctx, turn.RunID); err != nil {

@@ -264,8 +264,14 @@ var _ turns.RunLocker = (*Queues)(nil)
 // the process's queueViews, read only when that version is new to it.
 const runQueueColumns = `r.id, r.account_id, r.queue_id, r.status, r.intake_open, r.opened_at, r.closed_at,
 	r.created_at, r.updated_at, q.view_version,
-	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id),
-	coalesce((SELECT l.version FROM turn_lines AS l WHERE l.run_id = r.id), 0)`
+	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id)`
+
+// lineAfterLockSQL reads the run's ($1) line version in a statement of its
+// own, after the lock's, in the same batch: a statement that waited for a
+// row lock sees the locked row as committed, but its subqueries keep the
+// snapshot taken before the wait, which would miss the bump of the
+// transaction it waited for. The next statement takes a new snapshot.
+const lineAfterLockSQL = `SELECT coalesce((SELECT version FROM turn_lines WHERE run_id = $1), 0)`
 
 // queueServiceColumn reads, next to the run lock, the queue's (q) latest
 // service times for the change's answer (QueueForView): the running
@@ -277,7 +283,8 @@ const queueServiceColumn = `coalesce((SELECT st.samples FROM queue_service_times
 type queueRef struct {
 	version int64
 	tz      *string
-	// line is the run's line version (run lock statements only).
+	// line is the run's line version, read after the run's lock
+	// (lineAfterLockSQL).
 	line int64
 }
 
@@ -288,7 +295,7 @@ func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queueRef, error) {
 		ref queueRef
 	)
 	dests := append([]any{&rr.ID, &rr.AccountID, &rr.QueueID, &rr.Status, &rr.IntakeOpen, &rr.OpenedAt, &rr.ClosedAt,
-		&rr.CreatedAt, &rr.UpdatedAt, &ref.version, &ref.tz, &ref.line}, extra...)
+		&rr.CreatedAt, &rr.UpdatedAt, &ref.version, &ref.tz}, extra...)
 	if err := row.Scan(dests...); err != nil {
 		return queues.Run{}, ref, err
 	}
@@ -323,12 +330,22 @@ func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (queues.Run
 		ref     queueRef
 		service []float64
 	)
-	err := r.db.withPgx(ctx, func(pq pgxQuerier) (err error) {
-		run, ref, err = scanRunQueue(pq.QueryRow(ctx, `SELECT `+runQueueColumns+`, `+queueServiceColumn+`
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+runQueueColumns+`, `+queueServiceColumn+`
 			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
-			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID), &service)
-		return err
+			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID)
+	b.Queue(lineAfterLockSQL, runID)
+	var runErr error
+	err := r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
+		run, ref, runErr = scanRunQueue(br.QueryRow(), &service)
+		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
+			return runErr
+		}
+		return br.QueryRow().Scan(&ref.line)
 	})
+	if err == nil {
+		err = runErr
+	}
 	if err != nil {
 		return queues.Run{}, queues.Queue{}, notFound(err, "queue run", runID)
 	}
@@ -356,6 +373,7 @@ func (r *Queues) LockRunFindingKey(ctx context.Context, runID, accountID, key st
 			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
 			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID)
 	b.Queue(`SELECT `+turnColumns+` FROM turns AS t WHERE t.account_id = $1 AND t.idempotency_key = $2`, accountID, key)
+	b.Queue(lineAfterLockSQL, runID)
 	err = r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
 		run, ref, runErr = scanRunQueue(br.QueryRow(), &service)
 		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
@@ -368,7 +386,7 @@ func (r *Queues) LockRunFindingKey(ctx context.Context, runID, accountID, key st
 		default:
 			found = true
 		}
-		return nil
+		return br.QueryRow().Scan(&ref.line)
 	})
 	if err != nil {
 		return run, q, nil, t, false, wrap(err, "lock run "+runID+" and find idempotency key")
@@ -395,13 +413,23 @@ func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (string, queu
 		run     queues.Run
 		ref     queueRef
 		service []float64
+		runErr  error
 	)
-	err := r.db.withPgx(ctx, func(pq pgxQuerier) (err error) {
-		run, ref, err = scanRunQueue(pq.QueryRow(ctx, `SELECT `+runQueueColumns+`, t.account_id, `+queueServiceColumn+`
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+runQueueColumns+`, t.account_id, `+queueServiceColumn+`
 			FROM turns AS t JOIN queue_runs AS r ON r.id = t.run_id JOIN queues AS q ON q.id = r.queue_id
-			WHERE t.id = $1 FOR NO KEY UPDATE OF r`, turnID), &owner, &service)
-		return err
+			WHERE t.id = $1 FOR NO KEY UPDATE OF r`, turnID)
+	b.Queue(`SELECT coalesce((SELECT l.version FROM turns AS t JOIN turn_lines AS l ON l.run_id = t.run_id WHERE t.id = $1), 0)`, turnID)
+	err := r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
+		run, ref, runErr = scanRunQueue(br.QueryRow(), &owner, &service)
+		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
+			return runErr
+		}
+		return br.QueryRow().Scan(&ref.line)
 	})
+	if err == nil {
+		err = runErr
+	}
 	if err != nil {
 		return "", queues.Run{}, queues.Queue{}, notFound(err, "turn", turnID)
 	}
