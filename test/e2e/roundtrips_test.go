@@ -19,14 +19,22 @@ import (
 // roundTrips is a pgx tracer that records every statement, batch and
 // prepare the process sends to PostgreSQL: each is one round trip (a batch
 // or pipeline is one). River's own traffic (its producers poll on their
-// own schedule) is left out, so what remains is the request's.
+// own schedule, in transactions of their own) is left out, so what remains
+// is the request's.
 type roundTrips struct {
 	mu    sync.Mutex
-	trips []string
+	trips []trip
 }
 
-func (r *roundTrips) add(kind, sql string) {
-	if strings.Contains(sql, "river_") || strings.Contains(sql, "/* TEMPLATE") {
+// trip is one recorded round trip, with the connection that sent it.
+type trip struct {
+	conn  *pgx.Conn
+	text  string
+	river bool
+}
+
+func (r *roundTrips) add(conn *pgx.Conn, kind, sql string) {
+	if strings.Contains(sql, "/* TEMPLATE") {
 		return
 	}
 	// The announcer's NOTIFY: sent after the commit by a goroutine of its
@@ -35,32 +43,64 @@ func (r *roundTrips) add(kind, sql string) {
 	if strings.Contains(sql, "pg_notify('qms_events'") {
 		return
 	}
+	river := strings.Contains(sql, "river_") || strings.Contains(sql, "topic_to_notify")
 	r.mu.Lock()
-	r.trips = append(r.trips, kind+" "+strings.Join(strings.Fields(sql), " "))
+	r.trips = append(r.trips, trip{conn: conn, text: kind + " " + strings.Join(strings.Fields(sql), " "), river: river})
 	r.mu.Unlock()
 }
 
-func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	r.add("query", d.SQL)
+// requests drops River's statements, and the bare BEGIN, COMMIT and
+// ROLLBACK of River's own transactions: those whose neighbour on the same
+// connection, in the window, is a River statement or nothing (a unit of
+// work of qms sends its BEGIN and COMMIT in batches with its statements,
+// and its transaction begins and ends within the request's window).
+func requests(all []trip) []string {
+	bare := func(t trip) bool {
+		switch strings.ToLower(t.text) {
+		case "query begin", "query commit", "query rollback":
+			return true
+		}
+		return false
+	}
+	riverNext := func(i, step int) bool {
+		for j := i + step; j >= 0 && j < len(all); j += step {
+			if all[j].conn == all[i].conn {
+				return all[j].river
+			}
+		}
+		return true
+	}
+	var out []string
+	for i, t := range all {
+		if t.river || (bare(t) && (riverNext(i, 1) || riverNext(i, -1))) {
+			continue
+		}
+		out = append(out, t.text)
+	}
+	return out
+}
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	r.add(conn, "query", d.SQL)
 	return ctx
 }
 
 func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+func (r *roundTrips) TraceBatchStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
 	var sqls []string
 	for _, q := range d.Batch.QueuedQueries {
 		sqls = append(sqls, q.SQL)
 	}
-	r.add("batch", strings.Join(sqls, "; "))
+	r.add(conn, "batch", strings.Join(sqls, "; "))
 	return ctx
 }
 
 func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
-func (r *roundTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, d pgx.TracePrepareStartData) context.Context {
-	r.add("prepare", d.SQL)
+func (r *roundTrips) TracePrepareStart(ctx context.Context, conn *pgx.Conn, d pgx.TracePrepareStartData) context.Context {
+	r.add(conn, "prepare", d.SQL)
 	return ctx
 }
 
@@ -74,7 +114,7 @@ func (r *roundTrips) during(f func()) []string {
 	f()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]string(nil), r.trips...)
+	return requests(r.trips)
 }
 
 // budget fails the test when trips exceed held, the ceiling this code
