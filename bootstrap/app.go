@@ -46,6 +46,9 @@ type Options struct {
 	Stdout io.Writer
 	// Logger overrides the JSON logger on stderr.
 	Logger *slog.Logger
+	// LogOutput is where the process's own logger writes when Logger is
+	// nil; nil means os.Stderr.
+	LogOutput io.Writer
 	// DBTracer, when set, sees every statement sent to PostgreSQL (tests
 	// count round trips per request with it).
 	DBTracer pgx.QueryTracer
@@ -85,7 +88,11 @@ func New(cfg *config.Config, opts Options) (*fx.App, *server.Server) {
 func graph(cfg *config.Config, opts Options) []fx.Option {
 	log := opts.Logger
 	if log == nil {
-		log = NewLogger(cfg, os.Stderr)
+		out := opts.LogOutput
+		if out == nil {
+			out = os.Stderr
+		}
+		log = NewLogger(cfg, out)
 	}
 	clock := opts.Clock
 	if clock == nil {
