@@ -7,9 +7,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/qms-dev/qms/configs/config"
+	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/test/apptest"
 )
 
@@ -187,6 +190,60 @@ func TestRoundTripBudgets(t *testing.T) {
 	}
 	trips = tr.during(func() { a.API(http.MethodGet, "/turns/"+id, nil).Must(http.StatusOK, nil) })
 	budget(t, "GET /turns/{id} (called)", trips, 2, 2, true)
+}
+
+// TestRoundTripsGetSteadyState holds a GET of a turn to one round trip
+// once its key is busy: the rate limit leases a slice of the key's budget
+// for the second and serves the other requests of that second from it, so
+// a key that keeps calling costs one lease a second, not one per request.
+// The clock stands still within a second and the test moves it, so the
+// count is exact: after a first second of warming up (slices doubling),
+// the first of a second's 20 GETs leases a slice of 20 (what the key used
+// the second before), and the 19 others send their read alone. (Every 2 s
+// one GET also reloads the key's authentication, accounts.AuthCacheTTL:
+// those reads are not the rate limit's and are left out.)
+func TestRoundTripsGetSteadyState(t *testing.T) {
+	tr := &roundTrips{}
+	clock := platformtest.NewClock(time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC))
+	a := apptest.Postgres(t, apptest.WithDBTracer(tr), apptest.WithClock(clock),
+		// Slices of up to 100: 20 a second fit one lease.
+		apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 6000 }))
+	_, _, runID := setupQueue(t, a, nil)
+	var turn struct{ ID string }
+	a.API(http.MethodPost, "/queue-runs/"+runID+"/turns", nil).Must(http.StatusCreated, &turn)
+	get := func() { a.API(http.MethodGet, "/turns/"+turn.ID, nil).Must(http.StatusOK, nil) }
+	for range 20 {
+		get()
+	}
+	for second := range 3 {
+		clock.Advance(time.Second)
+		for i := range 20 {
+			var leases, reads, auth []string
+			trips := tr.during(get)
+			for _, s := range trips {
+				switch {
+				case strings.HasPrefix(s, "prepare "):
+				case strings.Contains(s, "rate_limits"):
+					leases = append(leases, s)
+				case strings.Contains(s, "api_keys") || strings.Contains(s, "accounts"):
+					auth = append(auth, s)
+				default:
+					reads = append(reads, s)
+				}
+			}
+			wantLeases := 0
+			if i == 0 {
+				wantLeases = 1
+			}
+			if len(leases) != wantLeases || len(reads) != 1 {
+				t.Errorf("second %d, GET %d: %d leases and %d reads, want %d and 1:\n  %s",
+					second, i, len(leases), len(reads), wantLeases, strings.Join(trips, "\n  "))
+			}
+			if i == 1 && len(auth) == 0 {
+				budget(t, "GET /turns/{id} (a busy key)", trips, 2, 1, true)
+			}
+		}
+	}
 }
 
 func okay(t *testing.T, r *apptest.Response) {
