@@ -259,12 +259,11 @@ func (r *Queues) ListRuns(ctx context.Context, queueID string, limit int) ([]que
 var _ turns.RunLocker = (*Queues)(nil)
 
 // runQueueColumns are a run's columns (alias r) and what names its queue's
-// definition (alias q): the queue's view_version and its branch's time
-// zone, in the order scanRunQueue reads. The definition itself comes from
+// definition (alias q): the queue's view_version (which its branch's time
+// zone is part of, migration 0097), in the order scanRunQueue reads. The definition itself comes from
 // the process's queueViews, read only when that version is new to it.
 const runQueueColumns = `r.id, r.account_id, r.queue_id, r.status, r.intake_open, r.opened_at, r.closed_at,
-	r.created_at, r.updated_at, q.view_version,
-	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id)`
+	r.created_at, r.updated_at, q.view_version`
 
 // lineAfterLockSQL reads the run's ($1) line version in a statement of its
 // own, after the lock's, in the same batch: a statement that waited for a
@@ -282,7 +281,6 @@ const queueServiceColumn = `coalesce((SELECT st.samples FROM queue_service_times
 // definition in queueViews.
 type queueRef struct {
 	version int64
-	tz      *string
 	// line is the run's line version, read after the run's lock
 	// (lineAfterLockSQL).
 	line int64
@@ -295,7 +293,7 @@ func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queueRef, error) {
 		ref queueRef
 	)
 	dests := append([]any{&rr.ID, &rr.AccountID, &rr.QueueID, &rr.Status, &rr.IntakeOpen, &rr.OpenedAt, &rr.ClosedAt,
-		&rr.CreatedAt, &rr.UpdatedAt, &ref.version, &ref.tz}, extra...)
+		&rr.CreatedAt, &rr.UpdatedAt, &ref.version}, extra...)
 	if err := row.Scan(dests...); err != nil {
 		return queues.Run{}, ref, err
 	}
@@ -308,10 +306,10 @@ func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queueRef, error) {
 // the run's line version, kept for the transaction's bumps.
 func (r *Queues) lockedQueue(ctx context.Context, run queues.Run, ref queueRef, service []float64) (queues.Queue, error) {
 	r.db.foldLineVersion(ctx, run.ID, ref.line)
-	q, sts, ok := r.db.views.get(run.QueueID, ref.version, ref.tz)
+	q, sts, ok := r.db.views.get(run.QueueID, ref.version)
 	if !ok {
 		err := r.db.withPgx(ctx, func(pq pgxQuerier) (err error) {
-			q, sts, err = r.db.queueView(ctx, pq, run.QueueID, ref.version, ref.tz)
+			q, sts, err = r.db.queueView(ctx, pq, run.QueueID, ref.version)
 			return err
 		})
 		if err != nil {

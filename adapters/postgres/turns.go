@@ -537,18 +537,15 @@ func (row *turnRow) dests() []any {
 }
 
 // queueNowSQL reads what names a queue's ($1) definition (its
-// view_version and branch time zone) and its latest service times (the
-// running summary of migration 0095).
-const queueNowSQL = `SELECT q.view_version,
-	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id),
-	` + queueServiceColumn + `
+// view_version) and its latest service times (the running summary of
+// migration 0095).
+const queueNowSQL = `SELECT q.view_version, ` + queueServiceColumn + `
 FROM queues AS q WHERE q.id = $1`
 
 // turnViewSQL reads a turn ($1) with everything its view needs but the
 // queue's definition, which queueViews keeps per version: one row of each
 // table, by key.
 const turnViewSQL = `SELECT ` + turnColumns + `, q.view_version,
-	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id),
 	coalesce((SELECT version FROM turn_lines WHERE run_id = t.run_id), 0),
 	(SELECT status FROM queue_runs WHERE id = t.run_id),
 	` + queueServiceColumn + `
@@ -577,7 +574,7 @@ func (r *Turns) GetForView(ctx context.Context, id string) (turns.Turn, turns.Vi
 		service     []float64
 	)
 	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		dests := append(row.dests(), &ref.version, &ref.tz, &lineVersion, &runStatus, &service)
+		dests := append(row.dests(), &ref.version, &lineVersion, &runStatus, &service)
 		return q.QueryRow(ctx, turnViewSQL, id).Scan(dests...)
 	})
 	if err != nil {
@@ -597,11 +594,11 @@ func (r *Turns) GetForView(ctx context.Context, id string) (turns.Turn, turns.Vi
 
 // queueAt returns a queue and its stations at ref's version.
 func (r *Turns) queueAt(ctx context.Context, queueID string, ref queueRef) (q queues.Queue, sts []queues.Station, err error) {
-	if q, sts, ok := r.db.views.get(queueID, ref.version, ref.tz); ok {
+	if q, sts, ok := r.db.views.get(queueID, ref.version); ok {
 		return q, sts, nil
 	}
 	err = r.db.withPgx(ctx, func(pq pgxQuerier) error {
-		q, sts, err = r.db.queueView(ctx, pq, queueID, ref.version, ref.tz)
+		q, sts, err = r.db.queueView(ctx, pq, queueID, ref.version)
 		return err
 	})
 	return q, sts, err
@@ -621,7 +618,7 @@ func (r *Turns) QueueForView(ctx context.Context, queueID string) ([]queues.Stat
 		service []float64
 	)
 	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		return q.QueryRow(ctx, queueNowSQL, queueID).Scan(&ref.version, &ref.tz, &service)
+		return q.QueryRow(ctx, queueNowSQL, queueID).Scan(&ref.version, &service)
 	})
 	if err != nil {
 		return nil, nil, notFound(err, "queue", queueID)
