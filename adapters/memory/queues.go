@@ -13,12 +13,16 @@ type Queues struct {
 	queues   *table[queues.Queue]
 	stations *table[queues.Station]
 	runs     *table[queues.Run]
+	// stationsOf: the ids of each queue's stations, so a turn's view does
+	// not scan every station of the store (issue 16, item 4).
+	stationsOf map[string]map[string]struct{}
 }
 
 // NewQueues builds the repository on s; deleting an entity deletes its
 // queues, and deleting a queue its stations and runs.
 func NewQueues(s *Store) *Queues {
-	r := &Queues{s: s, queues: newTable[queues.Queue](s), stations: newTable[queues.Station](s), runs: newTable[queues.Run](s)}
+	r := &Queues{s: s, queues: newTable[queues.Queue](s), stations: newTable[queues.Station](s), runs: newTable[queues.Run](s),
+		stationsOf: map[string]map[string]struct{}{}}
 	s.OnDelete("entity", func(ctx context.Context, entityID string) {
 		for _, q := range sorted(r.queues.rows, "", 0, func(q queues.Queue) bool { return q.EntityID == entityID }) {
 			r.deleteQueue(ctx, q.ID)
@@ -30,8 +34,8 @@ func NewQueues(s *Store) *Queues {
 // deleteQueue runs inside the unit of work of the entity's deletion.
 func (r *Queues) deleteQueue(ctx context.Context, id string) {
 	r.s.write(ctx, func() func() { return r.queues.del(id) })
-	for _, st := range sorted(r.stations.rows, "", 0, func(st queues.Station) bool { return st.QueueID == id }) {
-		r.s.write(ctx, func() func() { return r.stations.del(st.ID) })
+	for _, st := range r.stationsOfQueue(id) {
+		r.s.write(ctx, func() func() { return r.delStation(st) })
 	}
 	for _, run := range sorted(r.runs.rows, "", 0, func(run queues.Run) bool { return run.QueueID == id }) {
 		r.s.write(ctx, func() func() { return r.runs.del(run.ID) })
@@ -94,8 +98,34 @@ func (r *Queues) ListQueues(ctx context.Context, accountID, entityID string, pag
 
 // CreateStation stores a new station.
 func (r *Queues) CreateStation(ctx context.Context, st queues.Station) error {
-	r.s.write(ctx, func() func() { return r.stations.put(st.ID, st) })
+	r.s.write(ctx, func() func() {
+		undo := r.stations.put(st.ID, st)
+		addTo(r.stationsOf, st.QueueID, st.ID)
+		return func() { undo(); removeFrom(r.stationsOf, st.QueueID, st.ID) }
+	})
 	return nil
+}
+
+// delStation removes a station and its index entry; called through
+// Store.write.
+func (r *Queues) delStation(st queues.Station) func() {
+	undo := r.stations.del(st.ID)
+	if undo == nil {
+		return nil
+	}
+	removeFrom(r.stationsOf, st.QueueID, st.ID)
+	return func() { undo(); addTo(r.stationsOf, st.QueueID, st.ID) }
+}
+
+// stationsOfQueue returns a queue's stations by id; the caller holds the
+// store's lock.
+func (r *Queues) stationsOfQueue(queueID string) []queues.Station {
+	ids := r.stationsOf[queueID]
+	rows := make(map[string]queues.Station, len(ids))
+	for id := range ids {
+		rows[id] = r.stations.rows[id]
+	}
+	return sorted(rows, "", 0, nil)
 }
 
 // GetStation returns a station.
@@ -111,7 +141,13 @@ func (r *Queues) GetStation(ctx context.Context, id string) (st queues.Station, 
 
 // DeleteStation removes a station.
 func (r *Queues) DeleteStation(ctx context.Context, id string) error {
-	r.s.write(ctx, func() func() { return r.stations.del(id) })
+	r.s.write(ctx, func() func() {
+		st, ok := r.stations.rows[id]
+		if !ok {
+			return nil
+		}
+		return r.delStation(st)
+	})
 	r.s.cascade(ctx, "station", id)
 	return nil
 }
@@ -119,7 +155,7 @@ func (r *Queues) DeleteStation(ctx context.Context, id string) error {
 // ListStations lists a queue's stations, oldest first.
 func (r *Queues) ListStations(ctx context.Context, queueID string) (out []queues.Station, err error) {
 	r.s.read(ctx, func() {
-		out = sorted(r.stations.rows, "", 0, func(st queues.Station) bool { return st.QueueID == queueID })
+		out = r.stationsOfQueue(queueID)
 	})
 	return out, nil
 }

@@ -3,6 +3,7 @@
 package location
 
 import (
+	"sync"
 	"time"
 
 	"github.com/qms-dev/qms/core/platform"
@@ -48,9 +49,19 @@ func (l *Location) Zone() *time.Location {
 	if l == nil || l.Timezone == nil || *l.Timezone == "" {
 		return time.UTC
 	}
+	if z, ok := zones.Load(*l.Timezone); ok {
+		return z.(*time.Location)
+	}
 	z, err := time.LoadLocation(*l.Timezone)
 	if err != nil {
 		return time.UTC
 	}
+	zones.Store(*l.Timezone, z)
 	return z
 }
+
+// zones keeps the zones loaded so far by name: time.LoadLocation reads and
+// parses the zone's file on every call, and every rule of a queue that
+// reads a local time asks for its zone. Names come from validated
+// settings, so the set stays small.
+var zones sync.Map
