@@ -280,6 +280,43 @@ func RunWebhooks(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
 			t.Fatalf("attempts after %d successes and %d failures recorded at once: %d", n, n, got.Attempts)
 		}
 
+		// Many successes at once, one of a delivery that does not exist:
+		// each hears its own outcome (Postgres writes them in shared
+		// statements).
+		many := make([]webhooks.Delivery, 40)
+		for i := range many {
+			many[i] = WebhookDelivery(fmt.Sprintf("dlv_m%02d", i), "acc_a", "whe_1")
+		}
+		if err := h.Repo.CreateDeliveries(ctx, many); err != nil {
+			t.Fatal(err)
+		}
+		outcomes := make([]error, len(many)+1)
+		var mwg sync.WaitGroup
+		for i := range outcomes {
+			mwg.Add(1)
+			go func() {
+				defer mwg.Done()
+				id := "dlv_gone"
+				if i < len(many) {
+					id = many[i].ID
+				}
+				outcomes[i] = h.Repo.RecordSuccess(ctx, id, done, 200+i%3)
+			}()
+		}
+		mwg.Wait()
+		for i, d := range many {
+			if outcomes[i] != nil {
+				t.Fatalf("RecordSuccess(%s): %v", d.ID, outcomes[i])
+			}
+			got, _ := h.Repo.GetDelivery(ctx, d.ID)
+			if got.Status != webhooks.StatusSucceeded || got.Attempts != 1 || *got.LastResponseStatus != 200+i%3 || got.RetryToken != "" {
+				t.Fatalf("%s after RecordSuccess: %+v", d.ID, got)
+			}
+		}
+		if err := outcomes[len(many)]; !platform.IsCode(err, platform.CodeNotFound) {
+			t.Fatalf("RecordSuccess of no delivery among others: %v", err)
+		}
+
 		// Gone with its endpoint.
 		if err := h.Repo.DeleteEndpoint(ctx, "whe_2"); err != nil {
 			t.Fatal(err)
