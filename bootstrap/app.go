@@ -46,6 +46,9 @@ type Options struct {
 	Stdout io.Writer
 	// Logger overrides the JSON logger on stderr.
 	Logger *slog.Logger
+	// LogOutput is where the process's own logger writes when Logger is
+	// nil; nil means os.Stderr.
+	LogOutput io.Writer
 	// DBTracer, when set, sees every statement sent to PostgreSQL (tests
 	// count round trips per request with it).
 	DBTracer pgx.QueryTracer
@@ -84,8 +87,15 @@ func New(cfg *config.Config, opts Options) (*fx.App, *server.Server) {
 // the platform and every module. TestGraphs validates it for both sets.
 func graph(cfg *config.Config, opts Options) []fx.Option {
 	log := opts.Logger
+	var logBuf *logBuffer
 	if log == nil {
-		log = NewLogger(cfg, os.Stderr)
+		out := opts.LogOutput
+		if out == nil {
+			out = os.Stderr
+		}
+		logBuf = newLogBuffer(out, logFlushInterval, logFlushSize)
+		log = NewLogger(cfg, logBuf)
+		log = slog.New(flushOnError{log.Handler(), logBuf})
 	}
 	clock := opts.Clock
 	if clock == nil {
@@ -102,6 +112,15 @@ func graph(cfg *config.Config, opts Options) []fx.Option {
 		generated = true
 	}
 	return []fx.Option{
+		// The first module, so its invoke is the first to run (fx runs
+		// modules' invokes before the root's) and its stop hook the last:
+		// the log buffer is flushed after every other component has
+		// stopped, or after a failed start has been rolled back.
+		fx.Module("log", fx.Invoke(func(lc fx.Lifecycle) {
+			if logBuf != nil {
+				lc.Append(fx.StopHook(logBuf.Close))
+			}
+		})),
 		fx.WithLogger(func() fxevent.Logger {
 			// fx's own start-up chatter is debug detail; its errors stay errors.
 			l := &fxevent.SlogLogger{Logger: log.With("component", "fx")}

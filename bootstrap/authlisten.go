@@ -19,9 +19,14 @@ func listenAuth(lc fx.Lifecycle, l *postgres.AuthListener, svc *accounts.Service
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			wg.Add(1)
-			go func() { defer wg.Done(); l.Run(ctx, svc.ForgetAuth) }()
+			go func() { defer wg.Done(); l.Run(ctx, svc) }()
 			return nil
 		},
 		OnStop: func(context.Context) error { cancel(); wg.Wait(); return nil },
 	})
 }
+
+// notifiedInProcess tells the accounts service that, in memory mode, every
+// change to accounts and keys is this process's own and clears its cache
+// as it is made.
+func notifiedInProcess(svc *accounts.Service) { svc.SetNotified(true) }

@@ -40,6 +40,7 @@ var memoryAdapters = fx.Module("memory",
 	),
 	providePorts,
 	fx.Invoke(runJobs, subscribeCopies),
+	fx.Invoke(notifiedInProcess),
 )
 
 var postgresAdapters = fx.Module("postgres",

@@ -92,7 +92,8 @@ type RateDecision struct {
 // RateLimiter lets at most limit requests of a key through in any minute
 // (a sliding window: no 60 s holds more, whatever its start). The postgres
 // implementation counts in the database, so several processes share one
-// budget per key.
+// budget per key (each leasing slices of it, good for one second, so
+// Remaining may be low by what other processes hold unused; never over).
 type RateLimiter interface {
 	Allow(ctx context.Context, key string, limit int, now time.Time) (RateDecision, error)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
@@ -43,14 +44,41 @@ func (m *Metrics) Middleware() fiber.Handler {
 }
 
 func (m *Metrics) observe(c *fiber.Ctx, status int, d time.Duration) {
-	route := httpx.RouteTemplate(c)
-	method := methodLabel(c.Method())
-	code := strconv.Itoa(status)
-	m.requests.WithLabelValues(route, method, code).Inc()
-	m.duration.WithLabelValues(route, method, code).Observe(d.Seconds())
+	s := m.httpSeries(httpx.RouteTemplate(c), methodLabel(c.Method()), status)
+	s.requests.Inc()
+	s.duration.Observe(d.Seconds())
 	if status == http.StatusTooManyRequests {
 		m.rateLimited.Inc()
 	}
+}
+
+// seriesKey names the series of one route template, method and status.
+// Each is from a small closed set (templates, not paths; the methods'
+// constants; statuses), so the cache of series stays small.
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+// series are the request counter and the duration histogram of one
+// seriesKey, resolved once: WithLabelValues hashes and checks its labels
+// and takes the vector's lock on every call, twice a request.
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+func (m *Metrics) httpSeries(route, method string, status int) *series {
+	k := seriesKey{route, method, status}
+	if s, ok := m.series.Load(k); ok {
+		return s.(*series)
+	}
+	code := strconv.Itoa(status)
+	s, _ := m.series.LoadOrStore(k, &series{
+		requests: m.requests.WithLabelValues(route, method, code),
+		duration: m.duration.WithLabelValues(route, method, code),
+	})
+	return s.(*series)
 }
 
 // methods are the method label's values. A client can send any token as a

@@ -10,6 +10,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,11 @@ type Metrics struct {
 	deliveries   *prometheus.CounterVec
 	deliveryLag  *prometheus.HistogramVec
 	unknownLabel *prometheus.CounterVec
+
+	// series caches the HTTP series by seriesKey (http.go). The vectors'
+	// children are never deleted, so a cached one stays the registered
+	// one.
+	series sync.Map
 }
 
 // New builds the registry with the process and Go collectors and qms's own

@@ -176,3 +176,34 @@ func grep(text, s string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestSeriesOfOneRouteByStatus interleaves statuses and methods on one
+// route template: each (route, method, status) is its own series, however
+// the resolved series are cached.
+func TestSeriesOfOneRouteByStatus(t *testing.T) {
+	m := metrics.New()
+	app := httpx.NewApp(httpx.AppConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	app.Use(m.Middleware())
+	app.Get("/metrics", m.Handler())
+	answer := func(c *fiber.Ctx) error {
+		code, _ := strconv.Atoi(c.Params("code"))
+		return c.SendStatus(code)
+	}
+	app.Get("/s/:code", answer)
+	app.Post("/s/:code", answer)
+	want := map[string]float64{}
+	for i := range 12 {
+		method, code := []string{"GET", "POST"}[i%2], []string{"200", "201", "409"}[i%3]
+		if got := do(t, app, method, "/s/"+code); strconv.Itoa(got) != code {
+			t.Fatalf("%s /s/%s: %d", method, code, got)
+		}
+		want[`qms_http_requests_total{method="`+method+`",route="/s/:code",status="`+code+`"}`]++
+		want[`qms_http_request_duration_seconds_count{method="`+method+`",route="/s/:code",status="`+code+`"}`]++
+	}
+	text := scrape(t, app)
+	for series, n := range want {
+		if got := value(text, series); got != n {
+			t.Errorf("%s = %v, want %v", series, got, n)
+		}
+	}
+}

@@ -44,6 +44,12 @@ type DB struct {
 	retries atomic.Int64
 	// acquireTimeout is Options.AcquireTimeout.
 	acquireTimeout time.Duration
+	// views keeps queues' definitions and stations per version
+	// (queueviews.go).
+	views queueViews
+	// announcer tells listening processes of committed events
+	// (announce.go).
+	announcer *announcer
 }
 
 // Options tune Open.
@@ -88,12 +94,15 @@ func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 	sqldb := sql.OpenDB(execConnector{stdlib.GetPoolConnector(pool)})
 	// The pool keeps the idle connections (as stdlib.OpenDBFromPool sets).
 	sqldb.SetMaxIdleConns(0)
-	return &DB{Bun: bun.NewDB(sqldb, pgdialect.New()), Pool: pool, acquireTimeout: opts.AcquireTimeout}, nil
+	db := &DB{Bun: bun.NewDB(sqldb, pgdialect.New()), Pool: pool, acquireTimeout: opts.AcquireTimeout}
+	db.announcer = newAnnouncer(db)
+	return db, nil
 }
 
 // Close releases every connection. Closing bun first lets database/sql hand
 // its connections back before the pool shuts.
 func (db *DB) Close() {
+	db.announcer.close()
 	_ = db.Bun.Close()
 	db.Pool.Close()
 }

@@ -52,6 +52,9 @@ func (r *Events) Append(ctx context.Context, e platform.Event) error {
 			_, err := q.Exec(ctx, insertEventSQL, args...)
 			return err
 		})
+		if err == nil {
+			r.db.AfterCommit(ctx, func() { r.db.announcer.announce(e.AccountID) })
+		}
 		return wrap(err, "insert event")
 	}
 	var subs []webhookEndpointRow
@@ -66,6 +69,7 @@ func (r *Events) Append(ctx context.Context, e platform.Event) error {
 		return nil
 	})
 	if err == nil {
+		r.db.AfterCommit(ctx, func() { r.db.announcer.announce(e.AccountID) })
 		r.db.fold(ctx, func(f *folded) {
 			if f.subscribed == nil {
 				f.subscribed = map[string][]webhookEndpointRow{}

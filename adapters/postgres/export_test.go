@@ -10,3 +10,14 @@ import (
 func (db *DB) DeferWriteForTest(ctx context.Context, sql string, args ...any) error {
 	return db.deferWrite(ctx, func(err error) error { return fmt.Errorf("probe: %w", err) }, sql, args...)
 }
+
+// LeasesForTest is how many lease statements the limiter has sent.
+func (l *RateLimiter) LeasesForTest() int64 { return l.leases.Load() }
+
+// LeasingForTest reports whether a lease of key is on its way.
+func (l *RateLimiter) LeasingForTest(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := l.keys[key]
+	return k != nil && k.inflight != nil
+}

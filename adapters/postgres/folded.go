@@ -2,8 +2,8 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 
+	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
 )
 
@@ -20,8 +20,15 @@ type folded struct {
 	// The locked run's queue's stations and latest service times, read by
 	// the run lock's statement, for the change's answer (QueueForView).
 	viewQueue    string
-	viewStations json.RawMessage
+	viewKnown    bool
+	viewStations []queues.Station
 	viewService  []float64
+	// lineVersions: each run locked in the transaction by a run lock
+	// statement, and its line version as of the lock (then as of this
+	// transaction's last bump). The run's lock orders every bump of its
+	// line, so the next version is known without asking (BumpLine).
+	lineVersions map[string]int64
+
 	// hadService: whether each turn locked in the transaction had a service
 	// time when it was read, so an update that gives it one (a completion)
 	// or takes it away (a reopening) keeps viewService right.
@@ -39,16 +46,16 @@ func (db *DB) fold(ctx context.Context, f func(*folded)) {
 }
 
 // foldQueueView keeps the stations and service times the run lock read.
-func (db *DB) foldQueueView(ctx context.Context, queueID string, stations json.RawMessage, service []float64) {
+func (db *DB) foldQueueView(ctx context.Context, queueID string, stations []queues.Station, service []float64) {
 	db.fold(ctx, func(f *folded) {
-		f.viewQueue, f.viewStations, f.viewService = queueID, stations, service
+		f.viewQueue, f.viewKnown, f.viewStations, f.viewService = queueID, true, stations, service
 	})
 }
 
 // foldedQueueView returns what foldQueueView kept for queueID.
-func (db *DB) foldedQueueView(ctx context.Context, queueID string) (stations json.RawMessage, service []float64, ok bool) {
+func (db *DB) foldedQueueView(ctx context.Context, queueID string) (stations []queues.Station, service []float64, ok bool) {
 	db.fold(ctx, func(f *folded) {
-		if f.viewQueue == queueID && f.viewStations != nil {
+		if f.viewQueue == queueID && f.viewKnown {
 			stations, service, ok = f.viewStations, f.viewService, true
 		}
 	})
@@ -72,14 +79,14 @@ func (db *DB) foldLockedTurn(ctx context.Context, row *turnRow) {
 // view back to reading them.
 func (db *DB) foldTurnUpdate(ctx context.Context, row *turnRow) {
 	db.fold(ctx, func(f *folded) {
-		if f.viewQueue != row.QueueID || f.viewStations == nil {
+		if f.viewQueue != row.QueueID || !f.viewKnown {
 			return
 		}
 		had, known := f.hadService[row.ID]
 		has := row.ServiceSeconds != nil
 		switch {
 		case !known || (had && !has):
-			f.viewStations, f.viewService = nil, nil
+			f.viewKnown, f.viewStations, f.viewService = false, nil, nil
 		case !had && has:
 			svc := append([]float64{*row.ServiceSeconds}, f.viewService...)
 			if len(svc) > turns.ServiceSamples {
@@ -89,4 +96,27 @@ func (db *DB) foldTurnUpdate(ctx context.Context, row *turnRow) {
 		}
 		f.hadService[row.ID] = has
 	})
+}
+
+// foldLineVersion keeps a locked run's line version.
+func (db *DB) foldLineVersion(ctx context.Context, runID string, v int64) {
+	db.fold(ctx, func(f *folded) {
+		if f.lineVersions == nil {
+			f.lineVersions = map[string]int64{}
+		}
+		f.lineVersions[runID] = v
+	})
+}
+
+// nextLineVersion returns the version the run's next bump makes, when the
+// run was locked in this transaction by a statement that read it, and
+// keeps it as the current one.
+func (db *DB) nextLineVersion(ctx context.Context, runID string) (next int64, ok bool) {
+	db.fold(ctx, func(f *folded) {
+		if v, known := f.lineVersions[runID]; known {
+			next, ok = v+1, true
+			f.lineVersions[runID] = next
+		}
+	})
+	return next, ok
 }

@@ -23,6 +23,9 @@ type queueRow struct {
 	Type          string    `bun:"type"`
 	Doc           jsonb     `bun:"doc,type:jsonb"`
 	CreatedAt     time.Time `bun:"created_at"`
+	// ViewVersion names this state of the queue's definition (migration
+	// 0095); the database sets it, so writes leave it out.
+	ViewVersion int64 `bun:"view_version,scanonly"`
 	// BranchTimezone is read with the queue from its entity (branchZone).
 	BranchTimezone *string `bun:"branch_timezone,scanonly"`
 }
@@ -255,57 +258,100 @@ func (r *Queues) ListRuns(ctx context.Context, queueID string, limit int) ([]que
 
 var _ turns.RunLocker = (*Queues)(nil)
 
-// runQueueColumns are a run's columns (alias r) and its queue's (alias q),
-// in the order scanRunQueue reads.
+// runQueueColumns are a run's columns (alias r) and what names its queue's
+// definition (alias q): the queue's view_version and its branch's time
+// zone, in the order scanRunQueue reads. The definition itself comes from
+// the process's queueViews, read only when that version is new to it.
 const runQueueColumns = `r.id, r.account_id, r.queue_id, r.status, r.intake_open, r.opened_at, r.closed_at,
-	r.created_at, r.updated_at, q.entity_id, q.name, q.type, q.doc, q.created_at,
+	r.created_at, r.updated_at, q.view_version,
 	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id)`
 
-// queueViewColumns read, next to the run lock, what the change's answer
-// needs of the queue (q; $2 service times): its stations and latest service
-// times, so the answer costs no round trip of its own (QueueForView).
-const queueViewColumns = `(SELECT coalesce(json_agg(json_build_object('id', s.id, 'account_id', s.account_id, 'queue_id', s.queue_id,
-		'label', s.label, 'description', s.description, 'created_at', s.created_at) ORDER BY s.id), '[]')
-	 FROM stations AS s WHERE s.queue_id = q.id),
-	(SELECT coalesce(array_agg(x.service_seconds ORDER BY x.finished_at DESC), '{}')
-	 FROM (SELECT service_seconds, finished_at FROM turns
-	       WHERE queue_id = q.id AND service_seconds IS NOT NULL
-	       ORDER BY finished_at DESC LIMIT $2) AS x)`
+// lineAfterLockSQL reads the run's ($1) line version in a statement of its
+// own, after the lock's, in the same batch: a statement that waited for a
+// row lock sees the locked row as committed, but its subqueries keep the
+// snapshot taken before the wait, which would miss the bump of the
+// transaction it waited for. The next statement takes a new snapshot.
+const lineAfterLockSQL = `SELECT coalesce((SELECT version FROM turn_lines WHERE run_id = $1), 0)`
+
+// queueServiceColumn reads, next to the run lock, the queue's (q) latest
+// service times for the change's answer (QueueForView): the running
+// summary of migration 0095, one row by key, no sort.
+const queueServiceColumn = `coalesce((SELECT st.samples FROM queue_service_times AS st WHERE st.queue_id = q.id), '{}')`
+
+// queueRef is what a hot statement read of a queue: enough to find its
+// definition in queueViews.
+type queueRef struct {
+	version int64
+	tz      *string
+	// line is the run's line version, read after the run's lock
+	// (lineAfterLockSQL).
+	line int64
+}
 
 // scanRunQueue reads runQueueColumns, then extra.
-func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queues.Queue, error) {
+func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queueRef, error) {
 	var (
-		rr runRow
-		qr queueRow
+		rr  runRow
+		ref queueRef
 	)
 	dests := append([]any{&rr.ID, &rr.AccountID, &rr.QueueID, &rr.Status, &rr.IntakeOpen, &rr.OpenedAt, &rr.ClosedAt,
-		&rr.CreatedAt, &rr.UpdatedAt, &qr.EntityID, &qr.Name, &qr.Type, &qr.Doc, &qr.CreatedAt, &qr.BranchTimezone}, extra...)
+		&rr.CreatedAt, &rr.UpdatedAt, &ref.version, &ref.tz}, extra...)
 	if err := row.Scan(dests...); err != nil {
-		return queues.Run{}, queues.Queue{}, err
+		return queues.Run{}, ref, err
 	}
-	qr.ID, qr.AccountID = rr.QueueID, rr.AccountID
-	q, err := qr.domain()
-	return rr.domain(), q, err
+	return rr.domain(), ref, nil
+}
+
+// lockedQueue finishes a run lock: the run's queue and stations at the
+// version the lock's statement read (from queueViews, or read through the
+// unit of work on a miss), kept with the service times for the answer, and
+// the run's line version, kept for the transaction's bumps.
+func (r *Queues) lockedQueue(ctx context.Context, run queues.Run, ref queueRef, service []float64) (queues.Queue, error) {
+	r.db.foldLineVersion(ctx, run.ID, ref.line)
+	q, sts, ok := r.db.views.get(run.QueueID, ref.version, ref.tz)
+	if !ok {
+		err := r.db.withPgx(ctx, func(pq pgxQuerier) (err error) {
+			q, sts, err = r.db.queueView(ctx, pq, run.QueueID, ref.version, ref.tz)
+			return err
+		})
+		if err != nil {
+			return queues.Queue{}, err
+		}
+	}
+	r.db.foldQueueView(ctx, q.ID, sts, service)
+	return q, nil
 }
 
 // LockRunWithQueue locks a run as GetRunForUpdate does and reads its queue
 // in the same statement.
-func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (run queues.Run, q queues.Queue, err error) {
+func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (queues.Run, queues.Queue, error) {
 	var (
-		stations json.RawMessage
-		service  []float64
+		run     queues.Run
+		ref     queueRef
+		service []float64
 	)
-	err = r.db.withPgx(ctx, func(pq pgxQuerier) error {
-		run, q, err = scanRunQueue(pq.QueryRow(ctx, `SELECT `+runQueueColumns+`, `+queueViewColumns+`
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+runQueueColumns+`, `+queueServiceColumn+`
 			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
-			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID, turns.ServiceSamples), &stations, &service)
-		return err
+			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID)
+	b.Queue(lineAfterLockSQL, runID)
+	var runErr error
+	err := r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
+		run, ref, runErr = scanRunQueue(br.QueryRow(), &service)
+		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
+			return runErr
+		}
+		return br.QueryRow().Scan(&ref.line)
 	})
 	if err == nil {
-		r.db.foldQueueView(ctx, q.ID, stations, service)
+		err = runErr
 	}
 	if err != nil {
 		return queues.Run{}, queues.Queue{}, notFound(err, "queue run", runID)
+	}
+	q, err := r.lockedQueue(ctx, run, ref, service)
+	if err != nil {
+		return queues.Run{}, queues.Queue{}, err
 	}
 	return run, q, nil
 }
@@ -318,17 +364,18 @@ var _ turns.KeyedRunLocker = (*Queues)(nil)
 // that committed while this one waited for the run.
 func (r *Queues) LockRunFindingKey(ctx context.Context, runID, accountID, key string) (run queues.Run, q queues.Queue, runErr error, t turns.Turn, found bool, err error) {
 	var (
-		stations json.RawMessage
-		service  []float64
-		row      turnRow
+		ref     queueRef
+		service []float64
+		row     turnRow
 	)
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+runQueueColumns+`, `+queueViewColumns+`
+	b.Queue(`SELECT `+runQueueColumns+`, `+queueServiceColumn+`
 			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
-			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID, turns.ServiceSamples)
+			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID)
 	b.Queue(`SELECT `+turnColumns+` FROM turns AS t WHERE t.account_id = $1 AND t.idempotency_key = $2`, accountID, key)
+	b.Queue(lineAfterLockSQL, runID)
 	err = r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
-		run, q, runErr = scanRunQueue(br.QueryRow(), &stations, &service)
+		run, ref, runErr = scanRunQueue(br.QueryRow(), &service)
 		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
 			return runErr
 		}
@@ -339,15 +386,15 @@ func (r *Queues) LockRunFindingKey(ctx context.Context, runID, accountID, key st
 		default:
 			found = true
 		}
-		return nil
+		return br.QueryRow().Scan(&ref.line)
 	})
 	if err != nil {
 		return run, q, nil, t, false, wrap(err, "lock run "+runID+" and find idempotency key")
 	}
 	if runErr != nil {
 		runErr = notFound(runErr, "queue run", runID)
-	} else {
-		r.db.foldQueueView(ctx, q.ID, stations, service)
+	} else if q, err = r.lockedQueue(ctx, run, ref, service); err != nil {
+		return run, q, nil, t, false, err
 	}
 	if found {
 		if t, err = row.domain(); err != nil {
@@ -360,22 +407,35 @@ func (r *Queues) LockRunFindingKey(ctx context.Context, runID, accountID, key st
 // LockRunOfTurn locks the run of a turn (only the run: the turn's lock
 // comes next, in the lock order) and reads its queue and the turn's account
 // in the same statement.
-func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (owner string, run queues.Run, q queues.Queue, err error) {
+func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error) {
 	var (
-		stations json.RawMessage
-		service  []float64
+		owner   string
+		run     queues.Run
+		ref     queueRef
+		service []float64
+		runErr  error
 	)
-	err = r.db.withPgx(ctx, func(pq pgxQuerier) error {
-		run, q, err = scanRunQueue(pq.QueryRow(ctx, `SELECT `+runQueueColumns+`, t.account_id, `+queueViewColumns+`
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+runQueueColumns+`, t.account_id, `+queueServiceColumn+`
 			FROM turns AS t JOIN queue_runs AS r ON r.id = t.run_id JOIN queues AS q ON q.id = r.queue_id
-			WHERE t.id = $1 FOR NO KEY UPDATE OF r`, turnID, turns.ServiceSamples), &owner, &stations, &service)
-		return err
+			WHERE t.id = $1 FOR NO KEY UPDATE OF r`, turnID)
+	b.Queue(`SELECT coalesce((SELECT l.version FROM turns AS t JOIN turn_lines AS l ON l.run_id = t.run_id WHERE t.id = $1), 0)`, turnID)
+	err := r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
+		run, ref, runErr = scanRunQueue(br.QueryRow(), &owner, &service)
+		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
+			return runErr
+		}
+		return br.QueryRow().Scan(&ref.line)
 	})
 	if err == nil {
-		r.db.foldQueueView(ctx, q.ID, stations, service)
+		err = runErr
 	}
 	if err != nil {
 		return "", queues.Run{}, queues.Queue{}, notFound(err, "turn", turnID)
+	}
+	q, err := r.lockedQueue(ctx, run, ref, service)
+	if err != nil {
+		return "", queues.Run{}, queues.Queue{}, err
 	}
 	return owner, run, q, nil
 }

@@ -2,9 +2,17 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/adapters/postgres"
 	"github.com/qms-dev/qms/test/pgtest"
 )
@@ -44,4 +52,310 @@ func TestRateLimiterPrunesIdleKeys(t *testing.T) {
 	if len(keys) != 1 || keys[0] != "busy" {
 		t.Fatalf("keys = %v, want [busy]", keys)
 	}
+}
+
+// TestRateLimiterLoneProcessIsExact spends a random sequence of requests
+// (bursts within a second, pauses, several keys and limits) through one
+// leasing limiter and through the memory limiter, which counts every
+// request exactly: a lone process hands its unused slices back with its
+// next lease, so every decision must be the same, headers included.
+func TestRateLimiterLoneProcessIsExact(t *testing.T) {
+	ctx := context.Background()
+	l := postgres.NewRateLimiter(pgtest.New(t))
+	exact := memory.NewRateLimiter()
+	rnd := rand.New(rand.NewPCG(16, 2))
+	at := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	keys := []struct {
+		name  string
+		limit int
+	}{{"small", 5}, {"default", 120}, {"large", 600}}
+	for i := range 3000 {
+		switch r := rnd.IntN(100); {
+		case r < 70: // same second, mostly
+			at = at.Add(time.Duration(rnd.IntN(20)) * time.Millisecond)
+		case r < 95:
+			at = at.Add(time.Duration(rnd.IntN(3000)) * time.Millisecond)
+		default:
+			at = at.Add(time.Duration(20+rnd.IntN(50)) * time.Second)
+		}
+		k := keys[rnd.IntN(len(keys))]
+		got, err := l.Allow(ctx, k.name, k.limit, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := exact.Allow(ctx, k.name, k.limit, at)
+		if got != want {
+			t.Fatalf("request %d of %s at %s: got %+v, want %+v", i, k.name, at.Format(time.StampMilli), got, want)
+		}
+	}
+	if n := l.LeasesForTest(); n >= 3000 {
+		t.Fatalf("%d leases for 3000 requests: nothing served from a slice", n)
+	}
+	t.Logf("3000 requests, %d leases", l.LeasesForTest())
+}
+
+// allowedLog records the instants each limiter let a request through, and
+// checks that no 60 s window across them all holds more than the limit.
+type allowedLog struct{ at []time.Time }
+
+func (a *allowedLog) allow(t *testing.T, l *postgres.RateLimiter, limit int, at time.Time) bool {
+	t.Helper()
+	d, err := l.Allow(context.Background(), "shared", limit, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed {
+		a.at = append(a.at, at)
+	}
+	return d.Allowed
+}
+
+func (a *allowedLog) check(t *testing.T, limit int) {
+	t.Helper()
+	at := slices.SortedFunc(slices.Values(a.at), time.Time.Compare)
+	for i, start := range at {
+		end, _ := slices.BinarySearchFunc(at, start.Add(time.Minute), time.Time.Compare)
+		if n := end - i; n > limit {
+			t.Fatalf("%d requests allowed in the 60 s from %s, limit %d", n, start.Format(time.StampMilli), limit)
+		}
+	}
+}
+
+// TestRateLimiterSliceOnlyWithinItsSecond is the case a slice used after
+// its second would break: process a leases a slice of two in second 0 and
+// serves one; b spends the rest of the minute's budget in second 0. When
+// bucket 0 leaves the window (second 61), b's budget is whole again, so a
+// request a served at 1.5 s from its second-0 slice would make 121 in the
+// 60 s from 1.5 s. Served right, it is charged in second 1 (and a's unused
+// token of second 0 handed back), so b gets one less at 61 s.
+func TestRateLimiterSliceOnlyWithinItsSecond(t *testing.T) {
+	db := pgtest.New(t)
+	a, b := postgres.NewRateLimiter(db), postgres.NewRateLimiter(db)
+	const limit = 120 // slices of at most 2
+	zero := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	var log allowedLog
+	// Three requests of a in second 0: leases of 1, 1, then 2 (a burst
+	// doubles), so a holds one unused token of second 0.
+	for i := range 3 {
+		if !log.allow(t, a, limit, zero.Add(time.Duration(100+i)*time.Millisecond)) {
+			t.Fatalf("a's request %d refused", i)
+		}
+	}
+	if a.LeasesForTest() != 3 {
+		t.Fatalf("a sent %d leases, want 3 (1, 1, 2)", a.LeasesForTest())
+	}
+	// b takes what is left of the window: 120 - 4 charged to a.
+	for log.allow(t, b, limit, zero.Add(500*time.Millisecond)) {
+	}
+	if len(log.at) != 3+116 {
+		t.Fatalf("b got %d, want 116", len(log.at)-3)
+	}
+	if !log.allow(t, a, limit, zero.Add(1500*time.Millisecond)) {
+		t.Fatal("a's request at 1.5 s refused: its unused token of second 0 was not handed back")
+	}
+	for log.allow(t, b, limit, zero.Add(61*time.Second)) {
+	}
+	log.check(t, limit)
+	if got := len(log.at); got != 120+119 {
+		t.Fatalf("%d allowed in all, want 239 (120 in second 0 and 1, 119 at 61 s)", got)
+	}
+}
+
+// TestRateLimiterProcessesNeverOvershoot spends one key through three
+// leasing limiters on one database along one random timeline (bursts,
+// pauses, across minutes): no 60 s window may hold more than the limit,
+// and the limit must be reached (the processes hold back little).
+func TestRateLimiterProcessesNeverOvershoot(t *testing.T) {
+	db := pgtest.New(t)
+	procs := []*postgres.RateLimiter{postgres.NewRateLimiter(db), postgres.NewRateLimiter(db), postgres.NewRateLimiter(db)}
+	const limit = 600 // slices of up to 10
+	rnd := rand.New(rand.NewPCG(16, 3))
+	at := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	var log allowedLog
+	refused := 0
+	for range 4000 {
+		if rnd.IntN(1000) < 5 {
+			at = at.Add(time.Duration(rnd.IntN(90_000)) * time.Millisecond)
+		} else {
+			at = at.Add(time.Duration(rnd.IntN(25)) * time.Millisecond)
+		}
+		if !log.allow(t, procs[rnd.IntN(len(procs))], limit, at) {
+			refused++
+		}
+	}
+	log.check(t, limit)
+	if refused == 0 {
+		t.Fatal("no request refused: the timeline never reached the limit, so it proves nothing")
+	}
+	var leases int64
+	for _, p := range procs {
+		leases += p.LeasesForTest()
+	}
+	t.Logf("4000 requests: %d allowed, %d refused, %d leases", len(log.at), refused, leases)
+}
+
+// TestRateLimiterOneLeaseAtATime sends 50 concurrent requests of one key at
+// one instant through one limiter: they must not all go to the database.
+// Each lease is at least what the key used so far in its second, so even
+// unlucky timing needs no more than 1+log2(50) leases; without one lease
+// per key at a time, up to 50 would be sent.
+func TestRateLimiterOneLeaseAtATime(t *testing.T) {
+	ctx := context.Background()
+	l := postgres.NewRateLimiter(pgtest.New(t))
+	at := time.Date(2030, 1, 1, 12, 0, 30, 0, time.UTC)
+	var wg sync.WaitGroup
+	errs := make([]error, 50)
+	for i := range errs {
+		wg.Go(func() {
+			d, err := l.Allow(ctx, "busy", 60_000, at)
+			if err == nil && !d.Allowed {
+				err = fmt.Errorf("refused: %+v", d)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if n := l.LeasesForTest(); n > 7 {
+		t.Fatalf("%d leases for 50 concurrent requests of one key, want at most 7", n)
+	}
+}
+
+// TestRateLimiterWaiterGivesUp holds a key's row locked so its lease
+// cannot finish: a second request of the key waits for that lease and
+// returns with its context instead of waiting forever.
+func TestRateLimiterWaiterGivesUp(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	l := postgres.NewRateLimiter(db)
+	at := time.Date(2030, 1, 1, 12, 0, 30, 0, time.UTC)
+	if _, err := l.Allow(ctx, "locked", 10, at); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM rate_limits WHERE key = 'locked' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	leased := make(chan error, 1)
+	go func() {
+		_, err := l.Allow(ctx, "locked", 10, at.Add(time.Second))
+		leased <- err
+	}()
+	for !l.LeasingForTest("locked") {
+		runtime.Gosched()
+	}
+	waiting, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.Allow(waiting, "locked", 10, at.Add(time.Second)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a request waiting for a stuck lease: %v, want context.Canceled", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-leased; err != nil {
+		t.Fatalf("the lease once the row is free: %v", err)
+	}
+}
+
+// TestRateLimiterProcessesHoldBackLittle spends one key through one to
+// three processes taking turns (a load balancer's round robin) for two
+// minutes, steady or in bursts, and compares what they let through with
+// the memory limiter's exact count: unused slices are handed back, so the
+// processes together must get at least 95 % of it (they get 100 % here).
+// Discarding unused tokens instead, which leaves them charged for a
+// minute, gave 75, 83, 98 and 63 % in these four cases.
+func TestRateLimiterProcessesHoldBackLittle(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name         string
+		procs, limit int
+		every        time.Duration // 0: 240 requests within 100 ms, every other second
+	}{
+		{"1 process, 120 a minute, 3 a second", 1, 120, 333 * time.Millisecond},
+		{"3 processes, 120 a minute, 10 a second", 3, 120, 100 * time.Millisecond},
+		{"2 processes, 6000 a minute, 150 a second", 2, 6000, 6666 * time.Microsecond},
+		{"3 processes, 6000 a minute, bursts", 3, 6000, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := pgtest.New(t)
+			var procs []*postgres.RateLimiter
+			for range c.procs {
+				procs = append(procs, postgres.NewRateLimiter(db))
+			}
+			exact := memory.NewRateLimiter()
+			at := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+			end := at.Add(2 * time.Minute)
+			got, want, i := 0, 0, 0
+			for ; at.Before(end); i++ {
+				d, err := procs[i%c.procs].Allow(ctx, "shared", c.limit, at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Allowed {
+					got++
+				}
+				if e, _ := exact.Allow(ctx, "shared", c.limit, at); e.Allowed {
+					want++
+				}
+				switch {
+				case c.every > 0:
+					at = at.Add(c.every)
+				case (i+1)%240 == 0:
+					at = at.Truncate(time.Second).Add(2 * time.Second)
+				default:
+					at = at.Add(400 * time.Microsecond)
+				}
+			}
+			if got > want || got*100 < want*95 {
+				t.Fatalf("%d requests: %d allowed, exact %d", i, got, want)
+			}
+			t.Logf("%d requests: %d allowed, exact %d", i, got, want)
+		})
+	}
+}
+
+// TestRateLimiterProcessesConcurrently spends one key through three
+// limiters on one database, 250 concurrent requests each at one instant:
+// the row lock serialises their leases, so together they let through at
+// most the limit, and at least the limit less what each process's last
+// slice may hold unused when its requests run out (slices of this limit
+// are at most 10).
+func TestRateLimiterProcessesConcurrently(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	const limit, each = 600, 250
+	at := time.Date(2030, 1, 1, 12, 0, 30, 0, time.UTC)
+	var (
+		wg      sync.WaitGroup
+		allowed atomic.Int64
+		errs    = make([]error, 3*each)
+	)
+	for p := range 3 {
+		l := postgres.NewRateLimiter(db)
+		for i := range each {
+			wg.Go(func() {
+				d, err := l.Allow(ctx, "shared", limit, at)
+				errs[p*each+i] = err
+				if d.Allowed {
+					allowed.Add(1)
+				} else if err == nil && d.Remaining != 0 {
+					errs[p*each+i] = fmt.Errorf("refused with %d remaining", d.Remaining)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if n := allowed.Load(); n > limit || n < limit-3*9 {
+		t.Fatalf("%d allowed through three processes, want %d at most and %d at least", n, limit, limit-3*9)
+	}
+	t.Logf("%d allowed", allowed.Load())
 }

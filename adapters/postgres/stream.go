@@ -30,9 +30,10 @@ const StreamChannel = "qms_events"
 // transaction below it has committed or rolled back, so nothing can appear
 // behind a position already read, whichever process wrote it. Transactions
 // of other databases on the same server are recognised through
-// pg_stat_activity and do not hold the horizon back; one that cannot be
-// placed (it ended in the meantime, or its database is not visible to this
-// role) holds it back for that one read, which only delays.
+// pg_stat_activity and do not hold the horizon back, nor do the NOTIFY
+// transactions of the announcers (announce.go), which write no event; one
+// that cannot be placed (it ended in the meantime, or its database is not
+// visible to this role) holds it back for that one read, which only delays.
 type StreamLog struct{ db *DB }
 
 // NewStreamLog builds the stream log on db.
@@ -48,7 +49,8 @@ horizon AS MATERIALIZED (
     SELECT coalesce(
         (SELECT min(x) FROM snap, pg_snapshot_xip(snap.s) AS x
           WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a
-                             WHERE a.backend_xid = x::xid AND a.datname <> current_database())),
+                             WHERE a.backend_xid = x::xid
+                               AND (a.datname <> current_database() OR a.application_name = '` + AnnouncerApplication + `'))),
         (SELECT pg_snapshot_xmax(s) FROM snap)) AS h)
 `
 

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -143,7 +144,9 @@ func TestStreamIgnoresTransactionsOfOtherDatabases(t *testing.T) {
 }
 
 // TestStreamNotifierHearsCommitsOnly: LISTEN hears an event's account once
-// its transaction commits, never a rolled-back one.
+// the unit of work that appended it commits (the writing process announces
+// it after the commit, announce.go), or at once for an event appended
+// outside one, and never a rolled-back one.
 func TestStreamNotifierHearsCommitsOnly(t *testing.T) {
 	db := pgtest.New(t)
 	n := postgres.NewStreamNotifier(db)
@@ -178,10 +181,42 @@ func TestStreamNotifierHearsCommitsOnly(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	tx, _ := beginWithEvent(t, db, "acc_rolled_back")
-	_ = tx.Rollback(ctx)
-	insertEventOn(t, db.Pool, "acc_1")
-	insertEventOn(t, db.Pool, "acc_2")
+	events := postgres.NewEvents(db)
+	appendIn := func(acc string, fail error) error {
+		return db.Do(ctx, func(ctx context.Context) error {
+			e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: acc, Name: "turn.called",
+				QueueID: "que_1", RunID: "run_1", OccurredAt: time.Now().UTC()}
+			if err := events.Append(ctx, e); err != nil {
+				return err
+			}
+			return fail
+		})
+	}
+	rollback := errors.New("roll back")
+	if err := appendIn("acc_rolled_back", rollback); !errors.Is(err, rollback) {
+		t.Fatal(err)
+	}
+	if err := appendIn("acc_1", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitHeard := func(k int) {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			mu.Lock()
+			n := len(heard)
+			mu.Unlock()
+			if n >= k || time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitHeard(1)
+	err := events.Append(ctx, platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: "acc_2", Name: "turn.called",
+		OccurredAt: time.Now().UTC()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	deadline = time.Now().Add(5 * time.Second)
 	for {
 		mu.Lock()

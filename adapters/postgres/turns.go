@@ -385,24 +385,45 @@ func (r *Turns) ListArrivals(ctx context.Context, runID string, page platform.Pa
 // lineChangesPruneEvery versions, changes older than the kept window are
 // deleted.
 func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineChange) (int64, error) {
-	// One statement: the version's upsert feeds the change's insert.
+	removed, added := encodeKeys(change.Removed), encodeKeys(change.Added)
 	var v int64
-	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		return q.QueryRow(ctx, `WITH v AS (
+	if next, ok := r.db.nextLineVersion(ctx, runID); ok {
+		// The run was locked by a statement that read its line version, and
+		// only a holder of that lock bumps it: the new version is known, so
+		// the bump waits and goes out with the transaction's next statement
+		// (for an intake, its COMMIT). A version that is not the one
+		// foretold would break that rule: the change's NOT NULL version
+		// then fails the transaction instead of recording it.
+		err := r.db.deferWrite(ctx, func(err error) error { return wrap(err, "bump line version") }, `WITH v AS (
 			INSERT INTO turn_lines (run_id, version) VALUES ($1, 1)
 			ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version)
 		INSERT INTO turn_line_changes (run_id, version, removed, added, reset)
-		SELECT $1, v.version, $2, $3, $4 FROM v RETURNING version`,
-			runID, encodeKeys(change.Removed), encodeKeys(change.Added), change.Reset).Scan(&v)
-	})
-	if err != nil {
-		return 0, wrap(err, "bump line version")
+		SELECT $1, CASE WHEN v.version = $5 THEN v.version END, $2, $3, $4 FROM v`,
+			runID, removed, added, change.Reset, next)
+		if err != nil {
+			return 0, err
+		}
+		v = next
+	} else {
+		// One statement: the version's upsert feeds the change's insert.
+		err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+			return q.QueryRow(ctx, `WITH v AS (
+				INSERT INTO turn_lines (run_id, version) VALUES ($1, 1)
+				ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version)
+			INSERT INTO turn_line_changes (run_id, version, removed, added, reset)
+			SELECT $1, v.version, $2, $3, $4 FROM v RETURNING version`,
+				runID, removed, added, change.Reset).Scan(&v)
+		})
+		if err != nil {
+			return 0, wrap(err, "bump line version")
+		}
 	}
 	if v%lineChangesPruneEvery == 0 {
-		_, err = r.db.IDB(ctx).NewRaw(`DELETE FROM turn_line_changes WHERE run_id = ? AND version <= ?`,
+		_, err := r.db.IDB(ctx).NewRaw(`DELETE FROM turn_line_changes WHERE run_id = ? AND version <= ?`,
 			runID, v-turns.LineChangesKept).Exec(ctx)
+		return v, wrap(err, "prune line changes")
 	}
-	return v, wrap(err, "prune line changes")
+	return v, nil
 }
 
 // lineChangesPruneEvery spaces the pruning of turn_line_changes, so a run
@@ -482,9 +503,16 @@ func (r *Turns) WaitingLine(ctx context.Context, runID string) (int64, []turns.L
 	return v, keys, nil
 }
 
-// RecentServiceSeconds returns the queue's latest service times.
+// RecentServiceSeconds returns the queue's latest service times, newest
+// first: from the running summary (migration 0095) up to the
+// turns.ServiceSamples it keeps, sorted out of the turns beyond.
 func (r *Turns) RecentServiceSeconds(ctx context.Context, queueID string, n int) ([]float64, error) {
 	var out []float64
+	if n <= turns.ServiceSamples {
+		err := r.db.IDB(ctx).NewRaw(`SELECT coalesce((SELECT samples[1:?] FROM queue_service_times WHERE queue_id = ?), '{}')`,
+			n, queueID).Scan(ctx, pgdialect.Array(&out))
+		return out, wrap(err, "recent service times")
+	}
 	err := r.db.IDB(ctx).NewSelect().Model((*turnRow)(nil)).Column("service_seconds").
 		Where("queue_id = ?", queueID).Where("service_seconds IS NOT NULL").
 		OrderExpr("finished_at DESC").Limit(int64(n)).Scan(ctx, &out)
@@ -508,35 +536,23 @@ func (row *turnRow) dests() []any {
 		&row.CreatedAt, &row.UpdatedAt, &row.AppointmentID}
 }
 
-// stationsAndServiceSQL reads the two things every view needs of a queue
-// ($1): its stations as JSON and its latest service times ($2 of them).
-const stationsAndServiceSQL = `SELECT
-	(SELECT coalesce(json_agg(json_build_object('id', s.id, 'account_id', s.account_id, 'queue_id', s.queue_id,
-		'label', s.label, 'description', s.description, 'created_at', s.created_at) ORDER BY s.id), '[]')
-	 FROM stations AS s WHERE s.queue_id = $1),
-	(SELECT coalesce(array_agg(x.service_seconds ORDER BY x.finished_at DESC), '{}')
-	 FROM (SELECT service_seconds, finished_at FROM turns
-	       WHERE queue_id = $1 AND service_seconds IS NOT NULL
-	       ORDER BY finished_at DESC LIMIT $2) AS x)`
+// queueNowSQL reads what names a queue's ($1) definition (its
+// view_version and branch time zone) and its latest service times (the
+// running summary of migration 0095).
+const queueNowSQL = `SELECT q.view_version,
+	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id),
+	` + queueServiceColumn + `
+FROM queues AS q WHERE q.id = $1`
 
-// turnViewSQL reads a turn ($1) with everything its view needs. The queue
-// is found first (a scalar subquery), so the stations and service times
-// can use it as a parameter-like value.
-const turnViewSQL = `
-WITH t AS (SELECT * FROM turns WHERE id = $1)
-SELECT ` + turnColumns + `,
-	q.entity_id, q.name, q.type, q.doc, q.created_at,
+// turnViewSQL reads a turn ($1) with everything its view needs but the
+// queue's definition, which queueViews keeps per version: one row of each
+// table, by key.
+const turnViewSQL = `SELECT ` + turnColumns + `, q.view_version,
 	(SELECT e.doc->'location'->>'timezone' FROM entities AS e WHERE e.id = q.entity_id),
 	coalesce((SELECT version FROM turn_lines WHERE run_id = t.run_id), 0),
 	(SELECT status FROM queue_runs WHERE id = t.run_id),
-	(SELECT coalesce(json_agg(json_build_object('id', s.id, 'account_id', s.account_id, 'queue_id', s.queue_id,
-		'label', s.label, 'description', s.description, 'created_at', s.created_at) ORDER BY s.id), '[]')
-	 FROM stations AS s WHERE s.queue_id = t.queue_id),
-	(SELECT coalesce(array_agg(x.service_seconds ORDER BY x.finished_at DESC), '{}')
-	 FROM (SELECT service_seconds, finished_at FROM turns
-	       WHERE queue_id = t.queue_id AND service_seconds IS NOT NULL
-	       ORDER BY finished_at DESC LIMIT $2) AS x)
-FROM t JOIN queues AS q ON q.id = t.queue_id`
+	` + queueServiceColumn + `
+FROM turns AS t JOIN queues AS q ON q.id = t.queue_id WHERE t.id = $1`
 
 // stationJSON is a station as json_build_object spells it.
 type stationJSON struct {
@@ -548,22 +564,21 @@ type stationJSON struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-// GetForView reads a turn, its queue and stations, its run's status and
-// line version, and the queue's latest service times in one statement: one
-// round trip, one snapshot (GET /turns/{id}).
+// GetForView reads a turn, its run's status and line version, the
+// queue's version and latest service times in one statement (GET
+// /turns/{id}); the queue and its stations come from queueViews, or from a
+// second read when this process has not seen that version yet.
 func (r *Turns) GetForView(ctx context.Context, id string) (turns.Turn, turns.ViewContext, error) {
 	var (
 		row         turnRow
-		qr          queueRow
+		ref         queueRef
 		lineVersion int64
 		runStatus   *string
-		stations    json.RawMessage
 		service     []float64
 	)
 	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		dests := append(row.dests(), &qr.EntityID, &qr.Name, &qr.Type, &qr.Doc, &qr.CreatedAt, &qr.BranchTimezone,
-			&lineVersion, &runStatus, &stations, &service)
-		return q.QueryRow(ctx, turnViewSQL, id, turns.ServiceSamples).Scan(dests...)
+		dests := append(row.dests(), &ref.version, &ref.tz, &lineVersion, &runStatus, &service)
+		return q.QueryRow(ctx, turnViewSQL, id).Scan(dests...)
 	})
 	if err != nil {
 		return turns.Turn{}, turns.ViewContext{}, notFound(err, "turn", id)
@@ -572,12 +587,7 @@ func (r *Turns) GetForView(ctx context.Context, id string) (turns.Turn, turns.Vi
 	if err != nil {
 		return turns.Turn{}, turns.ViewContext{}, err
 	}
-	qr.ID, qr.AccountID = row.QueueID, row.AccountID
-	q, err := qr.domain()
-	if err != nil {
-		return turns.Turn{}, turns.ViewContext{}, err
-	}
-	sts, err := decodeStations(stations, q.ID)
+	q, sts, err := r.queueAt(ctx, row.QueueID, ref)
 	if err != nil {
 		return turns.Turn{}, turns.ViewContext{}, err
 	}
@@ -585,26 +595,38 @@ func (r *Turns) GetForView(ctx context.Context, id string) (turns.Turn, turns.Vi
 		RunOpen: runStatus != nil && *runStatus == queues.RunOpen, ServiceSeconds: service}, nil
 }
 
+// queueAt returns a queue and its stations at ref's version.
+func (r *Turns) queueAt(ctx context.Context, queueID string, ref queueRef) (q queues.Queue, sts []queues.Station, err error) {
+	if q, sts, ok := r.db.views.get(queueID, ref.version, ref.tz); ok {
+		return q, sts, nil
+	}
+	err = r.db.withPgx(ctx, func(pq pgxQuerier) error {
+		q, sts, err = r.db.queueView(ctx, pq, queueID, ref.version, ref.tz)
+		return err
+	})
+	return q, sts, err
+}
+
 var _ turns.QueueViewSource = (*Turns)(nil)
 
-// QueueForView reads a queue's stations and its latest service times in
-// one statement (the answer of a change, inside its transaction).
+// QueueForView returns a queue's stations and its latest service times
+// (the answer of a change, inside its transaction): what the run lock read,
+// or one read of the queue's version and summary.
 func (r *Turns) QueueForView(ctx context.Context, queueID string) ([]queues.Station, []float64, error) {
 	if stations, service, ok := r.db.foldedQueueView(ctx, queueID); ok {
-		sts, err := decodeStations(stations, queueID)
-		return sts, service, err
+		return stations, service, nil
 	}
 	var (
-		stations json.RawMessage
-		service  []float64
+		ref     queueRef
+		service []float64
 	)
 	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		return q.QueryRow(ctx, stationsAndServiceSQL, queueID, turns.ServiceSamples).Scan(&stations, &service)
+		return q.QueryRow(ctx, queueNowSQL, queueID).Scan(&ref.version, &ref.tz, &service)
 	})
 	if err != nil {
-		return nil, nil, wrap(err, "stations and service times of queue "+queueID)
+		return nil, nil, notFound(err, "queue", queueID)
 	}
-	sts, err := decodeStations(stations, queueID)
+	_, sts, err := r.queueAt(ctx, queueID, ref)
 	return sts, service, err
 }
 

@@ -104,3 +104,56 @@ func TestCreateKeyRefusesUnknownScopes(t *testing.T) {
 		t.Fatalf("unknown plan: %v", err)
 	}
 }
+
+// countingRepo counts the key look-ups that reach the store.
+type countingRepo struct {
+	accounts.Repository
+	lookups int
+}
+
+func (r *countingRepo) GetKeyByHash(ctx context.Context, hash string) (accounts.APIKey, error) {
+	r.lookups++
+	return r.Repository.GetKeyByHash(ctx, hash)
+}
+
+// TestAuthCacheTTLFollowsNotifications: results are kept for the short
+// fallback TTL until every change is known to reach ForgetAuth, for the
+// long one while it is, and all are dropped when that stops being true.
+func TestAuthCacheTTLFollowsNotifications(t *testing.T) {
+	ctx := context.Background()
+	clock := platformtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	set, store := testkit.MemorySet(t, clock)
+	repo := &countingRepo{Repository: set.Accounts}
+	svc := accounts.NewService(repo, store, clock)
+	acc, err := svc.CreateAccount(ctx, accounts.CreateAccountInput{Name: "Acme", Plan: accounts.PlanPremium})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, value, err := svc.CreateKey(ctx, acc.ID, accounts.CreateKeyInput{Scopes: []string{"queues:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(name string, advance time.Duration, wantLookups int) {
+		t.Helper()
+		clock.Advance(advance)
+		if _, err := svc.Authenticate(ctx, value); err != nil {
+			t.Fatal(err)
+		}
+		if repo.lookups != wantLookups {
+			t.Fatalf("%s: %d look-ups, want %d", name, repo.lookups, wantLookups)
+		}
+	}
+	step("first request", 0, 1)
+	step("within the fallback TTL", accounts.AuthCacheTTL/2, 1)
+	step("past the fallback TTL", accounts.AuthCacheTTL, 2)
+
+	svc.SetNotified(true)
+	step("notified: a result kept under the fallback TTL", 0, 2)
+	step("notified: past the fallback TTL, the old result expires", accounts.AuthCacheTTL, 3)
+	step("notified: long past the fallback TTL", accounts.NotifiedAuthCacheTTL/2, 3)
+	step("notified: past the notified TTL", accounts.NotifiedAuthCacheTTL, 4)
+
+	svc.SetNotified(false)
+	step("no longer notified: the cache is dropped", 0, 5)
+	step("and the fallback TTL applies again", accounts.AuthCacheTTL+time.Millisecond, 6)
+}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/qms-dev/qms/bootstrap"
@@ -37,7 +38,10 @@ type App struct {
 	AccountID string
 	Key       string // a premium key with every scope
 	Config    *config.Config
-	stop      func()
+	// Fiber is the process's HTTP app, for benchmarks that call its
+	// handler without a socket in between.
+	Fiber *fiber.App
+	stop  func()
 }
 
 // Settings is what an Option can change before start.
@@ -46,6 +50,10 @@ type Settings struct {
 	Clock  platform.Clock
 	// DBTracer sees every statement the process sends to PostgreSQL.
 	DBTracer pgx.QueryTracer
+	// LogOutput, when set, receives the process's log as `qms serve`
+	// writes it (bootstrap's logger at the configured level and format),
+	// instead of the tests' quiet text logger.
+	LogOutput io.Writer
 }
 
 // Option adjusts the settings before start.
@@ -85,6 +93,16 @@ func WithDBTracer(tr pgx.QueryTracer) Option {
 	return func(s *Settings) { s.DBTracer = tr }
 }
 
+// WithProcessLog logs as `qms serve` does, at the default level (info, so
+// one access line per request) and format, into w: benchmarks that count
+// what the log costs a request.
+func WithProcessLog(w io.Writer) Option {
+	return func(s *Settings) {
+		s.LogOutput = w
+		s.Config.Log.Level = "info"
+	}
+}
+
 // WithConfig changes the configuration.
 func WithConfig(f func(*config.Config)) Option {
 	return func(s *Settings) { f(s.Config) }
@@ -116,18 +134,22 @@ func start(t testing.TB, storage, url string, opts ...Option) *App {
 	if os.Getenv("QMS_TEST_LOG") != "" {
 		logOut = os.Stderr
 	}
-	app, srv := bootstrap.New(cfg, bootstrap.Options{
+	bo := bootstrap.Options{
 		Clock:    set.Clock,
 		DBTracer: set.DBTracer,
 		Logger:   slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Stdout:   io.Discard,
-	})
+	}
+	if set.LogOutput != nil {
+		bo.Logger, bo.LogOutput = nil, set.LogOutput
+	}
+	app, srv := bootstrap.New(cfg, bo)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := app.Start(ctx); err != nil {
 		t.Fatalf("apptest: start: %v", err)
 	}
-	a := &App{T: t, BaseURL: "http://" + srv.Addr, Config: cfg}
+	a := &App{T: t, BaseURL: "http://" + srv.Addr, Config: cfg, Fiber: srv.App}
 	a.stop = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

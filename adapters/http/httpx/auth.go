@@ -2,7 +2,6 @@ package httpx
 
 import (
 	"context"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -36,13 +35,15 @@ func Auth(a Authenticator) fiber.Handler {
 
 // authenticate resolves the request's key and stores the principal.
 func authenticate(c *fiber.Ctx, a Authenticator) error {
-	key := c.Get(HeaderAPIKey)
-	if key == "" {
+	raw := c.Request().Header.Peek(HeaderAPIKey)
+	if len(raw) == 0 {
 		return platform.NewError(platform.KindUnauthorized, platform.CodeUnauthorized, "missing "+HeaderAPIKey, nil)
 	}
-	// fiber's strings alias fasthttp's reusable buffer; an authenticator
-	// that caches by key must get a string of its own.
-	p, err := a.Authenticate(c.UserContext(), strings.Clone(key))
+	// The header's bytes are fasthttp's reusable buffer; an authenticator
+	// that caches by key must get a string of its own: one copy, made
+	// here (c.Get would copy too, under the app's Immutable setting, and
+	// a clone of that was a second).
+	p, err := a.Authenticate(c.UserContext(), string(raw))
 	if err != nil {
 		return err
 	}

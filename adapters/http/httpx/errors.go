@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -117,7 +118,7 @@ func errorHandler(log *slog.Logger, unavailable func(error) bool) fiber.ErrorHan
 		if !passedMiddleware(c) {
 			// Errors raised by the server before routing (413, malformed
 			// requests) never reach AccessLog: log their line here.
-			logAccess(c, log, status, 0)
+			logAccess(c, log, status, time.Now(), 0)
 		}
 		if err := c.Status(status).JSON(envelope{Error: body}); err != nil {
 			// Details the encoder cannot write (a domain bug) must still

@@ -1,11 +1,13 @@
 package httpx
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -217,5 +219,53 @@ func TestUnencodableDetailsStillGiveAnEnvelope(t *testing.T) {
 	e := expectError(t, do(t, app, "GET", "/x", ""), 500, "INTERNAL_ERROR")
 	if !strings.Contains(logs.String(), e.Error.RequestID) {
 		t.Errorf("not logged")
+	}
+}
+
+// TestAccessLineFormat pins the access line as the JSON handler writes it:
+// its keys in order (no source, however the record is built), the level
+// by status, and values of the right kinds.
+func TestAccessLineFormat(t *testing.T) {
+	app, logs := newTestApp(t, AppConfig{})
+	app.Get("/ok", func(c *fiber.Ctx) error { return OK(c, fiber.Map{}) })
+	app.Get("/boom", func(c *fiber.Ctx) error { return errors.New("boom") })
+	for path, level := range map[string]string{"/ok": "INFO", "/boom": "ERROR"} {
+		logs.Reset()
+		r := do(t, app, "GET", path, "")
+		var line string
+		for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			if strings.Contains(l, `"msg":"http request"`) {
+				line = l
+			}
+		}
+		dec := json.NewDecoder(strings.NewReader(line))
+		var keys []string
+		values := map[string]any{}
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			t.Fatalf("%s: not an object: %q", path, line)
+		}
+		for dec.More() {
+			k, _ := dec.Token()
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				t.Fatalf("%s: %v in %q", path, err, line)
+			}
+			keys = append(keys, k.(string))
+			values[k.(string)] = v
+		}
+		want := "time level msg method route status duration requestId account client"
+		if got := strings.Join(keys, " "); got != want {
+			t.Errorf("%s: keys %q, want %q", path, got, want)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, values["time"].(string)); err != nil {
+			t.Errorf("%s: time %v", path, values["time"])
+		}
+		if values["level"] != level || values["method"] != "GET" || values["route"] != path ||
+			values["status"] != float64(r.status) || values["requestId"] != r.header.Get(HeaderRequestID) {
+			t.Errorf("%s: %q", path, line)
+		}
+		if d, ok := values["duration"].(float64); !ok || d <= 0 {
+			t.Errorf("%s: duration %v", path, values["duration"])
+		}
 	}
 }

@@ -26,7 +26,7 @@ func Deadline(d time.Duration) fiber.Handler {
 		if d <= 0 || IsEventStream(&c.Request().Header) {
 			return c.Next()
 		}
-		ctx, cancel := context.WithTimeout(c.UserContext(), d)
+		ctx, cancel := withDeadline(c.UserContext(), time.Now().Add(d))
 		defer cancel()
 		c.SetUserContext(ctx)
 		return c.Next()

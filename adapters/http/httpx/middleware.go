@@ -53,21 +53,34 @@ func AccessLog(log *slog.Logger) fiber.Handler {
 				_ = c.SendStatus(fiber.StatusInternalServerError)
 			}
 		}
-		logAccess(c, log, c.Response().StatusCode(), time.Since(start))
+		end := time.Now()
+		logAccess(c, log, c.Response().StatusCode(), end, end.Sub(start))
 		return nil
 	}
 }
 
-func logAccess(c *fiber.Ctx, log *slog.Logger, status int, d time.Duration) {
+// logAccess writes the access line. It builds the record itself and hands
+// it to the handler, as slog's documentation shows for wrappers: Logger's
+// methods capture the caller's program counter on every call
+// (runtime.Callers, 3% of a memory-mode GET's CPU in issue 16's profile)
+// for a source the handler is not asked to write, and read the clock
+// again. The line is the same: the handler writes it.
+func logAccess(c *fiber.Ctx, log *slog.Logger, status int, end time.Time, d time.Duration) {
 	level := slog.LevelInfo
 	if status >= 500 {
 		level = slog.LevelError
+	}
+	ctx := c.UserContext()
+	h := log.Handler()
+	if !h.Enabled(ctx, level) {
+		return
 	}
 	var account string
 	if p, ok := principal(c); ok {
 		account = p.AccountID
 	}
-	log.LogAttrs(c.UserContext(), level, "http request",
+	r := slog.NewRecord(end, level, "http request", 0)
+	r.AddAttrs(
 		slog.String("method", c.Method()),
 		slog.String("route", routeOf(c)),
 		slog.Int("status", status),
@@ -75,6 +88,7 @@ func logAccess(c *fiber.Ctx, log *slog.Logger, status int, d time.Duration) {
 		slog.String("requestId", RequestID(c)),
 		slog.String("account", account),
 		slog.String("client", ClientIP(c)))
+	_ = h.Handle(ctx, r)
 }
 
 // Logger returns the logger of the app that serves c, for middleware and

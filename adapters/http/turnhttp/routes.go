@@ -46,7 +46,7 @@ func Register(r fiber.Router, svc *turns.Service, cur httpx.Cursors) {
 		if replayed {
 			c.Set(HeaderReplayed, "true")
 		}
-		return httpx.Created(c, v)
+		return writeView(c, fiber.StatusCreated, &v)
 	})
 	r.Get("/queue-runs/:runId/turns", read, func(c *fiber.Ctx) error {
 		var raw []string
@@ -83,7 +83,7 @@ func Register(r fiber.Router, svc *turns.Service, cur httpx.Cursors) {
 		if err != nil {
 			return err
 		}
-		return httpx.OK(c, v)
+		return writeView(c, fiber.StatusOK, &v)
 	})
 	r.Post("/turns/:turnId/cancel", write, op(svc.Cancel))
 
@@ -96,7 +96,7 @@ func Register(r fiber.Router, svc *turns.Service, cur httpx.Cursors) {
 		if err != nil {
 			return err
 		}
-		return httpx.Created(c, v)
+		return writeView(c, fiber.StatusCreated, &v)
 	})
 	r.Post("/turns/:turnId/call", dispatch, withBody(svc.Call))
 	r.Post("/turns/:turnId/assign-station", dispatch, withBody(svc.AssignStation))
@@ -120,7 +120,7 @@ func op(f func(ctx context.Context, accountID, id string) (turns.View, error)) f
 		if err != nil {
 			return err
 		}
-		return httpx.Created(c, v)
+		return writeView(c, fiber.StatusCreated, &v)
 	}
 }
 
@@ -135,7 +135,7 @@ func withBody[In any](f func(ctx context.Context, accountID, id string, in In) (
 		if err != nil {
 			return err
 		}
-		return httpx.Created(c, v)
+		return writeView(c, fiber.StatusCreated, &v)
 	}
 }
 
