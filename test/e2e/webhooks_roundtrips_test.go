@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/test/apptest"
 )
 
@@ -23,12 +25,15 @@ type webhookTrips struct {
 	trips []string
 }
 
-func (w *webhookTrips) add(kind, sql string) {
+func (w *webhookTrips) add(kind, sql string, args []any) {
 	low := strings.ToLower(strings.Join(strings.Fields(sql), " "))
 	if strings.Contains(low, "insert into events") {
 		return
 	}
 	insertsJobs := strings.Contains(low, "insert into") && strings.Contains(low, "river_job")
+	if insertsJobs && !strings.Contains(fmt.Sprint(args...), webhooks.JobDeliver) {
+		return // River's own inserts (periodic jobs enqueued on start)
+	}
 	if !insertsJobs && !strings.Contains(low, "webhook_deliveries") && !strings.Contains(low, "webhook_endpoints") {
 		return
 	}
@@ -38,7 +43,7 @@ func (w *webhookTrips) add(kind, sql string) {
 }
 
 func (w *webhookTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	w.add("query", d.SQL)
+	w.add("query", d.SQL, d.Args)
 	return ctx
 }
 
@@ -46,10 +51,12 @@ func (w *webhookTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryE
 
 func (w *webhookTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
 	var sqls []string
+	var args []any
 	for _, q := range d.Batch.QueuedQueries {
 		sqls = append(sqls, q.SQL)
+		args = append(args, q.Arguments...)
 	}
-	w.add("batch", strings.Join(sqls, "; "))
+	w.add("batch", strings.Join(sqls, "; "), args)
 	return ctx
 }
 
@@ -57,7 +64,7 @@ func (w *webhookTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatc
 func (w *webhookTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 func (w *webhookTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, d pgx.TracePrepareStartData) context.Context {
-	w.add("prepare", d.SQL)
+	w.add("prepare", d.SQL, nil)
 	return ctx
 }
 
