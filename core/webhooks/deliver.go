@@ -154,8 +154,9 @@ func (s *Service) send(ctx context.Context, ep Endpoint, d Delivery) Result {
 		Signature: Sign(ep.Secret, d.Body)})
 }
 
-// record stores the outcome of an attempt and, after a failed automatic
-// attempt that still holds the schedule, schedules the next one.
+// record stores a failed attempt (successes go to recordSuccess) and, when
+// the attempt was automatic and still holds the schedule, schedules the
+// next one.
 func (s *Service) record(ctx context.Context, a AttemptArgs, res Result) error {
 	var outcome string
 	var lag time.Duration
@@ -176,13 +177,6 @@ func (s *Service) record(ctx context.Context, a AttemptArgs, res Result) error {
 		}
 		holdsSchedule := a.Token != "" && a.Token == d.RetryToken
 		lag = now.Sub(d.CreatedAt)
-		if ok := res.Err == nil && res.Status >= 200 && res.Status <= 299; ok {
-			outcome = OutcomeSucceeded
-			d.Status, d.LastError = StatusSucceeded, nil
-			// Success ends the schedule, whichever attempt got it.
-			d.RetryToken, d.NextAttemptAt = "", nil
-			return s.repo.UpdateDelivery(ctx, d)
-		}
 		d.Status = StatusFailed
 		msg := failure(res)
 		d.LastError = &msg
