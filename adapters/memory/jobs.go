@@ -15,7 +15,10 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
-var _ ports.JobRunner = (*JobRunner)(nil)
+var (
+	_ ports.JobRunner        = (*JobRunner)(nil)
+	_ platform.ManyScheduler = (*JobRunner)(nil)
+)
 
 // Defaults of JobRunnerOptions, the same as the River runner's.
 const (
@@ -122,15 +125,44 @@ func (r *JobRunner) Register(kind ports.JobKind) {
 // Schedule queues job once the unit of work in ctx commits, or at once
 // outside one.
 func (r *JobRunner) Schedule(ctx context.Context, job platform.Job) error {
+	j, err := r.prepare(job)
+	if err != nil {
+		return err
+	}
+	r.store.AfterCommit(ctx, func() { r.enqueue(j) })
+	return nil
+}
+
+// ScheduleMany queues jobs as Schedule does each: all or, when one cannot
+// be (a kind not registered, args that do not marshal), none.
+func (r *JobRunner) ScheduleMany(ctx context.Context, jobs []platform.Job) error {
+	js := make([]*memJob, len(jobs))
+	for i, job := range jobs {
+		j, err := r.prepare(job)
+		if err != nil {
+			return err
+		}
+		js[i] = j
+	}
+	r.store.AfterCommit(ctx, func() {
+		for _, j := range js {
+			r.enqueue(j)
+		}
+	})
+	return nil
+}
+
+// prepare checks job's kind and marshals its args.
+func (r *JobRunner) prepare(job platform.Job) (*memJob, error) {
 	r.mu.Lock()
 	kind, ok := r.kinds[job.Kind]
 	r.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("memory: schedule %q: kind not registered", job.Kind)
+		return nil, fmt.Errorf("memory: schedule %q: kind not registered", job.Kind)
 	}
 	args, err := json.Marshal(job.Args)
 	if err != nil {
-		return fmt.Errorf("memory: schedule %q: marshal args: %w", job.Kind, err)
+		return nil, fmt.Errorf("memory: schedule %q: marshal args: %w", job.Kind, err)
 	}
 	j := &memJob{
 		kind:        kind,
@@ -141,8 +173,7 @@ func (r *JobRunner) Schedule(ctx context.Context, job platform.Job) error {
 	if job.UniqueKey != "" {
 		j.uniqueKey = job.Kind + "\x00" + job.UniqueKey
 	}
-	r.store.AfterCommit(ctx, func() { r.enqueue(j) })
-	return nil
+	return j, nil
 }
 
 // enqueue makes a committed job pending, unless its unique key is taken.

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/webhooks"
@@ -130,6 +131,48 @@ func (r *Webhooks) CreateDelivery(ctx context.Context, d webhooks.Delivery) erro
 	d = copyDelivery(d)
 	r.s.write(ctx, func() func() { return r.deliveries.put(d.ID, d) })
 	return nil
+}
+
+// CreateDeliveries stores an event's deliveries.
+func (r *Webhooks) CreateDeliveries(ctx context.Context, ds []webhooks.Delivery) error {
+	for _, d := range ds {
+		d = copyDelivery(d)
+		r.s.write(ctx, func() func() { return r.deliveries.put(d.ID, d) })
+	}
+	return nil
+}
+
+// GetDeliveryToSend returns a delivery and its endpoint, read together.
+func (r *Webhooks) GetDeliveryToSend(ctx context.Context, id string) (d webhooks.Delivery, e webhooks.Endpoint, err error) {
+	r.s.read(ctx, func() {
+		var ok bool
+		if d, ok = r.deliveries.rows[id]; !ok {
+			err = platform.NotFound("webhook delivery", id)
+			return
+		}
+		if e, ok = r.endpoints.rows[d.EndpointID]; !ok {
+			d, err = webhooks.Delivery{}, platform.NotFound("webhook delivery", id)
+			return
+		}
+		d, e = copyDelivery(d), copyEndpoint(e)
+	})
+	return d, e, err
+}
+
+// RecordSuccess stores a successful attempt.
+func (r *Webhooks) RecordSuccess(ctx context.Context, id string, at time.Time, status int) (err error) {
+	r.s.write(ctx, func() func() {
+		d, ok := r.deliveries.rows[id]
+		if !ok {
+			err = platform.NotFound("webhook delivery", id)
+			return nil
+		}
+		d = copyDelivery(d)
+		d.Status, d.Attempts, d.LastResponseStatus, d.LastError = webhooks.StatusSucceeded, d.Attempts+1, &status, nil
+		d.LastAttemptAt, d.NextAttemptAt, d.RetryToken = &at, nil, ""
+		return r.deliveries.put(id, d)
+	})
+	return err
 }
 
 // GetDelivery returns a delivery.

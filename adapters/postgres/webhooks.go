@@ -50,8 +50,9 @@ type webhookDeliveryRow struct {
 // secrets are sealed with AES-256-GCM before they reach the database, so a
 // dump of it alone does not hand them out.
 type Webhooks struct {
-	db    *DB
-	aeads []cipher.AEAD // [0] seals and opens; the rest (older keys) only open; none: clear
+	db        *DB
+	aeads     []cipher.AEAD // [0] seals and opens; the rest (older keys) only open; none: clear
+	successes *successBatch
 }
 
 var _ webhooks.Repository = (*Webhooks)(nil)
@@ -70,6 +71,7 @@ const (
 // rotation. Secrets written in clear stay readable after a key is set.
 func NewWebhooks(db *DB, key string, oldKeys ...string) (*Webhooks, error) {
 	r := &Webhooks{db: db}
+	r.successes = &successBatch{db: db}
 	if key == "" {
 		return r, nil
 	}
@@ -305,6 +307,112 @@ func (r *Webhooks) CreateDelivery(ctx context.Context, d webhooks.Delivery) erro
 	_, err := r.db.IDB(ctx).NewInsert().Model(deliveryRow(d)).Exec(ctx)
 	return wrap(err, "insert webhook delivery")
 }
+
+// CreateDeliveries stores an event's deliveries in one multi-row insert
+// (arrays unnested: one statement text whatever their number, prepared
+// once per connection). Inside a unit of work the insert is deferred: it
+// travels with the unit's next statement, the jobs' insert (deferred.go).
+func (r *Webhooks) CreateDeliveries(ctx context.Context, ds []webhooks.Delivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	var (
+		ids, accounts, endpoints, eventIDs, events, statuses, tokens = make([]string, len(ds)), make([]string, len(ds)),
+			make([]string, len(ds)), make([]string, len(ds)), make([]string, len(ds)), make([]string, len(ds)), make([]string, len(ds))
+		bodies      = make([][]byte, len(ds))
+		attempts    = make([]int32, len(ds))
+		respStatus  = make([]*int32, len(ds))
+		lastErrors  = make([]*string, len(ds))
+		lastAttempt = make([]*time.Time, len(ds))
+		nextAttempt = make([]*time.Time, len(ds))
+		created     = make([]time.Time, len(ds))
+	)
+	for i, d := range ds {
+		ids[i], accounts[i], endpoints[i], eventIDs[i], events[i] = d.ID, d.AccountID, d.EndpointID, d.EventID, d.Event
+		statuses[i], tokens[i], bodies[i], attempts[i] = d.Status, d.RetryToken, d.Body, int32(d.Attempts)
+		if d.LastResponseStatus != nil {
+			v := int32(*d.LastResponseStatus)
+			respStatus[i] = &v
+		}
+		lastErrors[i], lastAttempt[i], nextAttempt[i], created[i] = d.LastError, d.LastAttemptAt, d.NextAttemptAt, d.CreatedAt
+	}
+	return r.db.deferWrite(ctx, func(err error) error { return wrap(err, "insert webhook deliveries") }, insertDeliveriesSQL,
+		ids, accounts, endpoints, eventIDs, events, bodies, statuses, attempts, respStatus, lastErrors, lastAttempt, nextAttempt, tokens, created)
+}
+
+const insertDeliveriesSQL = `INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id, event, body, status,
+		attempts, last_response_status, last_error, last_attempt_at, next_attempt_at, retry_token, created_at)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[],
+		$8::int[], $9::int[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::text[], $14::timestamptz[])`
+
+// GetDeliveryToSend reads a delivery and its endpoint in one statement,
+// through pgx (prepared once per connection): an attempt's only read.
+func (r *Webhooks) GetDeliveryToSend(ctx context.Context, id string) (webhooks.Delivery, webhooks.Endpoint, error) {
+	var (
+		d      webhookDeliveryRow
+		e      webhookEndpointRow
+		status *int32
+	)
+	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+		return q.QueryRow(ctx, getDeliveryToSendSQL, id).Scan(&d.ID, &d.AccountID, &d.EndpointID, &d.EventID, &d.Event,
+			&d.Body, &d.Status, &d.Attempts, &status, &d.LastError, &d.LastAttemptAt, &d.NextAttemptAt, &d.RetryToken,
+			&d.CreatedAt, &e.ID, &e.AccountID, &e.URL, &e.Events, &e.Secret, &e.CreatedAt)
+	})
+	if err != nil {
+		return webhooks.Delivery{}, webhooks.Endpoint{}, notFound(err, "webhook delivery", id)
+	}
+	if status != nil {
+		v := int(*status)
+		d.LastResponseStatus = &v
+	}
+	ep := e.domain()
+	ep.Secret, err = r.open(e.ID, e.Secret)
+	return d.domain(), ep, err
+}
+
+const getDeliveryToSendSQL = `SELECT d.id, d.account_id, d.endpoint_id, d.event_id, d.event, d.body, d.status, d.attempts,
+		d.last_response_status, d.last_error, d.last_attempt_at, d.next_attempt_at, d.retry_token, d.created_at,
+		e.id, e.account_id, e.url, e.events, e.secret, e.created_at
+	FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+	WHERE d.id = $1`
+
+// RecordSuccess stores a successful attempt in one UPDATE. Outside a unit
+// of work the successes that end at the same time in this process share
+// that UPDATE and its commit (successBatch): one round trip and one WAL
+// flush for many deliveries, where the locking read, the update and the
+// commit of a recorded failure take four round trips for one. It returns
+// once its success is committed. The row's lock is taken by the UPDATE
+// itself, so an attempt recorded at the same time (a failed redelivery) is
+// applied before or after, never lost: attempts counts both.
+func (r *Webhooks) RecordSuccess(ctx context.Context, id string, at time.Time, status int) error {
+	if !r.db.InTx(ctx) {
+		return r.successes.record(ctx, id, at, status)
+	}
+	var n int64
+	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+		tag, err := q.Exec(ctx, recordSuccessSQL, []string{id}, []time.Time{at}, []int32{int32(status)}, webhooks.StatusSucceeded)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return wrap(err, "record webhook delivery success")
+	}
+	if n == 0 {
+		return platform.NotFound("webhook delivery", id)
+	}
+	return nil
+}
+
+// recordSuccessSQL records the successes of the deliveries $1, each with
+// its time and status. The rows are locked in id order first, so two
+// processes' batches that share a delivery (a job run twice) wait for each
+// other instead of deadlocking.
+const recordSuccessSQL = `WITH s AS (SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::int[]) AS s (id, at, status)),
+	l AS MATERIALIZED (SELECT d.id FROM webhook_deliveries d WHERE d.id IN (SELECT id FROM s) ORDER BY d.id FOR UPDATE)
+	UPDATE webhook_deliveries d SET status = $4, attempts = d.attempts + 1, last_response_status = s.status,
+		last_error = NULL, last_attempt_at = s.at, next_attempt_at = NULL, retry_token = ''
+	FROM s WHERE d.id = s.id AND d.id IN (SELECT id FROM l)
+	RETURNING d.id`
 
 func (r *Webhooks) getDelivery(ctx context.Context, id string, lock bool) (webhooks.Delivery, error) {
 	var row webhookDeliveryRow

@@ -30,8 +30,9 @@ import (
 )
 
 var (
-	_ ports.JobRunner       = (*Runner)(nil)
-	_ platform.JobScheduler = (*Runner)(nil)
+	_ ports.JobRunner        = (*Runner)(nil)
+	_ platform.JobScheduler  = (*Runner)(nil)
+	_ platform.ManyScheduler = (*Runner)(nil)
 )
 
 // Defaults of Options.
@@ -183,19 +184,54 @@ func (r *Runner) Client() (*river.Client[pgx.Tx], error) {
 // Schedule inserts job. Inside a unit of work of the runner's database the
 // insert joins its transaction; outside one it commits on its own.
 func (r *Runner) Schedule(ctx context.Context, job platform.Job) error {
-	r.mu.Lock()
-	kind, ok := r.kinds[job.Kind]
-	r.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("riverjobs: schedule %q: kind not registered", job.Kind)
+	return r.ScheduleMany(ctx, []platform.Job{job})
+}
+
+// ScheduleMany inserts jobs in one statement (River's InsertManyTx), where
+// Schedule would send one per job: an event's fan-out to ten webhook
+// endpoints is one round trip instead of ten (issue 16). Inside a unit of
+// work the insert joins its transaction; outside one it commits on its own.
+func (r *Runner) ScheduleMany(ctx context.Context, jobs []platform.Job) error {
+	if len(jobs) == 0 {
+		return nil
 	}
-	payload, err := json.Marshal(job.Args)
-	if err != nil {
-		return fmt.Errorf("riverjobs: schedule %q: marshal args: %w", job.Kind, err)
+	params := make([]river.InsertManyParams, len(jobs))
+	for i, job := range jobs {
+		p, err := r.insertParams(job)
+		if err != nil {
+			return err
+		}
+		params[i] = p
 	}
 	client, err := r.Client()
 	if err != nil {
 		return err
+	}
+	if r.db.InTx(ctx) {
+		err = r.db.WithPgxTx(ctx, func(tx pgx.Tx) error {
+			_, err := client.InsertManyTx(ctx, tx, params)
+			return err
+		})
+	} else {
+		_, err = client.InsertMany(ctx, params)
+	}
+	if err != nil {
+		return fmt.Errorf("riverjobs: schedule %q: %w", jobs[0].Kind, err)
+	}
+	return nil
+}
+
+// insertParams are River's arguments and options of job.
+func (r *Runner) insertParams(job platform.Job) (river.InsertManyParams, error) {
+	r.mu.Lock()
+	kind, ok := r.kinds[job.Kind]
+	r.mu.Unlock()
+	if !ok {
+		return river.InsertManyParams{}, fmt.Errorf("riverjobs: schedule %q: kind not registered", job.Kind)
+	}
+	payload, err := json.Marshal(job.Args)
+	if err != nil {
+		return river.InsertManyParams{}, fmt.Errorf("riverjobs: schedule %q: marshal args: %w", job.Kind, err)
 	}
 	args := jobArgs{kind: job.Kind, UniqueKey: job.UniqueKey, Payload: payload}
 	opts := &river.InsertOpts{
@@ -209,18 +245,7 @@ func (r *Runner) Schedule(ctx context.Context, job platform.Job) error {
 		// port keeps one *pending* job per key, and a new one may follow.
 		opts.UniqueOpts = river.UniqueOpts{ByArgs: true, ByState: pendingStates}
 	}
-	if r.db.InTx(ctx) {
-		err = r.db.WithPgxTx(ctx, func(tx pgx.Tx) error {
-			_, err := client.InsertTx(ctx, tx, args, opts)
-			return err
-		})
-	} else {
-		_, err = client.Insert(ctx, args, opts)
-	}
-	if err != nil {
-		return fmt.Errorf("riverjobs: schedule %q: %w", job.Kind, err)
-	}
-	return nil
+	return river.InsertManyParams{Args: args, InsertOpts: opts}, nil
 }
 
 // periodicJob enqueues kind every period on the elected leader, and once

@@ -163,7 +163,7 @@ func TestJobTuning(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Jobs.Workers != 50 || c.Jobs.FetchCooldown != 25*time.Millisecond || c.Jobs.FetchPollInterval != time.Second ||
-		c.Webhooks.Workers != 50 || c.Webhooks.MaxInFlight != 4 {
+		c.Webhooks.Workers != 100 || c.Webhooks.MaxInFlight != 4 {
 		t.Fatalf("defaults: jobs %+v, webhooks workers %d, max in flight %d", c.Jobs, c.Webhooks.Workers, c.Webhooks.MaxInFlight)
 	}
 	c, err = config.Load("", []string{"QMS_JOBS_WORKERS=20", "QMS_JOBS_FETCH_COOLDOWN=10ms", "QMS_JOBS_FETCH_POLL_INTERVAL=500ms",

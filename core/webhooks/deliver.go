@@ -42,22 +42,27 @@ func (s *Service) OnEvent(ctx context.Context, e platform.Event) error {
 	if occurred.IsZero() {
 		occurred = s.clock.Now()
 	}
-	for _, ep := range eps {
+	// One insert of the deliveries and one of their jobs, whatever the
+	// number of endpoints: this runs in the transaction of every change
+	// that raises an event (issue 16).
+	createdAt := occurred.UTC().Format(timestampLayout)
+	now := s.clock.Now()
+	ds := make([]Delivery, len(eps))
+	jobs := make([]platform.Job, len(eps))
+	for i, ep := range eps {
 		id := platform.NewID(platform.PrefixDelivery)
-		b, err := json.Marshal(body{ID: id, Event: e.Name, Data: data, CreatedAt: occurred.UTC().Format(timestampLayout)})
+		b, err := json.Marshal(body{ID: id, Event: e.Name, Data: data, CreatedAt: createdAt})
 		if err != nil {
 			return fmt.Errorf("webhooks: encode %s body: %w", e.Name, err)
 		}
-		d := Delivery{ID: id, AccountID: e.AccountID, EndpointID: ep.ID, EventID: e.ID, Event: e.Name,
-			Status: StatusPending, CreatedAt: s.clock.Now(), Body: b, RetryToken: newToken()}
-		if err := s.repo.CreateDelivery(ctx, d); err != nil {
-			return err
-		}
-		if err := s.schedule(ctx, AttemptArgs{DeliveryID: id, Token: d.RetryToken, N: 1}, time.Time{}); err != nil {
-			return err
-		}
+		ds[i] = Delivery{ID: id, AccountID: e.AccountID, EndpointID: ep.ID, EventID: e.ID, Event: e.Name,
+			Status: StatusPending, CreatedAt: now, Body: b, RetryToken: newToken()}
+		jobs[i] = platform.Job{Kind: JobDeliver, Args: AttemptArgs{DeliveryID: id, Token: ds[i].RetryToken, N: 1}}
 	}
-	return nil
+	if err := s.repo.CreateDeliveries(ctx, ds); err != nil {
+		return err
+	}
+	return platform.ScheduleAll(ctx, s.jobs, jobs)
 }
 
 func (s *Service) schedule(ctx context.Context, a AttemptArgs, at time.Time) error {
@@ -73,31 +78,28 @@ func (s *Service) schedule(ctx context.Context, a AttemptArgs, at time.Time) err
 // runner then runs the same job again shortly, which may send a second
 // time; receivers deduplicate by the delivery id.
 func (s *Service) Attempt(ctx context.Context, a AttemptArgs) error {
-	d, err := s.repo.GetDelivery(ctx, a.DeliveryID)
+	// The delivery and its endpoint in one read: endpoints never change
+	// once created (only deletion, which takes their deliveries with it),
+	// so the pair read here is what the attempt sends.
+	d, ep, err := s.repo.GetDeliveryToSend(ctx, a.DeliveryID)
 	if platform.IsCode(err, platform.CodeNotFound) {
 		return nil // the endpoint was deleted, and its deliveries with it
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrSecretUnavailable) {
 		return err
 	}
 	automatic := a.Token != ""
 	if automatic && d.RetryToken != a.Token {
 		return nil // this attempt already ran, or a success ended the schedule
 	}
-	ep, err := s.repo.GetEndpoint(ctx, d.EndpointID)
-	if platform.IsCode(err, platform.CodeNotFound) {
-		return nil
-	}
 	var res Result
 	switch {
-	case errors.Is(err, ErrSecretUnavailable):
+	case err != nil:
 		// A configuration fault, not the receiver's: record it where the
 		// account can see it, and keep to the schedule, so fixing the key
 		// lets the next attempt through.
 		s.opts.Logger.Error("webhooks: cannot sign a delivery", "delivery", d.ID, "endpoint", d.EndpointID, "err", err)
 		res = Result{Err: ErrSecretUnavailable}
-	case err != nil:
-		return err
 	default:
 		release, ok := s.gate.acquire(ctx, ep.ID, gateWait)
 		if !ok {
@@ -115,7 +117,29 @@ func (s *Service) Attempt(ctx context.Context, a AttemptArgs) error {
 			return ctx.Err()
 		}
 	}
+	if succeeded(res) {
+		return s.recordSuccess(ctx, d, res)
+	}
 	return s.record(ctx, a, res)
+}
+
+// succeeded: the receiver answered 2xx in time.
+func succeeded(res Result) bool { return res.Err == nil && res.Status >= 200 && res.Status <= 299 }
+
+// recordSuccess stores a success in one statement, outside any
+// transaction: a success ends the schedule whichever attempt got it, so it
+// needs neither the row's lock nor its token (issue 16: the common case of
+// every delivery, one round trip instead of four).
+func (s *Service) recordSuccess(ctx context.Context, d Delivery, res Result) error {
+	now := s.clock.Now()
+	err := s.repo.RecordSuccess(ctx, d.ID, now, res.Status)
+	if platform.IsCode(err, platform.CodeNotFound) {
+		return nil // deleted with its endpoint while the request ran
+	}
+	if err == nil && s.opts.Observe != nil {
+		s.opts.Observe(OutcomeSucceeded, now.Sub(d.CreatedAt))
+	}
+	return err
 }
 
 // gateWait is how long an attempt waits for a free slot of its endpoint
@@ -130,8 +154,9 @@ func (s *Service) send(ctx context.Context, ep Endpoint, d Delivery) Result {
 		Signature: Sign(ep.Secret, d.Body)})
 }
 
-// record stores the outcome of an attempt and, after a failed automatic
-// attempt that still holds the schedule, schedules the next one.
+// record stores a failed attempt (successes go to recordSuccess) and, when
+// the attempt was automatic and still holds the schedule, schedules the
+// next one.
 func (s *Service) record(ctx context.Context, a AttemptArgs, res Result) error {
 	var outcome string
 	var lag time.Duration
@@ -152,13 +177,6 @@ func (s *Service) record(ctx context.Context, a AttemptArgs, res Result) error {
 		}
 		holdsSchedule := a.Token != "" && a.Token == d.RetryToken
 		lag = now.Sub(d.CreatedAt)
-		if ok := res.Err == nil && res.Status >= 200 && res.Status <= 299; ok {
-			outcome = OutcomeSucceeded
-			d.Status, d.LastError = StatusSucceeded, nil
-			// Success ends the schedule, whichever attempt got it.
-			d.RetryToken, d.NextAttemptAt = "", nil
-			return s.repo.UpdateDelivery(ctx, d)
-		}
 		d.Status = StatusFailed
 		msg := failure(res)
 		d.LastError = &msg

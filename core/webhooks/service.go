@@ -29,7 +29,21 @@ type Repository interface {
 	SubscribedEndpoints(ctx context.Context, accountID, event string) ([]Endpoint, error)
 
 	CreateDelivery(ctx context.Context, d Delivery) error
+	// CreateDeliveries stores an event's deliveries, one per endpoint, in
+	// one statement where the storage can: all of them or none.
+	CreateDeliveries(ctx context.Context, ds []Delivery) error
 	GetDelivery(ctx context.Context, id string) (Delivery, error)
+	// GetDeliveryToSend returns a delivery and its endpoint with the
+	// endpoint's secret, read together (one round trip for an attempt).
+	// A secret the repository cannot read back comes as the endpoint
+	// without it and an error wrapping ErrSecretUnavailable.
+	GetDeliveryToSend(ctx context.Context, id string) (Delivery, Endpoint, error)
+	// RecordSuccess stores a successful attempt ended at `at` with the
+	// receiver's status, in one statement: status SUCCEEDED, one attempt
+	// more, no error, and the retry schedule ended (no retry token, no
+	// next attempt), whatever attempt recorded before. A delivery gone
+	// (its endpoint deleted) is CodeNotFound.
+	RecordSuccess(ctx context.Context, id string, at time.Time, status int) error
 	// GetDeliveryForUpdate locks the delivery until the unit of work ends.
 	GetDeliveryForUpdate(ctx context.Context, id string) (Delivery, error)
 	// UpdateDelivery stores the outcome of an attempt: status, attempts,

@@ -170,6 +170,165 @@ func RunWebhooks(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
 		}
 	})
 
+	t.Run("fan-out and success", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		h.NewAccount(t, "acc_a")
+		e1, e2 := WebhookEndpoint("whe_1", "acc_a", "queue.closed"), WebhookEndpoint("whe_2", "acc_a", "queue.closed")
+		for _, e := range []webhooks.Endpoint{e1, e2} {
+			if err := h.Repo.CreateEndpoint(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ds := []webhooks.Delivery{WebhookDelivery("dlv_1", "acc_a", "whe_1"), WebhookDelivery("dlv_2", "acc_a", "whe_2"),
+			WebhookDelivery("dlv_3", "acc_a", "whe_1")}
+		failed, at := "the receiver answered 500", time.Date(2026, 3, 1, 9, 0, 3, 0, time.UTC)
+		status := 500
+		ds[2].Attempts, ds[2].Status, ds[2].LastError, ds[2].LastResponseStatus, ds[2].LastAttemptAt = 1, webhooks.StatusFailed, &failed, &status, &at
+
+		// All or none, with the unit of work.
+		boom := errors.New("boom")
+		err := h.UoW.Do(ctx, func(ctx context.Context) error {
+			if err := h.Repo.CreateDeliveries(ctx, ds); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+		if _, err := h.Repo.GetDelivery(ctx, "dlv_1"); !platform.IsCode(err, platform.CodeNotFound) {
+			t.Fatalf("a delivery outlived its rollback: %v", err)
+		}
+		if err := h.UoW.Do(ctx, func(ctx context.Context) error { return h.Repo.CreateDeliveries(ctx, ds) }); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range ds {
+			got, ep, err := h.Repo.GetDeliveryToSend(ctx, want.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantEp := e1
+			if want.EndpointID == "whe_2" {
+				wantEp = e2
+			}
+			if got.ID != want.ID || got.EndpointID != want.EndpointID || got.EventID != want.EventID || got.Event != want.Event ||
+				!bytes.Equal(got.Body, want.Body) || got.Status != want.Status || got.RetryToken != want.RetryToken ||
+				got.Attempts != want.Attempts || !got.CreatedAt.Equal(want.CreatedAt) || (got.LastError == nil) != (want.LastError == nil) ||
+				(got.LastResponseStatus == nil) != (want.LastResponseStatus == nil) || (got.LastAttemptAt == nil) != (want.LastAttemptAt == nil) {
+				t.Fatalf("GetDeliveryToSend = %+v, want %+v", got, want)
+			}
+			if ep.ID != wantEp.ID || ep.URL != wantEp.URL || ep.Secret.Reveal() != wantEp.Secret.Reveal() || ep.AccountID != "acc_a" {
+				t.Fatalf("GetDeliveryToSend's endpoint = %+v, want %+v", ep, wantEp)
+			}
+		}
+		if got, _ := h.Repo.GetDelivery(ctx, "dlv_3"); *got.LastError != failed || *got.LastResponseStatus != 500 || !got.LastAttemptAt.Equal(at) {
+			t.Fatalf("dlv_3 = %+v", got)
+		}
+		if _, _, err := h.Repo.GetDeliveryToSend(ctx, "dlv_nope"); !platform.IsCode(err, platform.CodeNotFound) {
+			t.Fatalf("GetDeliveryToSend of no delivery: %v", err)
+		}
+
+		// A success ends the schedule and clears the failure, whatever
+		// came before.
+		done := time.Date(2026, 3, 1, 9, 0, 9, 0, time.UTC)
+		if err := h.Repo.RecordSuccess(ctx, "dlv_3", done, 204); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := h.Repo.GetDelivery(ctx, "dlv_3")
+		if got.Status != webhooks.StatusSucceeded || got.Attempts != 2 || got.LastResponseStatus == nil || *got.LastResponseStatus != 204 ||
+			got.LastError != nil || got.LastAttemptAt == nil || !got.LastAttemptAt.Equal(done) || got.NextAttemptAt != nil ||
+			got.RetryToken != "" || !bytes.Equal(got.Body, ds[2].Body) {
+			t.Fatalf("after RecordSuccess: %+v", got)
+		}
+		if err := h.Repo.RecordSuccess(ctx, "dlv_nope", done, 200); !platform.IsCode(err, platform.CodeNotFound) {
+			t.Fatalf("RecordSuccess of no delivery: %v", err)
+		}
+
+		// Successes recorded while failures are (each a locked read and an
+		// update in a unit of work): none is lost.
+		const n = 8
+		var wg sync.WaitGroup
+		errs := make(chan error, 2*n)
+		for range n {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				errs <- h.Repo.RecordSuccess(ctx, "dlv_1", done, 200)
+			}()
+			go func() {
+				defer wg.Done()
+				errs <- h.UoW.Do(ctx, func(ctx context.Context) error {
+					d, err := h.Repo.GetDeliveryForUpdate(ctx, "dlv_1")
+					if err != nil {
+						return err
+					}
+					d.Attempts++
+					d.Status, d.LastError, d.LastAttemptAt = webhooks.StatusFailed, &failed, &done
+					return h.Repo.UpdateDelivery(ctx, d)
+				})
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ := h.Repo.GetDelivery(ctx, "dlv_1"); got.Attempts != 2*n {
+			t.Fatalf("attempts after %d successes and %d failures recorded at once: %d", n, n, got.Attempts)
+		}
+
+		// Many successes at once, one of a delivery that does not exist:
+		// each hears its own outcome (Postgres writes them in shared
+		// statements).
+		many := make([]webhooks.Delivery, 40)
+		for i := range many {
+			many[i] = WebhookDelivery(fmt.Sprintf("dlv_m%02d", i), "acc_a", "whe_1")
+		}
+		if err := h.Repo.CreateDeliveries(ctx, many); err != nil {
+			t.Fatal(err)
+		}
+		outcomes := make([]error, len(many)+1)
+		var mwg sync.WaitGroup
+		for i := range outcomes {
+			mwg.Add(1)
+			go func() {
+				defer mwg.Done()
+				id := "dlv_gone"
+				if i < len(many) {
+					id = many[i].ID
+				}
+				outcomes[i] = h.Repo.RecordSuccess(ctx, id, done, 200+i%3)
+			}()
+		}
+		mwg.Wait()
+		for i, d := range many {
+			if outcomes[i] != nil {
+				t.Fatalf("RecordSuccess(%s): %v", d.ID, outcomes[i])
+			}
+			got, _ := h.Repo.GetDelivery(ctx, d.ID)
+			if got.Status != webhooks.StatusSucceeded || got.Attempts != 1 || *got.LastResponseStatus != 200+i%3 || got.RetryToken != "" {
+				t.Fatalf("%s after RecordSuccess: %+v", d.ID, got)
+			}
+		}
+		if err := outcomes[len(many)]; !platform.IsCode(err, platform.CodeNotFound) {
+			t.Fatalf("RecordSuccess of no delivery among others: %v", err)
+		}
+
+		// Gone with its endpoint.
+		if err := h.Repo.DeleteEndpoint(ctx, "whe_2"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := h.Repo.GetDeliveryToSend(ctx, "dlv_2"); !platform.IsCode(err, platform.CodeNotFound) {
+			t.Fatalf("GetDeliveryToSend after the endpoint's deletion: %v", err)
+		}
+		if err := h.Repo.RecordSuccess(ctx, "dlv_2", done, 200); !platform.IsCode(err, platform.CodeNotFound) {
+			t.Fatalf("RecordSuccess after the endpoint's deletion: %v", err)
+		}
+	})
+
 	t.Run("rollback", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
