@@ -53,7 +53,7 @@ func (r *Events) Append(ctx context.Context, e platform.Event) error {
 			return err
 		})
 		if err == nil {
-			r.db.AfterCommit(ctx, func() { r.db.announcer.announce(e.AccountID) })
+			r.announce(ctx, e.AccountID)
 		}
 		return wrap(err, "insert event")
 	}
@@ -69,7 +69,7 @@ func (r *Events) Append(ctx context.Context, e platform.Event) error {
 		return nil
 	})
 	if err == nil {
-		r.db.AfterCommit(ctx, func() { r.db.announcer.announce(e.AccountID) })
+		r.announce(ctx, e.AccountID)
 		r.db.fold(ctx, func(f *folded) {
 			if f.subscribed == nil {
 				f.subscribed = map[string][]webhookEndpointRow{}
@@ -78,6 +78,13 @@ func (r *Events) Append(ctx context.Context, e platform.Event) error {
 		})
 	}
 	return wrap(err, "insert event")
+}
+
+// announce has the process's announcer tell listening processes of the
+// account's new event once the unit of work in ctx commits (at once
+// outside one).
+func (r *Events) announce(ctx context.Context, accountID string) {
+	r.db.AfterCommit(ctx, func() { r.db.announcer.announce(accountID) })
 }
 
 const insertEventSQL = `INSERT INTO events (id, account_id, name, queue_id, run_id, data, occurred_at)

@@ -259,9 +259,10 @@ func (r *Queues) ListRuns(ctx context.Context, queueID string, limit int) ([]que
 var _ turns.RunLocker = (*Queues)(nil)
 
 // runQueueColumns are a run's columns (alias r) and what names its queue's
-// definition (alias q): the queue's view_version (which its branch's time
-// zone is part of, migration 0097), in the order scanRunQueue reads. The definition itself comes from
-// the process's queueViews, read only when that version is new to it.
+// definition (alias q): the queue's view_version (which covers its
+// stations and its branch's time zone, migrations 0095 and 0097), in the
+// order scanRunQueue reads. The definition itself comes from the
+// process's queueViews, read only when that version is new to it.
 const runQueueColumns = `r.id, r.account_id, r.queue_id, r.status, r.intake_open, r.opened_at, r.closed_at,
 	r.created_at, r.updated_at, q.view_version`
 
@@ -306,22 +307,17 @@ func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queueRef, error) {
 // the run's line version, kept for the transaction's bumps.
 func (r *Queues) lockedQueue(ctx context.Context, run queues.Run, ref queueRef, service []float64) (queues.Queue, error) {
 	r.db.foldLineVersion(ctx, run.ID, ref.line)
-	q, sts, ok := r.db.views.get(run.QueueID, ref.version)
-	if !ok {
-		err := r.db.withPgx(ctx, func(pq pgxQuerier) (err error) {
-			q, sts, err = r.db.queueView(ctx, pq, run.QueueID, ref.version)
-			return err
-		})
-		if err != nil {
-			return queues.Queue{}, err
-		}
+	q, sts, err := r.db.queueAt(ctx, run.QueueID, ref.version)
+	if err != nil {
+		return queues.Queue{}, err
 	}
 	r.db.foldQueueView(ctx, q.ID, sts, service)
 	return q, nil
 }
 
-// LockRunWithQueue locks a run as GetRunForUpdate does and reads its queue
-// in the same statement.
+// LockRunWithQueue locks a run as GetRunForUpdate does and names its
+// queue's version in the same statement (the queue itself from queueViews),
+// then reads the run's line version, in one batch.
 func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (queues.Run, queues.Queue, error) {
 	var (
 		run     queues.Run
@@ -403,8 +399,9 @@ func (r *Queues) LockRunFindingKey(ctx context.Context, runID, accountID, key st
 }
 
 // LockRunOfTurn locks the run of a turn (only the run: the turn's lock
-// comes next, in the lock order) and reads its queue and the turn's account
-// in the same statement.
+// comes next, in the lock order) and reads the turn's account and its
+// queue's version in the same statement, then the run's line version, in
+// one batch.
 func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error) {
 	var (
 		owner   string

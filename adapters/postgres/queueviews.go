@@ -65,12 +65,11 @@ const queueViewSQL = `SELECT q.view_version, q.account_id, q.entity_id, q.name, 
 	 FROM stations AS s WHERE s.queue_id = q.id)
 FROM queues AS q WHERE q.id = $1`
 
-// queueView returns the queue and stations at version: from the cache, or
-// else read through
-// q (the caller's unit of work, if any) and kept. The read may find a
-// newer version than asked for (a change committed in between); that is
-// the one returned, as a read of the queue at that moment would.
-func (db *DB) queueView(ctx context.Context, q pgxQuerier, queueID string, version int64) (queues.Queue, []queues.Station, error) {
+// queueAt returns the queue and its stations at version: from the cache,
+// or else read through the unit of work in ctx, if any, and kept. The read
+// may find a newer version than asked for (a change committed in between);
+// that is the one returned, as a read of the queue at that moment would.
+func (db *DB) queueAt(ctx context.Context, queueID string, version int64) (queues.Queue, []queues.Station, error) {
 	if qu, sts, ok := db.views.get(queueID, version); ok {
 		return qu, sts, nil
 	}
@@ -79,8 +78,10 @@ func (db *DB) queueView(ctx context.Context, q pgxQuerier, queueID string, versi
 		ver      int64
 		stations json.RawMessage
 	)
-	err := q.QueryRow(ctx, queueViewSQL, queueID).Scan(&ver, &qr.AccountID, &qr.EntityID, &qr.Name, &qr.Type, &qr.Doc, &qr.CreatedAt,
-		&qr.BranchTimezone, &stations)
+	err := db.withPgx(ctx, func(q pgxQuerier) error {
+		return q.QueryRow(ctx, queueViewSQL, queueID).Scan(&ver, &qr.AccountID, &qr.EntityID, &qr.Name, &qr.Type,
+			&qr.Doc, &qr.CreatedAt, &qr.BranchTimezone, &stations)
+	})
 	if err != nil {
 		return queues.Queue{}, nil, notFound(err, "queue", queueID)
 	}

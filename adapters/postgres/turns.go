@@ -391,28 +391,16 @@ func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineCha
 		// The run was locked by a statement that read its line version, and
 		// only a holder of that lock bumps it: the new version is known, so
 		// the bump waits and goes out with the transaction's next statement
-		// (for an intake, its COMMIT). A version that is not the one
-		// foretold would break that rule: the change's NOT NULL version
-		// then fails the transaction instead of recording it.
-		err := r.db.deferWrite(ctx, func(err error) error { return wrap(err, "bump line version") }, `WITH v AS (
-			INSERT INTO turn_lines (run_id, version) VALUES ($1, 1)
-			ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version)
-		INSERT INTO turn_line_changes (run_id, version, removed, added, reset)
-		SELECT $1, CASE WHEN v.version = $5 THEN v.version END, $2, $3, $4 FROM v`,
-			runID, removed, added, change.Reset, next)
+		// (for an intake, its COMMIT).
+		err := r.db.deferWrite(ctx, func(err error) error { return wrap(err, "bump line version") },
+			bumpLineSQL, runID, removed, added, change.Reset, next)
 		if err != nil {
 			return 0, err
 		}
 		v = next
 	} else {
-		// One statement: the version's upsert feeds the change's insert.
 		err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-			return q.QueryRow(ctx, `WITH v AS (
-				INSERT INTO turn_lines (run_id, version) VALUES ($1, 1)
-				ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version)
-			INSERT INTO turn_line_changes (run_id, version, removed, added, reset)
-			SELECT $1, v.version, $2, $3, $4 FROM v RETURNING version`,
-				runID, removed, added, change.Reset).Scan(&v)
+			return q.QueryRow(ctx, bumpLineSQL, runID, removed, added, change.Reset, nil).Scan(&v)
 		})
 		if err != nil {
 			return 0, wrap(err, "bump line version")
@@ -425,6 +413,18 @@ func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineCha
 	}
 	return v, nil
 }
+
+// bumpLineSQL increments the run's ($1) line version and records the change
+// under it, in one statement (the version's upsert feeds the change's
+// insert). $5, when not null, is the version the bump must make (foretold
+// under the run's lock); any other leaves the change's NOT NULL version
+// empty, which fails the transaction instead of recording it.
+const bumpLineSQL = `WITH v AS (
+	INSERT INTO turn_lines (run_id, version) VALUES ($1, 1)
+	ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version)
+INSERT INTO turn_line_changes (run_id, version, removed, added, reset)
+SELECT $1, CASE WHEN $5::bigint IS NULL OR v.version = $5 THEN v.version END, $2, $3, $4 FROM v
+RETURNING version`
 
 // lineChangesPruneEvery spaces the pruning of turn_line_changes, so a run
 // keeps between LineChangesKept and LineChangesKept+lineChangesPruneEvery
@@ -584,24 +584,12 @@ func (r *Turns) GetForView(ctx context.Context, id string) (turns.Turn, turns.Vi
 	if err != nil {
 		return turns.Turn{}, turns.ViewContext{}, err
 	}
-	q, sts, err := r.queueAt(ctx, row.QueueID, ref)
+	q, sts, err := r.db.queueAt(ctx, row.QueueID, ref.version)
 	if err != nil {
 		return turns.Turn{}, turns.ViewContext{}, err
 	}
 	return t, turns.ViewContext{Queue: q, Stations: sts, LineVersion: lineVersion,
 		RunOpen: runStatus != nil && *runStatus == queues.RunOpen, ServiceSeconds: service}, nil
-}
-
-// queueAt returns a queue and its stations at ref's version.
-func (r *Turns) queueAt(ctx context.Context, queueID string, ref queueRef) (q queues.Queue, sts []queues.Station, err error) {
-	if q, sts, ok := r.db.views.get(queueID, ref.version); ok {
-		return q, sts, nil
-	}
-	err = r.db.withPgx(ctx, func(pq pgxQuerier) error {
-		q, sts, err = r.db.queueView(ctx, pq, queueID, ref.version)
-		return err
-	})
-	return q, sts, err
 }
 
 var _ turns.QueueViewSource = (*Turns)(nil)
@@ -623,7 +611,7 @@ func (r *Turns) QueueForView(ctx context.Context, queueID string) ([]queues.Stat
 	if err != nil {
 		return nil, nil, notFound(err, "queue", queueID)
 	}
-	_, sts, err := r.queueAt(ctx, queueID, ref)
+	_, sts, err := r.db.queueAt(ctx, queueID, ref.version)
 	return sts, service, err
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/qms-dev/qms/test/apptest"
 )
 
-// roundTrips is a pgx tracer that records every statement, batch and
+// roundTrips records, through its tracer, every statement, batch and
 // prepare the process sends to PostgreSQL: each is one round trip (a batch
 // or pipeline is one). River's own traffic (its producers poll on their
 // own schedule, in transactions of their own) is left out, so what remains
@@ -80,31 +80,47 @@ func requests(all []trip) []string {
 	return out
 }
 
-func (r *roundTrips) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	r.add(conn, "query", d.SQL)
+// tracer is the pgx tracer that feeds r.
+func (r *roundTrips) tracer() tripTracer {
+	return tripTracer{record: func(conn *pgx.Conn, kind, sql string, _ []any) { r.add(conn, kind, sql) }}
+}
+
+// tripTracer is a pgx tracer that hands record every round trip the
+// process sends: a statement, a batch (one round trip, whatever it holds:
+// its statements joined with "; ", their arguments in order) or a prepare.
+type tripTracer struct {
+	record func(conn *pgx.Conn, kind, sql string, args []any)
+}
+
+func (t tripTracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	t.record(conn, "query", d.SQL, d.Args)
 	return ctx
 }
 
-func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (tripTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-func (r *roundTrips) TraceBatchStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
-	var sqls []string
+func (t tripTracer) TraceBatchStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	var (
+		sqls []string
+		args []any
+	)
 	for _, q := range d.Batch.QueuedQueries {
 		sqls = append(sqls, q.SQL)
+		args = append(args, q.Arguments...)
 	}
-	r.add(conn, "batch", strings.Join(sqls, "; "))
+	t.record(conn, "batch", strings.Join(sqls, "; "), args)
 	return ctx
 }
 
-func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+func (tripTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (tripTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
-func (r *roundTrips) TracePrepareStart(ctx context.Context, conn *pgx.Conn, d pgx.TracePrepareStartData) context.Context {
-	r.add(conn, "prepare", d.SQL)
+func (t tripTracer) TracePrepareStart(ctx context.Context, conn *pgx.Conn, d pgx.TracePrepareStartData) context.Context {
+	t.record(conn, "prepare", d.SQL, nil)
 	return ctx
 }
 
-func (r *roundTrips) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+func (tripTracer) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
 
 // during returns the round trips f caused.
 func (r *roundTrips) during(f func()) []string {
@@ -195,7 +211,7 @@ func statements(trip string) []string {
 // budget, which a request pays at most once a second).
 func TestRoundTripBudgets(t *testing.T) {
 	tr := &roundTrips{}
-	a := apptest.Postgres(t, apptest.WithDBTracer(tr))
+	a := apptest.Postgres(t, apptest.WithDBTracer(tr.tracer()))
 	_, _, runID := setupQueue(t, a, nil)
 
 	create := func(i int) string {
@@ -251,7 +267,7 @@ func TestRoundTripBudgets(t *testing.T) {
 func TestRoundTripsGetSteadyState(t *testing.T) {
 	tr := &roundTrips{}
 	clock := platformtest.NewClock(time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC))
-	a := apptest.Postgres(t, apptest.WithDBTracer(tr), apptest.WithClock(clock),
+	a := apptest.Postgres(t, apptest.WithDBTracer(tr.tracer()), apptest.WithClock(clock),
 		// Slices of up to 100: 20 a second fit one lease.
 		apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 6000 }))
 	_, _, runID := setupQueue(t, a, nil)

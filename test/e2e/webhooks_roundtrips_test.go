@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -15,7 +14,7 @@ import (
 	"github.com/qms-dev/qms/test/apptest"
 )
 
-// webhookTrips is a pgx tracer that counts the round trips of webhook
+// webhookTrips counts, through its tracer, the round trips of webhook
 // deliveries: every statement, batch or prepare that writes or reads
 // webhook_deliveries or webhook_endpoints, or inserts River jobs. The
 // event's own insert (which reads the subscribed endpoints in its
@@ -42,33 +41,10 @@ func (w *webhookTrips) add(kind, sql string, args []any) {
 	w.mu.Unlock()
 }
 
-func (w *webhookTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	w.add("query", d.SQL, d.Args)
-	return ctx
+// tracer is the pgx tracer that feeds w.
+func (w *webhookTrips) tracer() tripTracer {
+	return tripTracer{record: func(_ *pgx.Conn, kind, sql string, args []any) { w.add(kind, sql, args) }}
 }
-
-func (w *webhookTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (w *webhookTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
-	var sqls []string
-	var args []any
-	for _, q := range d.Batch.QueuedQueries {
-		sqls = append(sqls, q.SQL)
-		args = append(args, q.Arguments...)
-	}
-	w.add("batch", strings.Join(sqls, "; "), args)
-	return ctx
-}
-
-func (w *webhookTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (w *webhookTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-
-func (w *webhookTrips) TracePrepareStart(ctx context.Context, _ *pgx.Conn, d pgx.TracePrepareStartData) context.Context {
-	w.add("prepare", d.SQL, nil)
-	return ctx
-}
-
-func (w *webhookTrips) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
 
 func (w *webhookTrips) take() []string {
 	w.mu.Lock()
@@ -85,7 +61,7 @@ func (w *webhookTrips) take() []string {
 // left out, as in TestRoundTripBudgets: once per connection and text.
 func TestWebhookRoundTrips(t *testing.T) {
 	tr := &webhookTrips{}
-	a := apptest.Postgres(t, whNoLimit, apptest.WithDBTracer(tr))
+	a := apptest.Postgres(t, whNoLimit, apptest.WithDBTracer(tr.tracer()))
 	runs := []string{whRun(t, a), whRun(t, a)}
 	const endpoints = 10
 	rcs := make([]*whReceiver, endpoints)
