@@ -47,7 +47,8 @@ func authenticate(c *fiber.Ctx, a Authenticator) error {
 	if err != nil {
 		return err
 	}
-	c.Locals(keyPrincipal, &p)
+	st := ensureState(c)
+	st.principal, st.authed = p, true
 	return nil
 }
 
@@ -63,8 +64,8 @@ func PrincipalOf(c *fiber.Ctx) accounts.Principal {
 func AccountOf(c *fiber.Ctx) string { return PrincipalOf(c).AccountID }
 
 func principal(c *fiber.Ctx) (accounts.Principal, bool) {
-	if p, ok := c.Locals(keyPrincipal).(*accounts.Principal); ok && p != nil {
-		return *p, true
+	if st := stateOf(c); st != nil && st.authed {
+		return st.principal, true
 	}
 	return accounts.Principal{}, false
 }

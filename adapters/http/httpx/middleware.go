@@ -47,7 +47,7 @@ func AccessLog(log *slog.Logger) fiber.Handler {
 	}
 	return func(c *fiber.Ctx) error {
 		start := time.Now()
-		c.Locals(keyLogger, log)
+		ensureState(c).logger = log
 		if err := c.Next(); err != nil {
 			if herr := c.App().ErrorHandler(c, err); herr != nil {
 				_ = c.SendStatus(fiber.StatusInternalServerError)
@@ -94,8 +94,8 @@ func logAccess(c *fiber.Ctx, log *slog.Logger, status int, end time.Time, d time
 // handlers that have none of their own; slog.Default() outside an app
 // built by NewApp.
 func Logger(c *fiber.Ctx) *slog.Logger {
-	if l, ok := c.Locals(keyLogger).(*slog.Logger); ok {
-		return l
+	if st := stateOf(c); st != nil && st.logger != nil {
+		return st.logger
 	}
 	return slog.Default()
 }
@@ -104,7 +104,7 @@ func Logger(c *fiber.Ctx) *slog.Logger {
 // route matched (404, 405, or a request refused before routing): the
 // last route fiber saw then is a middleware's, which would mislead.
 func routeOf(c *fiber.Ctx) string {
-	if c.Locals(keyUnmatched) != nil || !passedMiddleware(c) {
+	if st := stateOf(c); st == nil || st.unmatched || !st.assigned {
 		return "-"
 	}
 	if r := c.Route(); r != nil && r.Path != "" {
@@ -113,4 +113,4 @@ func routeOf(c *fiber.Ctx) string {
 	return "-"
 }
 
-func markUnmatched(c *fiber.Ctx) { c.Locals(keyUnmatched, true) }
+func markUnmatched(c *fiber.Ctx) { ensureState(c).unmatched = true }
