@@ -173,10 +173,13 @@ type viewer struct {
 	avg     float64
 	basis   string
 	samples []float64
-	// runs is what the viewer knows of each run, in run0 while there is
-	// one.
-	runs []runView
-	run0 [1]runView
+	// first is what the viewer knows of the first run it met, more of any
+	// other (nruns in all). The first is kept inline, so that the viewer
+	// of one turn can live on its builder's stack: it was a heap object
+	// of 700 bytes with pointers (issue 16, P1).
+	first runView
+	more  []runView
+	nruns int
 }
 
 // runView is what a viewer knows of one run.
@@ -192,23 +195,29 @@ type runView struct {
 	versionKnown bool
 }
 
-// run returns the index of the run's entry in vb.runs, adding it.
-func (vb *viewer) run(id string) int {
-	for i := range vb.runs {
-		if vb.runs[i].id == id {
-			return i
+// run returns what the viewer knows of a run, adding it. The pointer is
+// good until the next call.
+func (vb *viewer) run(id string) *runView {
+	if vb.nruns > 0 && vb.first.id == id {
+		return &vb.first
+	}
+	for i := range vb.more {
+		if vb.more[i].id == id {
+			return &vb.more[i]
 		}
 	}
-	if vb.runs == nil {
-		vb.runs = vb.run0[:0]
+	vb.nruns++
+	if vb.nruns == 1 {
+		vb.first = runView{id: id}
+		return &vb.first
 	}
-	vb.runs = append(vb.runs, runView{id: id})
-	return len(vb.runs) - 1
+	vb.more = append(vb.more, runView{id: id})
+	return &vb.more[len(vb.more)-1]
 }
 
 // setOpen records whether a run is open.
 func (vb *viewer) setOpen(runID string, open bool) {
-	r := &vb.runs[vb.run(runID)]
+	r := vb.run(runID)
 	r.open, r.openKnown = open, true
 }
 
@@ -275,8 +284,8 @@ func (s *Service) viewerOf(q queues.Queue, sts []queues.Station) *viewer {
 // further read unless the run's line changed since this process last
 // looked.
 func (s *Service) viewOf(ctx context.Context, t Turn, vc ViewContext) (View, error) {
-	vb := s.viewerOf(vc.Queue, vc.Stations)
-	r := &vb.runs[vb.run(t.RunID)]
+	vb := viewer{s: s, q: vc.Queue, stations: vc.Stations, servers: servers(vc.Queue, len(vc.Stations))}
+	r := vb.run(t.RunID)
 	r.open, r.openKnown = vc.RunOpen, true
 	r.version, r.versionKnown = vc.LineVersion, true
 	vb.samples = vc.ServiceSeconds
@@ -348,7 +357,7 @@ func (s *Service) txView(ctx context.Context, q queues.Queue, run queues.Run, t 
 		if err != nil {
 			return View{}, err
 		}
-		vb.runs[vb.run(run.ID)].line = snap
+		vb.run(run.ID).line = snap
 	}
 	return vb.view(ctx, t)
 }
@@ -387,11 +396,11 @@ func (vb *viewer) view(ctx context.Context, t Turn) (View, error) {
 	if t.Status != Waiting {
 		return v, nil
 	}
-	i := vb.run(t.RunID)
-	snap := vb.runs[i].line
+	r := vb.run(t.RunID)
+	snap := r.line
 	if snap == nil {
 		var err error
-		if r := vb.runs[i]; r.versionKnown {
+		if r.versionKnown {
 			snap, err = vb.s.snapshotAt(ctx, t.RunID, r.version)
 		} else {
 			snap, err = vb.s.snapshot(ctx, t.RunID)
@@ -399,7 +408,7 @@ func (vb *viewer) view(ctx context.Context, t Turn) (View, error) {
 		if err != nil {
 			return View{}, err
 		}
-		vb.runs[i].line = snap
+		r.line = snap
 	}
 	pos, ok := snap.position(t.Key())
 	if !ok {
@@ -438,7 +447,7 @@ type waitParts struct {
 
 // runOpen reports whether the run is open, once per run and view.
 func (vb *viewer) runOpen(ctx context.Context, runID string) (bool, error) {
-	if r := vb.runs[vb.run(runID)]; r.openKnown {
+	if r := vb.run(runID); r.openKnown {
 		return r.open, nil
 	}
 	run, err := vb.s.queues.GetRun(ctx, runID)
