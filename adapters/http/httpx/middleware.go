@@ -47,7 +47,8 @@ func AccessLog(log *slog.Logger) fiber.Handler {
 	}
 	return func(c *fiber.Ctx) error {
 		start := time.Now()
-		ensureState(c).logger = log
+		st := ensureState(c)
+		st.logger, st.start = log, start
 		if err := c.Next(); err != nil {
 			if herr := c.App().ErrorHandler(c, err); herr != nil {
 				_ = c.SendStatus(fiber.StatusInternalServerError)
@@ -88,6 +89,18 @@ func logAccess(c *fiber.Ctx, log *slog.Logger, status int, end time.Time, d time
 		}
 	}
 	_ = h.Handle(ctx, l.Record())
+}
+
+// RequestStart is when AccessLog began the request, for the middleware
+// after it that also time the request (Deadline, the metrics): the clock
+// is read once for them all (it was 6 % of a memory-mode GET's handler
+// CPU, read eight times, issue 16). time.Now() for a request AccessLog
+// did not see.
+func RequestStart(c *fiber.Ctx) time.Time {
+	if st := stateOf(c); st != nil && !st.start.IsZero() {
+		return st.start
+	}
+	return time.Now()
 }
 
 // Logger returns the logger of the app that serves c, for middleware and

@@ -3,6 +3,7 @@ package httpx
 import (
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -34,6 +35,7 @@ type state struct {
 	assigned   bool
 	fallbackID string
 	logger     *slog.Logger
+	start      time.Time // AccessLog's (RequestStart)
 	principal  accounts.Principal
 	authed     bool
 	// unmatched: no route matched (404, 405).
