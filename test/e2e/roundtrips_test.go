@@ -227,7 +227,7 @@ func TestRoundTripBudgets(t *testing.T) {
 
 	var id string
 	trips := tr.during(func() { id = create(2) })
-	budget(t, "POST /queue-runs/{id}/turns", trips, 6, 5, false)
+	budget(t, "POST /queue-runs/{id}/turns", trips, 6, 3, false)
 
 	trips = tr.during(func() { a.API(http.MethodGet, "/turns/"+second, nil).Must(http.StatusOK, nil) })
 	budget(t, "GET /turns/{id} (waiting)", trips, 2, 2, true)
