@@ -153,6 +153,20 @@ type IntakeLocker interface {
 	LockRunForIntake(ctx context.Context, in IntakeLock) (IntakeLocked, error)
 }
 
+// RunGate is a turnstile in front of a run's lock, in the process: an
+// intake enters it before its unit of work and leaves it after, so the
+// process's intakes of one run wait for each other holding nothing. The
+// store's lock stays what orders them (across processes too); the gate
+// only moves the waiting out of the store, where a waiter holds a
+// connection and, in PostgreSQL, a snapshot that keeps the run's hot rows'
+// old versions from being cleaned up, which every holder then reads
+// through. The Queues implementation may provide it.
+type RunGate interface {
+	// EnterRun waits for the run's gate, or for ctx to end; leave opens it
+	// for the next.
+	EnterRun(ctx context.Context, runID string) (leave func(), err error)
+}
+
 // IntakeLock is what LockRunForIntake is asked.
 type IntakeLock struct {
 	RunID, AccountID string

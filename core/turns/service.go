@@ -59,6 +59,13 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 		return View{}, false, err
 	}
 	hash := in.requestHash(runID, s.members)
+	if g, ok := s.queues.(RunGate); ok {
+		leave, err := g.EnterRun(ctx, runID)
+		if err != nil {
+			return View{}, false, err
+		}
+		defer leave()
+	}
 	drawAhead := true
 	for attempt := 1; ; attempt++ {
 		var (
