@@ -330,13 +330,22 @@ func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (queues.Run
 			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
 			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID)
 	b.Queue(lineAfterLockSQL, runID)
-	var runErr error
+	b.Queue(runEndpointsSQL, runID)
+	var (
+		runErr error
+		eps    []webhookEndpointRow
+	)
 	err := r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
 		run, ref, runErr = scanRunQueue(br.QueryRow(), &service)
 		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
 			return runErr
 		}
-		return br.QueryRow().Scan(&ref.line)
+		if err := br.QueryRow().Scan(&ref.line); err != nil {
+			return err
+		}
+		var err error
+		eps, err = scanEndpoints(br)
+		return err
 	})
 	if err == nil {
 		err = runErr
@@ -344,6 +353,7 @@ func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (queues.Run
 	if err != nil {
 		return queues.Run{}, queues.Queue{}, notFound(err, "queue run", runID)
 	}
+	r.db.foldAccountEndpoints(ctx, run.AccountID, eps)
 	q, err := r.lockedQueue(ctx, run, ref, service)
 	if err != nil {
 		return queues.Run{}, queues.Queue{}, err
@@ -406,20 +416,9 @@ func (r *Queues) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (tur
 		if err := br.QueryRow().Scan(&ref.line); err != nil {
 			return err
 		}
-		rows, err := br.Query()
-		if err != nil {
+		var err error
+		if eps, err = scanEndpoints(br); err != nil {
 			return err
-		}
-		for rows.Next() {
-			var w webhookEndpointRow
-			if err := rows.Scan(&w.ID, &w.AccountID, &w.URL, &w.Events, &w.CreatedAt); err != nil {
-				rows.Close()
-				return err
-			}
-			eps = append(eps, w)
-		}
-		if rows.Close(); rows.Err() != nil {
-			return rows.Err()
 		}
 		if in.Draw == nil {
 			return nil
@@ -456,9 +455,37 @@ func (r *Queues) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (tur
 }
 
 // accountEndpointsSQL reads all of an account's ($1) webhook endpoints, in
-// the order the deliveries are made.
+// the order the deliveries are made, for the events of the transaction
+// (Events.Append): a plain read, no lock.
 const accountEndpointsSQL = `SELECT id, account_id, url, events, created_at FROM webhook_endpoints
 	WHERE account_id = $1 ORDER BY id`
+
+// runEndpointsSQL is accountEndpointsSQL for the account of run $1.
+const runEndpointsSQL = `SELECT id, account_id, url, events, created_at FROM webhook_endpoints
+	WHERE account_id = (SELECT account_id FROM queue_runs WHERE id = $1) ORDER BY id`
+
+// turnEndpointsSQL is accountEndpointsSQL for the account of turn $1.
+const turnEndpointsSQL = `SELECT id, account_id, url, events, created_at FROM webhook_endpoints
+	WHERE account_id = (SELECT account_id FROM turns WHERE id = $1) ORDER BY id`
+
+// scanEndpoints reads the next result of br, endpoints as
+// accountEndpointsSQL reads them.
+func scanEndpoints(br pgx.BatchResults) ([]webhookEndpointRow, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var eps []webhookEndpointRow
+	for rows.Next() {
+		var w webhookEndpointRow
+		if err := rows.Scan(&w.ID, &w.AccountID, &w.URL, &w.Events, &w.CreatedAt); err != nil {
+			return nil, err
+		}
+		eps = append(eps, w)
+	}
+	return eps, rows.Err()
+}
 
 // LockRunOfTurn locks the run of a turn (only the run: the turn's lock
 // comes next, in the lock order) and reads the turn's account and its
@@ -477,12 +504,19 @@ func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (string, queu
 			FROM turns AS t JOIN queue_runs AS r ON r.id = t.run_id JOIN queues AS q ON q.id = r.queue_id
 			WHERE t.id = $1 FOR NO KEY UPDATE OF r`, turnID)
 	b.Queue(`SELECT coalesce((SELECT l.version FROM turns AS t JOIN turn_lines AS l ON l.run_id = t.run_id WHERE t.id = $1), 0)`, turnID)
+	b.Queue(turnEndpointsSQL, turnID)
+	var eps []webhookEndpointRow
 	err := r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
 		run, ref, runErr = scanRunQueue(br.QueryRow(), &owner, &service)
 		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
 			return runErr
 		}
-		return br.QueryRow().Scan(&ref.line)
+		if err := br.QueryRow().Scan(&ref.line); err != nil {
+			return err
+		}
+		var err error
+		eps, err = scanEndpoints(br)
+		return err
 	})
 	if err == nil {
 		err = runErr
@@ -490,6 +524,7 @@ func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (string, queu
 	if err != nil {
 		return "", queues.Run{}, queues.Queue{}, notFound(err, "turn", turnID)
 	}
+	r.db.foldAccountEndpoints(ctx, owner, eps)
 	q, err := r.lockedQueue(ctx, run, ref, service)
 	if err != nil {
 		return "", queues.Run{}, queues.Queue{}, err
