@@ -59,10 +59,26 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 		return View{}, false, err
 	}
 	hash := in.requestHash(runID, s.members)
+	view, replayed, err := s.createInRun(ctx, accountID, runID, in, hash)
+	if err != nil {
+		return View{}, false, err
+	}
+	if replayed != nil {
+		v, err := s.View(ctx, *replayed)
+		return v, true, err
+	}
+	return view, false, nil
+}
+
+// createInRun is Create's unit of work, run again when it lost an
+// idempotency-key race or drew its number with stale settings; replayed is
+// the turn an earlier create made with the key. With a RunGate the process's
+// intakes of the run take their turns at it first.
+func (s *Service) createInRun(ctx context.Context, accountID, runID string, in CreateInput, hash string) (View, *Turn, error) {
 	if g, ok := s.queues.(RunGate); ok {
 		leave, err := g.EnterRun(ctx, runID)
 		if err != nil {
-			return View{}, false, err
+			return View{}, nil, err
 		}
 		defer leave()
 	}
@@ -114,14 +130,7 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 		if errors.Is(err, ErrDuplicateKey) && attempt < maxCreateAttempts {
 			continue // a concurrent create with the key committed first
 		}
-		if err != nil {
-			return View{}, false, err
-		}
-		if replayed != nil {
-			v, err := s.View(ctx, *replayed)
-			return v, true, err
-		}
-		return view, false, nil
+		return view, replayed, err
 	}
 }
 
