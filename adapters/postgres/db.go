@@ -47,6 +47,8 @@ type DB struct {
 	// views keeps queues' definitions and stations per version
 	// (queueviews.go).
 	views queueViews
+	// gates: intakes of one run wait for each other here (runGates).
+	gates runGates
 	// announcer tells listening processes of committed events
 	// (announce.go).
 	announcer *announcer
