@@ -554,29 +554,12 @@ type stationJSON struct {
 
 // GetForView reads a turn, its run's status and line version, the
 // queue's version and latest service times in one statement (GET
-// /turns/{id}; turnview.go); the queue and its stations come from
+// /turns/{id}; turnview.go), coalesced with the reads asked for at the
+// same time (viewbatch.go); the queue and its stations come from
 // queueViews, or from a second read when this process has not seen that
 // version yet.
 func (r *Turns) GetForView(ctx context.Context, id string) (turns.Turn, turns.ViewContext, error) {
-	var row turnViewRow
-	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		rows, err := q.Query(ctx, turnViewSQL, id)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		if !rows.Next() {
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			return pgx.ErrNoRows
-		}
-		if row, err = decodeTurnView(id, rows.FieldDescriptions(), rows.RawValues()); err != nil {
-			return err
-		}
-		rows.Close()
-		return rows.Err()
-	})
+	row, err := r.db.turnView(ctx, id)
 	if err == nil && !row.hasQueue {
 		// The join this subquery replaced found no row either (and the
 		// foreign key's cascade makes it impossible).
