@@ -49,6 +49,8 @@ type DB struct {
 	views queueViews
 	// viewBatches coalesces concurrent turn views (viewbatch.go).
 	viewBatches viewBatches
+	// gates: intakes of one run wait for each other here (runGates).
+	gates runGates
 	// announcer tells listening processes of committed events
 	// (announce.go).
 	announcer *announcer

@@ -57,6 +57,18 @@ func (r *Events) Append(ctx context.Context, e platform.Event) error {
 		}
 		return wrap(err, "insert event")
 	}
+	if subs, ok := r.db.foldedSubscribers(ctx, e.AccountID, e.Name); ok {
+		// The run's lock read the account's endpoints: the insert waits
+		// and goes out with the transaction's next statement, usually its
+		// COMMIT (deferred.go).
+		err := r.db.deferWrite(ctx, func(err error) error { return wrap(err, "insert event") }, insertEventSQL, args...)
+		if err != nil {
+			return err
+		}
+		r.announce(ctx, e.AccountID)
+		r.db.foldSubscribed(ctx, e.AccountID, e.Name, subs)
+		return nil
+	}
 	var subs []webhookEndpointRow
 	err := r.db.withPgxRows(ctx, `WITH e AS (`+insertEventSQL+`)
 		SELECT id, account_id, url, events, created_at FROM webhook_endpoints
@@ -70,14 +82,20 @@ func (r *Events) Append(ctx context.Context, e platform.Event) error {
 	})
 	if err == nil {
 		r.announce(ctx, e.AccountID)
-		r.db.fold(ctx, func(f *folded) {
-			if f.subscribed == nil {
-				f.subscribed = map[string][]webhookEndpointRow{}
-			}
-			f.subscribed[subscribedKey(e.AccountID, e.Name)] = subs
-		})
+		r.db.foldSubscribed(ctx, e.AccountID, e.Name, subs)
 	}
 	return wrap(err, "insert event")
+}
+
+// foldSubscribed keeps the endpoints subscribed to the event just
+// appended for the next SubscribedEndpoints.
+func (db *DB) foldSubscribed(ctx context.Context, accountID, event string, subs []webhookEndpointRow) {
+	db.fold(ctx, func(f *folded) {
+		if f.subscribed == nil {
+			f.subscribed = map[string][]webhookEndpointRow{}
+		}
+		f.subscribed[subscribedKey(accountID, event)] = subs
+	})
 }
 
 // announce has the process's announcer tell listening processes of the

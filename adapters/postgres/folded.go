@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
@@ -16,6 +17,10 @@ type folded struct {
 	// (Events.Append reads them in its insert's statement), by
 	// subscribedKey, taken by the next SubscribedEndpoints.
 	subscribed map[string][]webhookEndpointRow
+	// accountEndpoints: all the endpoints of an account, read with an
+	// intake's run lock (Queues.LockRunForIntake), so the event's insert
+	// need not read them and can wait for the commit (Events.Append).
+	accountEndpoints map[string][]webhookEndpointRow
 
 	// The locked run's queue's stations and latest service times, read by
 	// the run lock's statement, for the change's answer (QueueForView).
@@ -36,6 +41,34 @@ type folded struct {
 }
 
 func subscribedKey(accountID, event string) string { return accountID + "\x00" + event }
+
+// foldAccountEndpoints keeps all of an account's endpoints.
+func (db *DB) foldAccountEndpoints(ctx context.Context, accountID string, eps []webhookEndpointRow) {
+	db.fold(ctx, func(f *folded) {
+		if f.accountEndpoints == nil {
+			f.accountEndpoints = map[string][]webhookEndpointRow{}
+		}
+		f.accountEndpoints[accountID] = eps
+	})
+}
+
+// foldedSubscribers returns the account's endpoints subscribed to event,
+// from the account's endpoints read earlier in the transaction, if it
+// was.
+func (db *DB) foldedSubscribers(ctx context.Context, accountID, event string) (subs []webhookEndpointRow, ok bool) {
+	db.fold(ctx, func(f *folded) {
+		var all []webhookEndpointRow
+		if all, ok = f.accountEndpoints[accountID]; !ok {
+			return
+		}
+		for _, w := range all {
+			if slices.Contains(w.Events, event) {
+				subs = append(subs, w)
+			}
+		}
+	})
+	return subs, ok
+}
 
 func (db *DB) fold(ctx context.Context, f func(*folded)) {
 	if st := db.txFrom(ctx); st != nil {

@@ -307,6 +307,7 @@ func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queueRef, error) {
 // the run's line version, kept for the transaction's bumps.
 func (r *Queues) lockedQueue(ctx context.Context, run queues.Run, ref queueRef, service []float64) (queues.Queue, error) {
 	r.db.foldLineVersion(ctx, run.ID, ref.line)
+	r.db.views.putRun(run.ID, run.QueueID)
 	q, sts, err := r.db.queueAt(ctx, run.QueueID, ref.version)
 	if err != nil {
 		return queues.Queue{}, err
@@ -329,13 +330,22 @@ func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (queues.Run
 			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
 			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID)
 	b.Queue(lineAfterLockSQL, runID)
-	var runErr error
+	b.Queue(runEndpointsSQL, runID)
+	var (
+		runErr error
+		eps    []webhookEndpointRow
+	)
 	err := r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
 		run, ref, runErr = scanRunQueue(br.QueryRow(), &service)
 		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
 			return runErr
 		}
-		return br.QueryRow().Scan(&ref.line)
+		if err := br.QueryRow().Scan(&ref.line); err != nil {
+			return err
+		}
+		var err error
+		eps, err = scanEndpoints(br)
+		return err
 	})
 	if err == nil {
 		err = runErr
@@ -343,6 +353,7 @@ func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (queues.Run
 	if err != nil {
 		return queues.Run{}, queues.Queue{}, notFound(err, "queue run", runID)
 	}
+	r.db.foldAccountEndpoints(ctx, run.AccountID, eps)
 	q, err := r.lockedQueue(ctx, run, ref, service)
 	if err != nil {
 		return queues.Run{}, queues.Queue{}, err
@@ -350,52 +361,130 @@ func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (queues.Run
 	return run, q, nil
 }
 
-var _ turns.KeyedRunLocker = (*Queues)(nil)
+var _ turns.IntakeLocker = (*Queues)(nil)
 
-// LockRunFindingKey is LockRunWithQueue and the account's turn made with
-// key, in one batch (one round trip, BEGIN included when it is the unit's
-// first): the look-up runs after the lock, so it sees a create with the key
-// that committed while this one waited for the run.
-func (r *Queues) LockRunFindingKey(ctx context.Context, runID, accountID, key string) (run queues.Run, q queues.Queue, runErr error, t turns.Turn, found bool, err error) {
+// CachedQueueOfRun is the run's queue as this process last read it
+// (queueViews), with no round trip.
+func (r *Queues) CachedQueueOfRun(runID string) (queues.Queue, bool) {
+	return r.db.views.latestOfRun(runID)
+}
+
+// LockRunForIntake is LockRunWithQueue, the account's turn made with the
+// key, the account's webhook endpoints (kept for the event's insert,
+// Events.Append) and the number drawn ahead, in one batch: one round trip,
+// BEGIN included when it is the unit's first. Everything after the lock
+// runs after it, so the look-up sees a create with the key that committed
+// while this one waited for the run, and the draw takes the number that
+// follows the last committed one.
+func (r *Queues) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (turns.IntakeLocked, error) {
 	var (
+		out     turns.IntakeLocked
 		ref     queueRef
 		service []float64
 		row     turnRow
+		found   bool
+		eps     []webhookEndpointRow
+		drawn   turns.DrawnNumber
+		isDrawn bool
 	)
 	b := &pgx.Batch{}
 	b.Queue(`SELECT `+runQueueColumns+`, `+queueServiceColumn+`
 			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
-			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID)
-	b.Queue(`SELECT `+turnColumns+` FROM turns AS t WHERE t.account_id = $1 AND t.idempotency_key = $2`, accountID, key)
-	b.Queue(lineAfterLockSQL, runID)
-	err = r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
-		run, ref, runErr = scanRunQueue(br.QueryRow(), &service)
-		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
-			return runErr
+			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, in.RunID)
+	if in.Key != nil {
+		b.Queue(`SELECT `+turnColumns+` FROM turns AS t WHERE t.account_id = $1 AND t.idempotency_key = $2`, in.AccountID, *in.Key)
+	}
+	b.Queue(lineAfterLockSQL, in.RunID)
+	b.Queue(accountEndpointsSQL, in.AccountID)
+	if d := in.Draw; d != nil {
+		b.Queue(drawAheadSQL, in.RunID, d.Period, d.Prefix, d.Padding, d.Since, in.AccountID, in.Key)
+	}
+	err := r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
+		out.Run, ref, out.RunErr = scanRunQueue(br.QueryRow(), &service)
+		if out.RunErr != nil && !errors.Is(out.RunErr, pgx.ErrNoRows) {
+			return out.RunErr
 		}
-		switch err := br.QueryRow().Scan(row.dests()...); {
-		case errors.Is(err, pgx.ErrNoRows):
+		if in.Key != nil {
+			switch err := br.QueryRow().Scan(row.dests()...); {
+			case errors.Is(err, pgx.ErrNoRows):
+			case err != nil:
+				return err
+			default:
+				found = true
+			}
+		}
+		if err := br.QueryRow().Scan(&ref.line); err != nil {
+			return err
+		}
+		var err error
+		if eps, err = scanEndpoints(br); err != nil {
+			return err
+		}
+		if in.Draw == nil {
+			return nil
+		}
+		switch err := br.QueryRow().Scan(&drawn.Number, &drawn.CodeInUse, &drawn.Seq); {
+		case errors.Is(err, pgx.ErrNoRows): // a replay, or not the account's run: nothing drawn
 		case err != nil:
 			return err
 		default:
-			found = true
+			isDrawn = true
 		}
-		return br.QueryRow().Scan(&ref.line)
+		return nil
 	})
 	if err != nil {
-		return run, q, nil, t, false, wrap(err, "lock run "+runID+" and find idempotency key")
+		return out, wrap(err, "lock run "+in.RunID+" for an intake")
 	}
-	if runErr != nil {
-		runErr = notFound(runErr, "queue run", runID)
-	} else if q, err = r.lockedQueue(ctx, run, ref, service); err != nil {
-		return run, q, nil, t, false, err
+	r.db.foldAccountEndpoints(ctx, in.AccountID, eps)
+	if out.RunErr != nil {
+		out.RunErr = notFound(out.RunErr, "queue run", in.RunID)
+	} else if out.Queue, err = r.lockedQueue(ctx, out.Run, ref, service); err != nil {
+		return out, err
 	}
 	if found {
-		if t, err = row.domain(); err != nil {
-			return run, q, runErr, t, false, err
+		t, err := row.domain()
+		if err != nil {
+			return out, err
 		}
+		out.Replay = &t
 	}
-	return run, q, runErr, t, found, nil
+	if isDrawn {
+		out.Drawn = &drawn
+	}
+	return out, nil
+}
+
+// accountEndpointsSQL reads all of an account's ($1) webhook endpoints, in
+// the order the deliveries are made, for the events of the transaction
+// (Events.Append): a plain read, no lock.
+const accountEndpointsSQL = `SELECT id, account_id, url, events, created_at FROM webhook_endpoints
+	WHERE account_id = $1 ORDER BY id`
+
+// runEndpointsSQL is accountEndpointsSQL for the account of run $1.
+const runEndpointsSQL = `SELECT id, account_id, url, events, created_at FROM webhook_endpoints
+	WHERE account_id = (SELECT account_id FROM queue_runs WHERE id = $1) ORDER BY id`
+
+// turnEndpointsSQL is accountEndpointsSQL for the account of turn $1.
+const turnEndpointsSQL = `SELECT id, account_id, url, events, created_at FROM webhook_endpoints
+	WHERE account_id = (SELECT account_id FROM turns WHERE id = $1) ORDER BY id`
+
+// scanEndpoints reads the next result of br, endpoints as
+// accountEndpointsSQL reads them.
+func scanEndpoints(br pgx.BatchResults) ([]webhookEndpointRow, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var eps []webhookEndpointRow
+	for rows.Next() {
+		var w webhookEndpointRow
+		if err := rows.Scan(&w.ID, &w.AccountID, &w.URL, &w.Events, &w.CreatedAt); err != nil {
+			return nil, err
+		}
+		eps = append(eps, w)
+	}
+	return eps, rows.Err()
 }
 
 // LockRunOfTurn locks the run of a turn (only the run: the turn's lock
@@ -415,12 +504,19 @@ func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (string, queu
 			FROM turns AS t JOIN queue_runs AS r ON r.id = t.run_id JOIN queues AS q ON q.id = r.queue_id
 			WHERE t.id = $1 FOR NO KEY UPDATE OF r`, turnID)
 	b.Queue(`SELECT coalesce((SELECT l.version FROM turns AS t JOIN turn_lines AS l ON l.run_id = t.run_id WHERE t.id = $1), 0)`, turnID)
+	b.Queue(turnEndpointsSQL, turnID)
+	var eps []webhookEndpointRow
 	err := r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
 		run, ref, runErr = scanRunQueue(br.QueryRow(), &owner, &service)
 		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
 			return runErr
 		}
-		return br.QueryRow().Scan(&ref.line)
+		if err := br.QueryRow().Scan(&ref.line); err != nil {
+			return err
+		}
+		var err error
+		eps, err = scanEndpoints(br)
+		return err
 	})
 	if err == nil {
 		err = runErr
@@ -428,6 +524,7 @@ func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (string, queu
 	if err != nil {
 		return "", queues.Run{}, queues.Queue{}, notFound(err, "turn", turnID)
 	}
+	r.db.foldAccountEndpoints(ctx, owner, eps)
 	q, err := r.lockedQueue(ctx, run, ref, service)
 	if err != nil {
 		return "", queues.Run{}, queues.Queue{}, err

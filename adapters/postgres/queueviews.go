@@ -27,6 +27,35 @@ const maxQueueViews = 10000
 type queueViews struct {
 	mu sync.RWMutex
 	m  map[string]queueView
+	// runs names each run's queue (a run never changes queue), for
+	// latestOfRun.
+	runs map[string]string
+}
+
+// putRun notes the queue of a run.
+func (v *queueViews) putRun(runID, queueID string) {
+	v.mu.RLock()
+	known := v.runs[runID] == queueID
+	v.mu.RUnlock()
+	if known {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.runs == nil || len(v.runs) >= maxQueueViews {
+		v.runs = make(map[string]string)
+	}
+	v.runs[runID] = queueID
+}
+
+// latestOfRun is the queue of a run at the last version read, whatever it
+// was: a guess, for a caller that checks it against a version read later
+// (turns.IntakeLocker).
+func (v *queueViews) latestOfRun(runID string) (queues.Queue, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	e, ok := v.m[v.runs[runID]]
+	return e.queue, ok
 }
 
 type queueView struct {

@@ -97,12 +97,13 @@ func TestQueueViewsFollowEveryChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = p.db.Do(ctx, func(ctx context.Context) error {
-			_, q, _, _, _, err := p.queues.LockRunFindingKey(ctx, turn.RunID, owned.AccountID, "no-such-key")
+			key := "no-such-key"
+			got, err := p.queues.LockRunForIntake(ctx, turns.IntakeLock{RunID: turn.RunID, AccountID: owned.AccountID, Key: &key})
 			if err != nil {
 				return err
 			}
-			sts, _, err := p.turns.QueueForView(ctx, q.ID)
-			add("LockRunFindingKey", q, sts)
+			sts, _, err := p.turns.QueueForView(ctx, got.Queue.ID)
+			add("LockRunForIntake", got.Queue, sts)
 			return err
 		})
 		if err != nil {

@@ -259,22 +259,39 @@ func (r *Turns) DrawNumber(ctx context.Context, runID, period, prefix string, pa
 		seq  int64
 	)
 	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		return q.QueryRow(ctx, `WITH c AS (
-			INSERT INTO turn_counters AS c (run_id, period, last_number) VALUES ($1, $2, 1)
-			ON CONFLICT (run_id) DO UPDATE SET
-				last_number = CASE WHEN c.period = EXCLUDED.period OR c.period = '' OR EXCLUDED.period = ''
-					THEN c.last_number + 1 ELSE 1 END,
-				period = EXCLUDED.period
-			RETURNING last_number),
-		code AS (SELECT c.last_number AS n, $3::text || CASE WHEN length(c.last_number::text) >= $4::int
-			THEN c.last_number::text ELSE lpad(c.last_number::text, $4::int, '0') END AS code FROM c)
-		SELECT code.n, EXISTS (SELECT 1 FROM turns
-			WHERE run_id = $1 AND display_code = code.code
-			AND (status NOT IN ('COMPLETED', 'CANCELLED') OR finished_at > $5)), nextval('turn_seq')
-		FROM code`, runID, period, prefix, padding, since).Scan(&n, &held, &seq)
+		return q.QueryRow(ctx, drawNumberSQL, runID, period, prefix, padding, since).Scan(&n, &held, &seq)
 	})
 	return n, held, seq, wrap(err, "draw turn number")
 }
+
+// drawNumberSQL is DrawNumber's statement: the counter's upsert for run
+// $1 in period $2, the code of its number (prefix $3, padding $4), whether
+// a turn still holding that code finished after $5, and the arrival seq.
+const drawNumberSQL = `WITH c AS (
+	INSERT INTO turn_counters AS c (run_id, period, last_number) VALUES ($1, $2, 1)` + drawNumberTail
+
+// drawAheadSQL is drawNumberSQL drawn only when run $1 is account $6's and
+// none of the account's turns has idempotency key $7 (null: none asked):
+// otherwise no row is proposed, nothing is drawn and nothing is returned.
+// An intake sends it with its run's lock (Queues.LockRunForIntake).
+const drawAheadSQL = `WITH c AS (
+	INSERT INTO turn_counters AS c (run_id, period, last_number)
+	SELECT $1::text, $2::text, 1
+	WHERE EXISTS (SELECT 1 FROM queue_runs WHERE id = $1 AND account_id = $6::text)
+	AND NOT EXISTS (SELECT 1 FROM turns WHERE account_id = $6 AND idempotency_key = $7::text)` + drawNumberTail
+
+const drawNumberTail = `
+	ON CONFLICT (run_id) DO UPDATE SET
+		last_number = CASE WHEN c.period = EXCLUDED.period OR c.period = '' OR EXCLUDED.period = ''
+			THEN c.last_number + 1 ELSE 1 END,
+		period = EXCLUDED.period
+	RETURNING last_number),
+code AS (SELECT c.last_number AS n, $3::text || CASE WHEN length(c.last_number::text) >= $4::int
+	THEN c.last_number::text ELSE lpad(c.last_number::text, $4::int, '0') END AS code FROM c)
+SELECT code.n, EXISTS (SELECT 1 FROM turns
+	WHERE run_id = $1 AND display_code = code.code
+	AND (status NOT IN ('COMPLETED', 'CANCELLED') OR finished_at > $5)), nextval('turn_seq')
+FROM code`
 
 // CodeInUse reports whether a turn of the run that is or may come back in
 // the line shows code (turns_code_idx finds the run's turns with the code).

@@ -134,12 +134,77 @@ type RunLocker interface {
 	LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error)
 }
 
-// KeyedRunLocker is a RunLocker that, in the same round trip as the run's
-// lock (after it), finds the account's turn made with an idempotency key.
-// runErr is the lock's failure (the run not found), kept apart so that a
-// key already used answers as a replay whatever the run.
-type KeyedRunLocker interface {
-	LockRunFindingKey(ctx context.Context, runID, accountID, key string) (run queues.Run, q queues.Queue, runErr error, t Turn, found bool, err error)
+// IntakeLocker is a RunLocker that opens an intake in one round trip
+// (issue 16): after the run's lock, in the same batch, it finds the
+// account's turn made with the idempotency key (if any) and draws the
+// run's next number ahead, with the settings of the queue as this process
+// last saw it (CachedQueueOfRun). The service checks those settings
+// against the queue the lock read, and gives a stale draw back by rolling
+// the unit of work back (errRedraw): a draw is never kept for a number
+// spelled with settings the queue no longer has.
+type IntakeLocker interface {
+	// CachedQueueOfRun is the queue of the run as this process last read
+	// it, without a round trip; false when it has none. It may be stale.
+	CachedQueueOfRun(runID string) (queues.Queue, bool)
+	// LockRunForIntake locks the run and reads its queue as
+	// LockRunWithQueue. RunErr is the lock's failure (the run not found),
+	// kept apart so that a key already used answers as a replay whatever
+	// the run.
+	LockRunForIntake(ctx context.Context, in IntakeLock) (IntakeLocked, error)
+}
+
+// RunGate is a turnstile in front of a run's lock, in the process: an
+// intake enters it before its unit of work and leaves it after, so the
+// process's intakes of one run wait for each other holding nothing. The
+// store's lock stays what orders them (across processes too); the gate
+// only moves the waiting out of the store, where a waiter holds a
+// connection and, in PostgreSQL, a snapshot that keeps the run's hot rows'
+// old versions from being cleaned up, which every holder then reads
+// through. The Queues implementation may provide it.
+type RunGate interface {
+	// EnterRun waits for the run's gate, or for ctx to end; leave opens it
+	// for the next.
+	EnterRun(ctx context.Context, runID string) (leave func(), err error)
+}
+
+// IntakeLock is what LockRunForIntake is asked.
+type IntakeLock struct {
+	RunID, AccountID string
+	// Key, when set, is looked up among the account's turns, after the
+	// lock, so a create with the key that committed while this one waited
+	// for the run is found.
+	Key *string
+	// Draw, when set, draws the run's next number as NumberDrawer does,
+	// after the lock, and only when the run is the account's and no turn
+	// has Key (a replay or a refusal keeps the counter as it was).
+	Draw *NumberDraw
+}
+
+// NumberDraw is a number drawn with a queue's numbering settings.
+type NumberDraw struct {
+	Period, Prefix string
+	Padding        int
+	// Since is the start of the reopen window: a turn finished after it
+	// still holds its display code.
+	Since time.Time
+}
+
+// IntakeLocked is what LockRunForIntake found.
+type IntakeLocked struct {
+	Run    queues.Run
+	Queue  queues.Queue
+	RunErr error
+	// Replay is the account's turn made with the key, if any.
+	Replay *Turn
+	// Drawn is the number Draw drew, if it was drawn.
+	Drawn *DrawnNumber
+}
+
+// DrawnNumber is what NumberDrawer.DrawNumber returns.
+type DrawnNumber struct {
+	Number    int
+	CodeInUse bool
+	Seq       int64
 }
 
 // NumberDrawer is storage that does in one round trip what an intake asks

@@ -59,20 +59,45 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 		return View{}, false, err
 	}
 	hash := in.requestHash(runID, s.members)
+	view, replayed, err := s.createInRun(ctx, accountID, runID, in, hash)
+	if err != nil {
+		return View{}, false, err
+	}
+	if replayed != nil {
+		v, err := s.View(ctx, *replayed)
+		return v, true, err
+	}
+	return view, false, nil
+}
+
+// createInRun is Create's unit of work, run again when it lost an
+// idempotency-key race or drew its number with stale settings; replayed is
+// the turn an earlier create made with the key. With a RunGate the process's
+// intakes of the run take their turns at it first.
+func (s *Service) createInRun(ctx context.Context, accountID, runID string, in CreateInput, hash string) (View, *Turn, error) {
+	if g, ok := s.queues.(RunGate); ok {
+		leave, err := g.EnterRun(ctx, runID)
+		if err != nil {
+			return View{}, nil, err
+		}
+		defer leave()
+	}
+	drawAhead := true
 	for attempt := 1; ; attempt++ {
 		var (
 			view     View
 			replayed *Turn
 		)
 		err := s.uow.Do(ctx, func(ctx context.Context) error {
-			run, q, t, found, err := s.lockRunReplaying(ctx, accountID, runID, in.IdempotencyKey, hash)
+			lk, err := s.lockIntake(ctx, accountID, runID, in, hash, drawAhead)
 			if err != nil {
 				return err
 			}
-			if found {
-				replayed = &t
+			if lk.replay != nil {
+				replayed = lk.replay
 				return nil
 			}
+			run, q := lk.run, lk.q
 			if q.Type == queues.TypeAppointment {
 				return platform.Unprocessable(CodeNotATurnQueue, "the queue takes appointments, not turns",
 					map[string]any{"queueId": q.ID, "type": q.Type})
@@ -85,6 +110,7 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 				return err
 			}
 			d.key, d.hash = in.IdempotencyKey, hash
+			d.drawn, d.drawnWith = lk.drawn, lk.drawnWith
 			created, lc, err := s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Input: in}, d)
 			if err != nil {
 				return err
@@ -94,53 +120,99 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 			view, err = s.txView(ctx, q, run, created, lc)
 			return err
 		})
+		if errors.Is(err, errRedraw) && drawAhead {
+			// The number drawn ahead was spelled with settings the queue
+			// no longer has, and went back with the rollback: once more,
+			// drawn after the lock.
+			drawAhead = false
+			continue
+		}
 		if errors.Is(err, ErrDuplicateKey) && attempt < maxCreateAttempts {
 			continue // a concurrent create with the key committed first
 		}
-		if err != nil {
-			return View{}, false, err
-		}
-		if replayed != nil {
-			v, err := s.View(ctx, *replayed)
-			return v, true, err
-		}
-		return view, false, nil
+		return view, replayed, err
 	}
 }
 
-// lockRunReplaying finds the turn an earlier create made with key (found:
-// a replay, nothing locked needed) and otherwise locks the run as lockRun.
-// With a KeyedRunLocker both travel in one round trip (issue 16), the
-// look-up after the lock.
-func (s *Service) lockRunReplaying(ctx context.Context, accountID, runID string, key *string, hash string) (queues.Run, queues.Queue, Turn, bool, error) {
-	if key == nil {
-		run, q, err := s.lockRun(ctx, accountID, runID)
-		return run, q, Turn{}, false, err
-	}
-	kl, ok := s.queues.(KeyedRunLocker)
+// errRedraw rolls back an intake whose number was drawn ahead with
+// settings its queue no longer has (IntakeLocker).
+var errRedraw = errors.New("turns: the number drawn ahead used stale queue settings")
+
+// lockedIntake is an intake's run, locked, and what came with the lock.
+type lockedIntake struct {
+	run queues.Run
+	q   queues.Queue
+	// replay is the turn an earlier create made with the key: nothing is
+	// created.
+	replay *Turn
+	// drawn is the number drawn ahead with drawnWith, if any.
+	drawn     *DrawnNumber
+	drawnWith NumberDraw
+}
+
+// lockIntake locks the run of an intake, after finding the turn an earlier
+// create made with the key, if any. With an IntakeLocker all of it travels
+// in one round trip (issue 16), the look-up after the lock, and with
+// drawAhead the run's next number is drawn in it too.
+func (s *Service) lockIntake(ctx context.Context, accountID, runID string, in CreateInput, hash string, drawAhead bool) (lockedIntake, error) {
+	il, ok := s.queues.(IntakeLocker)
 	if !ok {
-		t, found, err := s.replay(ctx, accountID, *key, hash)
-		if err != nil || found {
-			return queues.Run{}, queues.Queue{}, t, found, err
+		if in.IdempotencyKey != nil {
+			t, found, err := s.replay(ctx, accountID, *in.IdempotencyKey, hash)
+			if err != nil {
+				return lockedIntake{}, err
+			}
+			if found {
+				return lockedIntake{replay: &t}, nil
+			}
 		}
 		run, q, err := s.lockRun(ctx, accountID, runID)
-		return run, q, Turn{}, false, err
+		return lockedIntake{run: run, q: q}, err
 	}
-	run, q, runErr, t, found, err := kl.LockRunFindingKey(ctx, runID, accountID, *key)
+	req := IntakeLock{RunID: runID, AccountID: accountID, Key: in.IdempotencyKey}
+	if drawAhead {
+		req.Draw = s.drawAhead(il, runID, in)
+	}
+	got, err := il.LockRunForIntake(ctx, req)
 	if err != nil {
-		return queues.Run{}, queues.Queue{}, Turn{}, false, err
+		return lockedIntake{}, err
 	}
-	if found {
-		t, err := replayOf(t, *key, hash)
-		return queues.Run{}, queues.Queue{}, t, err == nil, err
+	if got.Replay != nil {
+		t, err := replayOf(*got.Replay, *in.IdempotencyKey, hash)
+		if err != nil {
+			return lockedIntake{}, err
+		}
+		return lockedIntake{replay: &t}, nil
 	}
-	if runErr != nil {
-		return queues.Run{}, queues.Queue{}, Turn{}, false, runErr
+	if got.RunErr != nil {
+		return lockedIntake{}, got.RunErr
 	}
-	if run.AccountID != accountID {
-		return run, queues.Queue{}, Turn{}, false, platform.ForeignResource("queue run")
+	if got.Run.AccountID != accountID {
+		return lockedIntake{}, platform.ForeignResource("queue run")
 	}
-	return run, q, Turn{}, false, nil
+	lk := lockedIntake{run: got.Run, q: got.Queue, drawn: got.Drawn}
+	if req.Draw != nil {
+		lk.drawnWith = *req.Draw
+	}
+	return lk, nil
+}
+
+// drawAhead is the draw to send with an intake's run lock: the numbering
+// settings of the run's queue as this process last saw it, or nil when it
+// has not seen the queue, or the body would not make a turn of it (the
+// service refuses it after the lock, and draws nothing).
+func (s *Service) drawAhead(il IntakeLocker, runID string, in CreateInput) *NumberDraw {
+	q, ok := il.CachedQueueOfRun(runID)
+	if !ok || q.Type == queues.TypeAppointment {
+		return nil
+	}
+	d, err := draftFromInput(q, in)
+	if err != nil {
+		return nil
+	}
+	now := s.clock.Now()
+	return &NumberDraw{Period: numberingPeriod(q, now), Prefix: d.prefix, Padding: q.TurnPadding,
+		Since: now.Add(-ReopenWindow)}
 }
 
 // replayOf is the replay of t, the turn made with key: itself with the
@@ -225,6 +297,11 @@ type draft struct {
 	// appointmentID is set for the turn of a checked-in appointment: its
 	// seat was booked, so capacity does not apply.
 	appointmentID *string
+	// drawn, when set, is the run's next number drawn ahead with the
+	// settings drawnWith (IntakeLocker); number checks them against the
+	// queue's.
+	drawn     *DrawnNumber
+	drawnWith NumberDraw
 }
 
 // draftFromInput checks the body against the queue and derives the turn's
@@ -359,7 +436,17 @@ func (s *Service) number(ctx context.Context, in Intake, d draft, now time.Time)
 	}
 	period := numberingPeriod(in.Queue, now)
 	var seq int64
-	if nd, ok := s.repo.(NumberDrawer); ok {
+	if d.drawn != nil {
+		w := d.drawnWith
+		if w.Period != period || w.Prefix != d.prefix || w.Padding != in.Queue.TurnPadding {
+			return 0, "", 0, errRedraw
+		}
+		if !d.drawn.CodeInUse {
+			return d.drawn.Number, displayCode(d.prefix, in.Queue.TurnPadding, d.drawn.Number), d.drawn.Seq, nil
+		}
+		// Its code is held: the next numbers, one at a time, as below.
+		seq = d.drawn.Seq
+	} else if nd, ok := s.repo.(NumberDrawer); ok {
 		// The usual case in one round trip: the next number, whether its
 		// code is free, and the arrival seq.
 		n, held, drawn, err := nd.DrawNumber(ctx, in.Run.ID, period, d.prefix, in.Queue.TurnPadding, since)
