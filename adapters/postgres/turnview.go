@@ -18,9 +18,9 @@ import (
 // of its cost is the one statement below: PostgreSQL's per relation it
 // reads, and pgx's per column it scans (Rows.Scan plans a scan for every
 // column of every query: a sixth of the process's CPU on this route,
-// issue 16 P2). So the statement reads no more than the view needs, and
-// its row is decoded from the raw values by decoders fixed for its fixed
-// columns.
+// issue 16 P2). So the statement reads no column the view does without,
+// and its row is decoded from the raw values by decoders fixed for its
+// fixed columns.
 
 // turnViewColumns are the turn's columns the view reads, in
 // decodeTurnView's order. Not read: the id, which equals $1 (the column
@@ -33,20 +33,14 @@ const turnViewColumns = `t.account_id, t.queue_id, t.run_id, t.number, t.display
 
 // turnViewSQL reads a turn ($1) with everything its view needs but the
 // queue's definition, which queueViews keeps per version: one row of each
-// table, by key, from one snapshot.
-//
-// The queue's version is a subquery rather than a join (the queue always
-// exists: deleting it deletes its turns), which PostgreSQL runs for less.
-// The run's line version and status and the queue's service times are
-// read only for a WAITING turn: a view uses them for a turn's place in
-// the line and its wait estimate, which only a waiting turn has
-// (turns.viewer.view), so for any other turn PostgreSQL skips three of
-// the five reads and the view is the same.
+// table, by key, from one snapshot. The queue's version is a subquery
+// rather than a join (the queue always exists: deleting it deletes its
+// turns), which PostgreSQL runs for less.
 const turnViewSQL = `SELECT ` + turnViewColumns + `,
 	(SELECT q.view_version FROM queues AS q WHERE q.id = t.queue_id),
-	CASE WHEN t.status = '` + string(turns.Waiting) + `' THEN coalesce((SELECT l.version FROM turn_lines AS l WHERE l.run_id = t.run_id), 0) END,
-	CASE WHEN t.status = '` + string(turns.Waiting) + `' THEN (SELECT r.status FROM queue_runs AS r WHERE r.id = t.run_id) END,
-	CASE WHEN t.status = '` + string(turns.Waiting) + `' THEN coalesce((SELECT st.samples FROM queue_service_times AS st WHERE st.queue_id = t.queue_id), '{}') END
+	coalesce((SELECT l.version FROM turn_lines AS l WHERE l.run_id = t.run_id), 0),
+	(SELECT r.status FROM queue_runs AS r WHERE r.id = t.run_id),
+	coalesce((SELECT st.samples FROM queue_service_times AS st WHERE st.queue_id = t.queue_id), '{}')
 FROM turns AS t WHERE t.id = $1`
 
 // turnViewFields are turnViewSQL's result columns as pgx asks for them:
