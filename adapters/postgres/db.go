@@ -47,6 +47,8 @@ type DB struct {
 	// views keeps queues' definitions and stations per version
 	// (queueviews.go).
 	views queueViews
+	// viewBatches coalesces concurrent turn views (viewbatch.go).
+	viewBatches viewBatches
 	// gates: intakes of one run wait for each other here (runGates).
 	gates runGates
 	// announcer tells listening processes of committed events
@@ -97,6 +99,7 @@ func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 	// The pool keeps the idle connections (as stdlib.OpenDBFromPool sets).
 	sqldb.SetMaxIdleConns(0)
 	db := &DB{Bun: bun.NewDB(sqldb, pgdialect.New()), Pool: pool, acquireTimeout: opts.AcquireTimeout}
+	db.viewBatches.slots = maxViewBatches(cfg.MaxConns)
 	db.announcer = newAnnouncer(db)
 	return db, nil
 }

@@ -21,3 +21,7 @@ func (l *RateLimiter) LeasingForTest(key string) bool {
 	k := l.keys[key]
 	return k != nil && k.inflight != nil
 }
+
+// CoalescedViewsForTest is how many turn views were read in a batch with
+// others (viewbatch.go).
+func (db *DB) CoalescedViewsForTest() int64 { return db.viewBatches.coalesced.Load() }

@@ -559,15 +559,6 @@ func (row *turnRow) dests() []any {
 const queueNowSQL = `SELECT q.view_version, ` + queueServiceColumn + `
 FROM queues AS q WHERE q.id = $1`
 
-// turnViewSQL reads a turn ($1) with everything its view needs but the
-// queue's definition, which queueViews keeps per version: one row of each
-// table, by key.
-const turnViewSQL = `SELECT ` + turnColumns + `, q.view_version,
-	coalesce((SELECT version FROM turn_lines WHERE run_id = t.run_id), 0),
-	(SELECT status FROM queue_runs WHERE id = t.run_id),
-	` + queueServiceColumn + `
-FROM turns AS t JOIN queues AS q ON q.id = t.queue_id WHERE t.id = $1`
-
 // stationJSON is a station as json_build_object spells it.
 type stationJSON struct {
 	ID          string    `json:"id"`
@@ -580,33 +571,26 @@ type stationJSON struct {
 
 // GetForView reads a turn, its run's status and line version, the
 // queue's version and latest service times in one statement (GET
-// /turns/{id}); the queue and its stations come from queueViews, or from a
-// second read when this process has not seen that version yet.
+// /turns/{id}; turnview.go), coalesced with the reads asked for at the
+// same time (viewbatch.go); the queue and its stations come from
+// queueViews, or from a second read when this process has not seen that
+// version yet.
 func (r *Turns) GetForView(ctx context.Context, id string) (turns.Turn, turns.ViewContext, error) {
-	var (
-		row         turnRow
-		ref         queueRef
-		lineVersion int64
-		runStatus   *string
-		service     []float64
-	)
-	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		dests := append(row.dests(), &ref.version, &lineVersion, &runStatus, &service)
-		return q.QueryRow(ctx, turnViewSQL, id).Scan(dests...)
-	})
+	row, err := r.db.turnView(ctx, id)
+	if err == nil && !row.hasQueue {
+		// The join this subquery replaced found no row either (and the
+		// foreign key's cascade makes it impossible).
+		err = pgx.ErrNoRows
+	}
 	if err != nil {
 		return turns.Turn{}, turns.ViewContext{}, notFound(err, "turn", id)
 	}
-	t, err := row.domain()
+	q, sts, err := r.db.queueAt(ctx, row.turn.QueueID, row.queueVer)
 	if err != nil {
 		return turns.Turn{}, turns.ViewContext{}, err
 	}
-	q, sts, err := r.db.queueAt(ctx, row.QueueID, ref.version)
-	if err != nil {
-		return turns.Turn{}, turns.ViewContext{}, err
-	}
-	return t, turns.ViewContext{Queue: q, Stations: sts, LineVersion: lineVersion,
-		RunOpen: runStatus != nil && *runStatus == queues.RunOpen, ServiceSeconds: service}, nil
+	return row.turn, turns.ViewContext{Queue: q, Stations: sts, LineVersion: row.lineVersion,
+		RunOpen: row.runOpen, ServiceSeconds: row.service}, nil
 }
 
 var _ turns.QueueViewSource = (*Turns)(nil)
