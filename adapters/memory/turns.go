@@ -315,7 +315,8 @@ var _ turns.ViewSource = (*Turns)(nil)
 
 // GetForView reads a turn with everything its view needs (its queue and
 // stations, its run's status and line version, the queue's latest service
-// times) under one read lock, as the SQL repository reads them in one
+// times, for a turn of any status as ViewContext promises) under one read
+// lock, as the SQL repository reads them in one
 // statement: GET /turns/{id} took five separately locked reads before
 // (issue 16, P1). It needs the queues repository on the same store.
 func (r *Turns) GetForView(ctx context.Context, id string) (t turns.Turn, vc turns.ViewContext, err error) {
@@ -340,11 +341,7 @@ func (r *Turns) GetForView(ctx context.Context, id string) (t turns.Turn, vc tur
 		vc.LineVersion = r.lines.rows[t.RunID]
 		run, found := qs.runs.rows[t.RunID]
 		vc.RunOpen = found && run.Open()
-		// Only a waiting turn's estimate reads them; the view of any
-		// other turn would copy them for nothing.
-		if t.Status == turns.Waiting {
-			vc.ServiceSeconds = r.recentServiceSeconds(t.QueueID, turns.ServiceSamples)
-		}
+		vc.ServiceSeconds = r.recentServiceSeconds(t.QueueID, turns.ServiceSamples)
 		t = cloneTurn(t)
 	})
 	return t, vc, err

@@ -462,9 +462,10 @@ func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 		if !ok {
 			t.Skip("the repository reads a view's parts one by one")
 		}
+		var done turns.Turn
 		for i, s := range []float64{10, 20, 30} {
 			at, secs := w.now.Add(time.Duration(i)*time.Minute), s
-			w.turn(t, func(tu *turns.Turn) { tu.Status, tu.FinishedAt, tu.ServiceSeconds = turns.Completed, &at, &secs })
+			done = w.turn(t, func(tu *turns.Turn) { tu.Status, tu.FinishedAt, tu.ServiceSeconds = turns.Completed, &at, &secs })
 		}
 		waiting := w.turn(t, nil)
 		if _, err := w.h.Turns.BumpLine(ctx, w.runID, turns.LineChange{Added: []turns.LineKey{waiting.Key()}}); err != nil {
@@ -494,6 +495,11 @@ func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 		}
 		if !slices.Equal(vc.ServiceSeconds, []float64{30, 20, 10}) {
 			t.Fatalf("service times: want [30 20 10], got %v", vc.ServiceSeconds)
+		}
+		// A turn of any status, not only a waiting one.
+		if _, vc, err := vs.GetForView(ctx, done.ID); err != nil || vc.LineVersion != 1 || !vc.RunOpen ||
+			!slices.Equal(vc.ServiceSeconds, []float64{30, 20, 10}) {
+			t.Fatalf("a completed turn's context: %+v %v", vc, err)
 		}
 		if _, _, err := vs.GetForView(ctx, "turn_missing"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("missing: %v", err)
