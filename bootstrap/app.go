@@ -94,8 +94,7 @@ func graph(cfg *config.Config, opts Options) []fx.Option {
 			out = os.Stderr
 		}
 		logBuf = newLogBuffer(out, logFlushInterval, logFlushSize)
-		log = NewLogger(cfg, logBuf)
-		log = slog.New(flushOnError{log.Handler(), logBuf})
+		log = processLogger(cfg, logBuf)
 	}
 	clock := opts.Clock
 	if clock == nil {
@@ -148,7 +147,22 @@ func graph(cfg *config.Config, opts Options) []fx.Option {
 	}
 }
 
+// processLogger is NewLogger's logger writing to the process's log
+// buffer, flushed after every error, and writing the access lines itself
+// when its handler is the plain JSON one.
+func processLogger(cfg *config.Config, buf *logBuffer) *slog.Logger {
+	h := NewLogger(cfg, buf).Handler()
+	if _, plain := h.(*slog.JSONHandler); plain {
+		h = accessLines{h, buf}
+	}
+	return slog.New(flushOnError{h, buf})
+}
+
 // NewLogger builds the process logger from the log settings.
+//
+// The JSON handler must keep slog's default options: the process writes
+// its access lines in that handler's bytes without it (accessLines,
+// TestAccessLinesAsTheProcessLogger).
 func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.Log.Level))

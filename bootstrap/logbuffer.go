@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/qms-dev/qms/adapters/http/httpx"
 )
 
 // Buffering of the process's log. With one access line per request, a
@@ -125,6 +127,21 @@ func (h flushOnError) Handle(ctx context.Context, r slog.Record) error {
 		_ = h.buf.Flush()
 	}
 	return err
+}
+
+// HandleAccess writes an access line through the handler's own
+// httpx.AccessHandler, when it has one, flushing after an error's line as
+// Handle does.
+func (h flushOnError) HandleAccess(ctx context.Context, l httpx.AccessLine) (bool, error) {
+	ah, ok := h.Handler.(httpx.AccessHandler)
+	if !ok {
+		return false, nil
+	}
+	done, err := ah.HandleAccess(ctx, l)
+	if done && l.Level >= slog.LevelError {
+		_ = h.buf.Flush()
+	}
+	return done, err
 }
 
 func (h flushOnError) WithAttrs(as []slog.Attr) slog.Handler {

@@ -23,6 +23,7 @@ type Queues struct {
 func NewQueues(s *Store) *Queues {
 	r := &Queues{s: s, queues: newTable[queues.Queue](s), stations: newTable[queues.Station](s), runs: newTable[queues.Run](s),
 		stationsOf: map[string]map[string]struct{}{}}
+	s.queues = r
 	s.OnDelete("entity", func(ctx context.Context, entityID string) {
 		for _, q := range sorted(r.queues.rows, "", 0, func(q queues.Queue) bool { return q.EntityID == entityID }) {
 			r.deleteQueue(ctx, q.ID)

@@ -20,6 +20,10 @@ type Store struct {
 	// branchZone reads an entity's location.timezone for the queues
 	// repository (a join, in SQL terms); called with the lock held.
 	branchZone func(entityID string) *string
+	// queues is the queues repository on this store, for the turns
+	// repository's reads that join its tables (GetForView); nil until
+	// NewQueues.
+	queues *Queues
 }
 
 // NewStore returns an empty store.

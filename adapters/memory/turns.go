@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"sort"
@@ -292,16 +293,56 @@ func (r *Turns) WaitingLine(ctx context.Context, runID string) (v int64, keys []
 // RecentServiceSeconds returns the queue's latest service times, newest
 // first, from the queue's services in finishing order.
 func (r *Turns) RecentServiceSeconds(ctx context.Context, queueID string, n int) (out []float64, err error) {
-	r.s.read(ctx, func() {
-		list := r.turns.served[queueID]
-		for i := len(list) - 1; i >= 0 && len(out) < n; i-- {
-			out = append(out, list[i].seconds)
-		}
-	})
+	r.s.read(ctx, func() { out = r.recentServiceSeconds(queueID, n) })
 	return out, nil
+}
+
+// recentServiceSeconds is RecentServiceSeconds with the store's lock held.
+func (r *Turns) recentServiceSeconds(queueID string, n int) (out []float64) {
+	list := r.turns.served[queueID]
+	for i := len(list) - 1; i >= 0 && len(out) < n; i-- {
+		out = append(out, list[i].seconds)
+	}
+	return out
 }
 
 // ofQueue calls f with each turn of the queue (every run), through the
 // byQueue index; the caller holds the store's lock. It is the narrow
 // reading analytics has of this repository's table.
 func (r *Turns) ofQueue(queueID string, f func(turns.Turn)) { r.turns.ofQueue(queueID, f) }
+
+var _ turns.ViewSource = (*Turns)(nil)
+
+// GetForView reads a turn with everything its view needs (its queue and
+// stations, its run's status and line version, the queue's latest service
+// times, for a turn of any status as ViewContext promises) under one read
+// lock, as the SQL repository reads them in one
+// statement: GET /turns/{id} took five separately locked reads before
+// (issue 16, P1). It needs the queues repository on the same store.
+func (r *Turns) GetForView(ctx context.Context, id string) (t turns.Turn, vc turns.ViewContext, err error) {
+	r.s.read(ctx, func() {
+		var ok bool
+		if t, ok = r.turns.rows[id]; !ok {
+			err = platform.NotFound("turn", id)
+			return
+		}
+		qs := r.s.queues
+		if qs == nil {
+			err = errors.New("memory: GetForView: no queues repository on the store (NewQueues)")
+			return
+		}
+		q, found := qs.queues.rows[t.QueueID]
+		if !found {
+			err = platform.NotFound("queue", t.QueueID)
+			return
+		}
+		vc.Queue = qs.inBranch(q)
+		vc.Stations = qs.stationsOfQueue(t.QueueID)
+		vc.LineVersion = r.lines.rows[t.RunID]
+		run, found := qs.runs.rows[t.RunID]
+		vc.RunOpen = found && run.Open()
+		vc.ServiceSeconds = r.recentServiceSeconds(t.QueueID, turns.ServiceSamples)
+		t = cloneTurn(t)
+	})
+	return t, vc, err
+}

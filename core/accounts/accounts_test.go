@@ -157,3 +157,42 @@ func TestAuthCacheTTLFollowsNotifications(t *testing.T) {
 	step("no longer notified: the cache is dropped", 0, 5)
 	step("and the fallback TTL applies again", accounts.AuthCacheTTL+time.Millisecond, 6)
 }
+
+// TestAuthenticateBytes: a key from bytes the caller reuses resolves as
+// Authenticate does, from the cache on a hit, and a revocation reaches it
+// at once.
+func TestAuthenticateBytes(t *testing.T) {
+	ctx := context.Background()
+	clock := platformtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	set, store := testkit.MemorySet(t, clock)
+	repo := &countingRepo{Repository: set.Accounts}
+	svc := accounts.NewService(repo, store, clock)
+	acc, err := svc.CreateAccount(ctx, accounts.CreateAccountInput{Name: "Acme", Plan: accounts.PlanPremium})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, value, err := svc.CreateKey(ctx, acc.ID, accounts.CreateKeyInput{Scopes: []string{"queues:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := []byte(value)
+	p, err := svc.AuthenticateBytes(ctx, buf)
+	if err != nil || p.KeyID != k.ID || p.AccountID != acc.ID || !p.Scopes.Allows(accounts.ScopeQueuesRead) {
+		t.Fatalf("first: %+v %v", p, err)
+	}
+	// The caller reuses its buffer: what the cache kept is a copy.
+	copy(buf, strings.Repeat("x", len(buf)))
+	buf = []byte(value)
+	if p, err := svc.AuthenticateBytes(ctx, buf); err != nil || p.KeyID != k.ID || repo.lookups != 1 {
+		t.Fatalf("second: %+v %v, %d look-ups (want 1)", p, err, repo.lookups)
+	}
+	if _, err := svc.AuthenticateBytes(ctx, []byte("qms_unknown")); !platform.IsCode(err, accounts.CodeInvalidKey) {
+		t.Fatalf("unknown key: %v", err)
+	}
+	if _, err := svc.RevokeKey(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AuthenticateBytes(ctx, buf); !platform.IsCode(err, accounts.CodeRevokedKey) {
+		t.Fatalf("after revocation: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package platform
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"strings"
 	"sync"
 	"time"
 )
@@ -39,10 +40,19 @@ var idGen struct {
 // made in one process are strictly increasing, so they sort by creation
 // time; across processes they sort by millisecond.
 func NewID(prefix string) string {
-	return prefix + "_" + newULID(time.Now())
+	// Spelled into one buffer: the ULID's string and the concatenation
+	// were two allocations (of every request's id too, issue 16).
+	var sb strings.Builder
+	sb.Grow(len(prefix) + 1 + 26)
+	sb.WriteString(prefix)
+	sb.WriteByte('_')
+	out := base32Of(ulidAt(time.Now()))
+	sb.Write(out[:])
+	return sb.String()
 }
 
-func newULID(now time.Time) string {
+// ulidAt returns the 128 bits of a new ULID at now.
+func ulidAt(now time.Time) [16]byte {
 	var b [16]byte
 	ms := uint64(now.UnixMilli())
 	var rnd [10]byte
@@ -62,12 +72,12 @@ func newULID(now time.Time) string {
 	// keep them unguessable across processes.
 	binary.BigEndian.PutUint32(b[6:10], uint32(seq))
 	copy(b[10:], rnd[4:])
-	return encodeBase32(b)
+	return b
 }
 
-func encodeBase32(b [16]byte) string {
-	// 128 bits -> 26 characters of 5 bits (the first carries 3 bits).
-	var out [26]byte
+// base32Of spells 128 bits as 26 characters of 5 bits (the first carries
+// 3 bits).
+func base32Of(b [16]byte) (out [26]byte) {
 	hi := binary.BigEndian.Uint64(b[:8])
 	lo := binary.BigEndian.Uint64(b[8:])
 	for i := 25; i >= 0; i-- {
@@ -75,5 +85,5 @@ func encodeBase32(b [16]byte) string {
 		lo = lo>>5 | hi<<59
 		hi >>= 5
 	}
-	return string(out[:])
+	return out
 }

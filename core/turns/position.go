@@ -158,22 +158,93 @@ func (snap *lineSnapshot) position(key LineKey) (int, bool) {
 }
 
 // viewer builds views of turns of one queue, loading what they share once.
+//
+// It holds no maps: a view of one turn (GET /turns/{id}, the answer of a
+// change) made five of them, and most of its allocations (issue 16, P1).
+// The turns it views are of one run, or of very few.
 type viewer struct {
 	s        *Service
 	q        queues.Queue
-	stations map[string]queues.Station
-	servers  int
+	stations []queues.Station
+	// byID indexes stations once a queue has many (stationByID).
+	byID    map[string]queues.Station
+	servers int
 	// avg and basis are loaded on the first waiting turn.
 	avg     float64
 	basis   string
 	samples []float64
-	lines   map[string]*lineSnapshot
-	// open says, per run, whether it is open (read on its first waiting
-	// turn): a closed run calls nobody, so it promises no wait.
-	open map[string]bool
-	// versions holds line versions already read with the turn (ViewSource),
+	// first is what the viewer knows of the first run it met, more of any
+	// other (nruns in all). The first is kept inline, so that the viewer
+	// of one turn can live on its builder's stack: it was a heap object
+	// of 700 bytes with pointers (issue 16, P1).
+	first runView
+	more  []runView
+	nruns int
+}
+
+// runView is what a viewer knows of one run.
+type runView struct {
+	id   string
+	line *lineSnapshot // nil until read
+	// open says whether the run is open (read on its first waiting turn):
+	// a closed run calls nobody, so it promises no wait.
+	open, openKnown bool
+	// version is the line version already read with the turn (ViewSource),
 	// so the snapshot needs no read of its own.
-	versions map[string]int64
+	version      int64
+	versionKnown bool
+}
+
+// run returns what the viewer knows of a run, adding it. The pointer is
+// good until the next call.
+func (vb *viewer) run(id string) *runView {
+	if vb.nruns > 0 && vb.first.id == id {
+		return &vb.first
+	}
+	for i := range vb.more {
+		if vb.more[i].id == id {
+			return &vb.more[i]
+		}
+	}
+	vb.nruns++
+	if vb.nruns == 1 {
+		vb.first = runView{id: id}
+		return &vb.first
+	}
+	vb.more = append(vb.more, runView{id: id})
+	return &vb.more[len(vb.more)-1]
+}
+
+// setOpen records whether a run is open.
+func (vb *viewer) setOpen(runID string, open bool) {
+	r := vb.run(runID)
+	r.open, r.openKnown = open, true
+}
+
+// stationIndexFrom is how many stations a queue has before stationByID
+// indexes them rather than scan them.
+const stationIndexFrom = 16
+
+// stationByID returns the queue's station with that id.
+func (vb *viewer) stationByID(id string) (queues.Station, bool) {
+	if len(vb.stations) < stationIndexFrom {
+		for _, st := range vb.stations {
+			if st.ID == id {
+				return st, true
+			}
+		}
+		return queues.Station{}, false
+	}
+	if vb.byID == nil {
+		vb.byID = make(map[string]queues.Station, len(vb.stations))
+		for _, st := range vb.stations {
+			if _, dup := vb.byID[st.ID]; !dup {
+				vb.byID[st.ID] = st
+			}
+		}
+	}
+	st, ok := vb.byID[id]
+	return st, ok
 }
 
 // ViewSource is storage that reads a turn together with everything its
@@ -206,22 +277,17 @@ func (s *Service) viewer(ctx context.Context, q queues.Queue) (*viewer, error) {
 
 // viewerOf is viewer with the queue's stations already read.
 func (s *Service) viewerOf(q queues.Queue, sts []queues.Station) *viewer {
-	vb := &viewer{s: s, q: q, stations: make(map[string]queues.Station, len(sts)), lines: map[string]*lineSnapshot{},
-		open: map[string]bool{}, versions: map[string]int64{}}
-	for _, st := range sts {
-		vb.stations[st.ID] = st
-	}
-	vb.servers = servers(q, len(sts))
-	return vb
+	return &viewer{s: s, q: q, stations: sts, servers: servers(q, len(sts))}
 }
 
 // viewOf builds a turn's view from what ViewSource read with it: no
 // further read unless the run's line changed since this process last
 // looked.
 func (s *Service) viewOf(ctx context.Context, t Turn, vc ViewContext) (View, error) {
-	vb := s.viewerOf(vc.Queue, vc.Stations)
-	vb.open[t.RunID] = vc.RunOpen
-	vb.versions[t.RunID] = vc.LineVersion
+	vb := viewer{s: s, q: vc.Queue, stations: vc.Stations, servers: servers(vc.Queue, len(vc.Stations))}
+	r := vb.run(t.RunID)
+	r.open, r.openKnown = vc.RunOpen, true
+	r.version, r.versionKnown = vc.LineVersion, true
 	vb.samples = vc.ServiceSeconds
 	vb.avg, vb.basis = averageService(vc.ServiceSeconds)
 	return vb.view(ctx, t)
@@ -285,13 +351,13 @@ func (s *Service) txView(ctx context.Context, q queues.Queue, run queues.Run, t 
 			return View{}, err
 		}
 	}
-	vb.open[run.ID] = run.Open()
+	vb.setOpen(run.ID, run.Open())
 	if t.Status == Waiting && t.RunID == run.ID {
 		snap, err := s.txSnapshot(ctx, run.ID, lc)
 		if err != nil {
 			return View{}, err
 		}
-		vb.lines[run.ID] = snap
+		vb.run(run.ID).line = snap
 	}
 	return vb.view(ctx, t)
 }
@@ -323,31 +389,34 @@ func (vb *viewer) view(ctx context.Context, t Turn) (View, error) {
 		v.FormResponse = map[string]string{}
 	}
 	if t.StationID != nil {
-		if st, ok := vb.stations[*t.StationID]; ok {
+		if st, ok := vb.stationByID(*t.StationID); ok {
 			v.Station = &StationRef{ID: st.ID, Label: st.Label}
 		}
 	}
 	if t.Status != Waiting {
 		return v, nil
 	}
-	snap, ok := vb.lines[t.RunID]
-	if !ok {
+	r := vb.run(t.RunID)
+	snap := r.line
+	if snap == nil {
 		var err error
-		if v, known := vb.versions[t.RunID]; known {
-			snap, err = vb.s.snapshotAt(ctx, t.RunID, v)
+		if r.versionKnown {
+			snap, err = vb.s.snapshotAt(ctx, t.RunID, r.version)
 		} else {
 			snap, err = vb.s.snapshot(ctx, t.RunID)
 		}
 		if err != nil {
 			return View{}, err
 		}
-		vb.lines[t.RunID] = snap
+		r.line = snap
 	}
 	pos, ok := snap.position(t.Key())
 	if !ok {
 		return v, nil
 	}
-	v.Position = &pos
+	// The position and the estimate with its range are one allocation.
+	w := &waitParts{pos: pos}
+	v.Position = &w.pos
 	open, err := vb.runOpen(ctx, t.RunID)
 	if err != nil || !open {
 		return v, err // its place in line, but no wait estimate while nobody is called
@@ -360,21 +429,32 @@ func (vb *viewer) view(ctx context.Context, t Turn) (View, error) {
 		vb.avg, vb.basis = averageService(samples)
 		vb.samples = samples
 	}
-	v.WaitEstimate = estimate(pos, vb.avg, vb.basis, vb.servers)
-	v.WaitEstimate.Range = waitRange(pos, vb.samples, vb.servers)
+	w.estimate = estimate(pos, vb.avg, vb.basis, vb.servers)
+	v.WaitEstimate = &w.estimate
+	if rg, ok := waitRange(pos, vb.samples, vb.servers); ok {
+		w.rng = rg
+		v.WaitEstimate.Range = &w.rng
+	}
 	return v, nil
+}
+
+// waitParts holds what a waiting turn's view points to.
+type waitParts struct {
+	pos      int
+	estimate WaitEstimate
+	rng      WaitRange
 }
 
 // runOpen reports whether the run is open, once per run and view.
 func (vb *viewer) runOpen(ctx context.Context, runID string) (bool, error) {
-	if open, ok := vb.open[runID]; ok {
-		return open, nil
+	if r := vb.run(runID); r.openKnown {
+		return r.open, nil
 	}
 	run, err := vb.s.queues.GetRun(ctx, runID)
 	if err != nil {
 		return false, err
 	}
-	vb.open[runID] = run.Open()
+	vb.setOpen(runID, run.Open())
 	return run.Open(), nil
 }
 
@@ -395,9 +475,9 @@ func averageService(samples []float64) (float64, string) {
 // including it takes avg seconds of service, shared among servers working
 // side by side. Position 1 with one server waits one service, the one
 // ahead of it at the counter now (on average).
-func estimate(position int, avg float64, basis string, servers int) *WaitEstimate {
+func estimate(position int, avg float64, basis string, servers int) WaitEstimate {
 	secs := int(math.Round(float64(position) * avg / float64(servers)))
-	return &WaitEstimate{
+	return WaitEstimate{
 		Seconds: secs, Minutes: (secs + 59) / 60, Basis: basis,
 		AverageServiceSeconds: int(math.Round(avg)), Servers: servers,
 	}

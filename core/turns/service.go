@@ -651,7 +651,7 @@ func (s *Service) page(ctx context.Context, run queues.Run, items []Turn, limit 
 	if err != nil {
 		return platform.Page[View]{}, err
 	}
-	vb.open[run.ID] = run.Open()
+	vb.setOpen(run.ID, run.Open())
 	out := platform.Page[View]{Items: make([]View, len(p.Items)), Next: p.Next}
 	for i, t := range p.Items {
 		if out.Items[i], err = vb.view(ctx, t); err != nil {

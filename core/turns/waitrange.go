@@ -32,10 +32,10 @@ type WaitRange struct {
 // samples' own 50th and 90th percentiles; for more, the sum of position
 // services is near normal (central limit), so P50 is its mean and P90 adds
 // 1.28 standard deviations of the sum (the samples' deviation times the
-// square root of position). Nil with fewer than MinRangeSamples samples.
-func waitRange(position int, samples []float64, servers int) *WaitRange {
+// square root of position). False with fewer than MinRangeSamples samples.
+func waitRange(position int, samples []float64, servers int) (WaitRange, bool) {
 	if len(samples) < MinRangeSamples || position < 1 {
-		return nil
+		return WaitRange{}, false
 	}
 	servers = max(servers, 1)
 	var p50, p90 float64
@@ -51,7 +51,7 @@ func waitRange(position int, samples []float64, servers int) *WaitRange {
 	}
 	lo := int(math.Round(p50 / float64(servers)))
 	hi := max(int(math.Round(p90/float64(servers))), lo)
-	return &WaitRange{P50Seconds: lo, P90Seconds: hi, P50Minutes: (lo + 59) / 60, P90Minutes: (hi + 59) / 60, Samples: len(samples)}
+	return WaitRange{P50Seconds: lo, P90Seconds: hi, P50Minutes: (lo + 59) / 60, P90Minutes: (hi + 59) / 60, Samples: len(samples)}, true
 }
 
 // quantile interpolates the q-quantile of sorted values.

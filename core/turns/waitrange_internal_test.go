@@ -22,12 +22,12 @@ func TestWaitRange(t *testing.T) {
 		{"no spread", 4, 1, []float64{120, 120, 120}, &WaitRange{P50Seconds: 480, P90Seconds: 480, P50Minutes: 8, P90Minutes: 8, Samples: 3}},
 	}
 	for _, c := range cases {
-		got := waitRange(c.position, c.samples, c.servers)
+		got, ok := waitRange(c.position, c.samples, c.servers)
 		switch {
-		case c.want == nil && got != nil:
-			t.Errorf("%s: %+v, want nil", c.name, *got)
-		case c.want != nil && (got == nil || *got != *c.want):
-			t.Errorf("%s: %+v, want %+v", c.name, got, *c.want)
+		case c.want == nil && ok:
+			t.Errorf("%s: %+v, want none", c.name, got)
+		case c.want != nil && (!ok || got != *c.want):
+			t.Errorf("%s: %+v (%v), want %+v", c.name, got, ok, *c.want)
 		}
 	}
 }
@@ -39,7 +39,7 @@ func TestWaitRangeWidensSlowerThanTheWait(t *testing.T) {
 	samples := []float64{60, 600, 180, 240, 900, 120, 300}
 	prev := 1.0
 	for pos := 2; pos <= 50; pos++ {
-		r := waitRange(pos, samples, 1)
+		r, _ := waitRange(pos, samples, 1)
 		if r.P90Seconds < r.P50Seconds {
 			t.Fatalf("position %d: p90 %d < p50 %d", pos, r.P90Seconds, r.P50Seconds)
 		}

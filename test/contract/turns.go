@@ -456,6 +456,56 @@ func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 		}
 	})
 
+	t.Run("a turn's view context is what the separate reads return", func(t *testing.T) {
+		w := newTurnsWorld(t, newHarness(t))
+		vs, ok := w.h.Turns.(turns.ViewSource)
+		if !ok {
+			t.Skip("the repository reads a view's parts one by one")
+		}
+		var done turns.Turn
+		for i, s := range []float64{10, 20, 30} {
+			at, secs := w.now.Add(time.Duration(i)*time.Minute), s
+			done = w.turn(t, func(tu *turns.Turn) { tu.Status, tu.FinishedAt, tu.ServiceSeconds = turns.Completed, &at, &secs })
+		}
+		waiting := w.turn(t, nil)
+		if _, err := w.h.Turns.BumpLine(ctx, w.runID, turns.LineChange{Added: []turns.LineKey{waiting.Key()}}); err != nil {
+			t.Fatal(err)
+		}
+		got, vc, err := vs.GetForView(ctx, waiting.ID)
+		if err != nil || !sameTurn(got, waiting) {
+			t.Fatalf("turn: %+v %v", got, err)
+		}
+		q, err := w.h.Owners.Queues.GetQueue(ctx, w.owned.QueueID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sts, err := w.h.Owners.Queues.ListStations(ctx, w.owned.QueueID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vc.Queue.ID != q.ID || vc.Queue.Name != q.Name || vc.Queue.Type != q.Type || vc.Queue.Timezone != q.Timezone ||
+			vc.Queue.Dispatchers != q.Dispatchers {
+			t.Fatalf("queue:\n got %+v\nwant %+v", vc.Queue, q)
+		}
+		if len(vc.Stations) != len(sts) || len(sts) != 1 || vc.Stations[0].ID != sts[0].ID || vc.Stations[0].Label != sts[0].Label {
+			t.Fatalf("stations: got %+v, want %+v", vc.Stations, sts)
+		}
+		if vc.LineVersion != 1 || !vc.RunOpen {
+			t.Fatalf("line version %d (want 1), run open %v (want true)", vc.LineVersion, vc.RunOpen)
+		}
+		if !slices.Equal(vc.ServiceSeconds, []float64{30, 20, 10}) {
+			t.Fatalf("service times: want [30 20 10], got %v", vc.ServiceSeconds)
+		}
+		// A turn of any status, not only a waiting one.
+		if _, vc, err := vs.GetForView(ctx, done.ID); err != nil || vc.LineVersion != 1 || !vc.RunOpen ||
+			!slices.Equal(vc.ServiceSeconds, []float64{30, 20, 10}) {
+			t.Fatalf("a completed turn's context: %+v %v", vc, err)
+		}
+		if _, _, err := vs.GetForView(ctx, "turn_missing"); !platform.IsCode(err, platform.CodeNotFound) {
+			t.Fatalf("missing: %v", err)
+		}
+	})
+
 	t.Run("deleting the entity deletes its turns", func(t *testing.T) {
 		w := newTurnsWorld(t, newHarness(t))
 		a := w.turn(t, nil)

@@ -21,6 +21,15 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, key string) (accounts.Principal, error)
 }
 
+// BytesAuthenticator is an Authenticator that also resolves a key from
+// the header's bytes, which fasthttp reuses after the request: it must
+// copy them if it keeps them (the accounts service does, on a cache miss
+// only). authenticate prefers it: the copy of every request's key was an
+// allocation (issue 16).
+type BytesAuthenticator interface {
+	AuthenticateBytes(ctx context.Context, key []byte) (accounts.Principal, error)
+}
+
 // Auth is the middleware that authenticates the X-API-Key header and stores
 // the principal for PrincipalOf, Require, RateLimit and the access log. A
 // missing key is 401 UNAUTHORIZED "missing X-API-Key".
@@ -42,12 +51,20 @@ func authenticate(c *fiber.Ctx, a Authenticator) error {
 	// The header's bytes are fasthttp's reusable buffer; an authenticator
 	// that caches by key must get a string of its own: one copy, made
 	// here (c.Get would copy too, under the app's Immutable setting, and
-	// a clone of that was a second).
-	p, err := a.Authenticate(c.UserContext(), string(raw))
+	// a clone of that was a second), unless it copies them itself when it
+	// must (BytesAuthenticator).
+	var p accounts.Principal
+	var err error
+	if ba, ok := a.(BytesAuthenticator); ok {
+		p, err = ba.AuthenticateBytes(c.UserContext(), raw)
+	} else {
+		p, err = a.Authenticate(c.UserContext(), string(raw))
+	}
 	if err != nil {
 		return err
 	}
-	c.Locals(keyPrincipal, &p)
+	st := ensureState(c)
+	st.principal, st.authed = p, true
 	return nil
 }
 
@@ -63,8 +80,8 @@ func PrincipalOf(c *fiber.Ctx) accounts.Principal {
 func AccountOf(c *fiber.Ctx) string { return PrincipalOf(c).AccountID }
 
 func principal(c *fiber.Ctx) (accounts.Principal, bool) {
-	if p, ok := c.Locals(keyPrincipal).(*accounts.Principal); ok && p != nil {
-		return *p, true
+	if st := stateOf(c); st != nil && st.authed {
+		return st.principal, true
 	}
 	return accounts.Principal{}, false
 }

@@ -19,11 +19,20 @@ import (
 // deadline (fiber's request context is context.Background()); under
 // any other, it is context.WithDeadline.
 func withDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
-	if _, has := parent.Deadline(); has || parent.Done() != nil {
-		return context.WithDeadline(parent, d)
+	if c := newDeadlineCtx(parent, d); c != nil {
+		return c, func() { c.cancel(context.Canceled) }
 	}
-	c := &deadlineCtx{parent: parent, deadline: d}
-	return c, func() { c.cancel(context.Canceled) }
+	return context.WithDeadline(parent, d)
+}
+
+// newDeadlineCtx is withDeadline's own context, or nil under a parent it
+// does not apply to. End it with cancel(context.Canceled): the Deadline
+// middleware does, without the closure of a CancelFunc to allocate.
+func newDeadlineCtx(parent context.Context, d time.Time) *deadlineCtx {
+	if _, has := parent.Deadline(); has || parent.Done() != nil {
+		return nil
+	}
+	return &deadlineCtx{parent: parent, deadline: d}
 }
 
 // deadlineCtx is the context withDeadline returns.

@@ -26,7 +26,14 @@ func Deadline(d time.Duration) fiber.Handler {
 		if d <= 0 || IsEventStream(&c.Request().Header) {
 			return c.Next()
 		}
-		ctx, cancel := withDeadline(c.UserContext(), time.Now().Add(d))
+		// From the access log's start: one reading of the clock less.
+		deadline := RequestStart(c).Add(d)
+		if dc := newDeadlineCtx(c.UserContext(), deadline); dc != nil {
+			defer dc.cancel(context.Canceled)
+			c.SetUserContext(dc)
+			return c.Next()
+		}
+		ctx, cancel := context.WithDeadline(c.UserContext(), deadline)
 		defer cancel()
 		c.SetUserContext(ctx)
 		return c.Next()

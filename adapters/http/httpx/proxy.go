@@ -23,11 +23,13 @@ type Proxies struct {
 }
 
 // clientAddress installs p for the request, and works out the client's
-// address once.
+// address once. It runs first, so the request's state is the first of its
+// locals.
 func clientAddress(p Proxies) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		c.Locals(keyProxies, &p)
-		c.Locals(keyClientIP, p.client(c))
+		st := ensureState(c)
+		st.proxies = &p
+		st.clientIP, st.hasIP = p.client(c), true
 		return c.Next()
 	}
 }
@@ -37,8 +39,8 @@ func clientAddress(p Proxies) fiber.Handler {
 // trusted proxy (addresses further left are the client's to write, so
 // they are believed only past trusted hops).
 func ClientIP(c *fiber.Ctx) string {
-	if ip, ok := c.Locals(keyClientIP).(string); ok {
-		return ip
+	if st := stateOf(c); st != nil && st.hasIP {
+		return st.clientIP
 	}
 	return peer(c).String()
 }
@@ -46,7 +48,10 @@ func ClientIP(c *fiber.Ctx) string {
 // PublicBase is the base URL (scheme://host, no trailing slash) of the
 // URLs qms returns for this request.
 func PublicBase(c *fiber.Ctx) string {
-	p, _ := c.Locals(keyProxies).(*Proxies)
+	var p *Proxies
+	if st := stateOf(c); st != nil {
+		p = st.proxies
+	}
 	if p != nil && p.PublicURL != "" {
 		return p.PublicURL
 	}

@@ -82,9 +82,13 @@ func spenderOf(l ports.RateLimiter, perMinute int, now func() time.Time, budget 
 		}
 		remaining := max(d.Remaining, 0)
 		h := &c.Response().Header
-		h.Set(HeaderRateLimit, strconv.Itoa(d.Limit))
-		h.Set(HeaderRateRemaining, strconv.Itoa(remaining))
-		h.Set(HeaderRateReset, strconv.FormatInt(d.Reset.Unix(), 10))
+		// The numbers are spelled into a buffer on the stack: fasthttp
+		// copies header values, and strconv's strings were three of a
+		// GET's allocations (issue 16).
+		var num [20]byte
+		h.SetBytesV(HeaderRateLimit, strconv.AppendInt(num[:0], int64(d.Limit), 10))
+		h.SetBytesV(HeaderRateRemaining, strconv.AppendInt(num[:0], int64(remaining), 10))
+		h.SetBytesV(HeaderRateReset, strconv.AppendInt(num[:0], d.Reset.Unix(), 10))
 		if !d.Allowed {
 			// Round up: retrying at the floor would land in the same window.
 			wait := int64(max((d.Reset.Sub(t)+time.Second-1)/time.Second, 1))

@@ -1,0 +1,26 @@
+package platform
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestNewID: "prefix_" and 26 Crockford base32 characters, strictly
+// increasing within the process.
+func TestNewID(t *testing.T) {
+	prev := ""
+	for range 1000 {
+		id := NewID(PrefixRequest)
+		rest, ok := strings.CutPrefix(id, PrefixRequest+"_")
+		if !ok || len(rest) != 26 || strings.Trim(rest, crockford) != "" {
+			t.Fatalf("malformed id %q", id)
+		}
+		if id <= prev {
+			t.Fatalf("%q does not sort after %q", id, prev)
+		}
+		prev = id
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = NewID(PrefixTurn) }); n > 1 {
+		t.Errorf("NewID makes %v allocations, want 1", n)
+	}
+}
