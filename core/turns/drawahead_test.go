@@ -133,4 +133,13 @@ func TestIntakeDrawAheadLeavesNoGap(t *testing.T) {
 	if next.Number != first.Number+1 {
 		t.Fatalf("after a replay and two refusals: number %d; want %d", next.Number, first.Number+1)
 	}
+	// A body with a member a guard declared may be shaped after the lock
+	// (an access code's prefix): nothing is drawn ahead for it.
+	locker.asked = nil
+	if _, _, err := svc.Create(f.ctx, account, runID, turns.CreateInput{Extensions: turns.Extensions{"accessCode": "VIP-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(locker.asked) != 1 || locker.asked[0] {
+		t.Fatalf("locks (draw asked) for a body with a declared member: %v; want one, without a draw", locker.asked)
+	}
 }

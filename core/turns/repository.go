@@ -134,7 +134,7 @@ type RunLocker interface {
 	LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error)
 }
 
-// IntakeLocker is a RunLocker that opens an intake in one round trip
+// IntakeLocker is storage that opens an intake in one round trip
 // (issue 16): after the run's lock, in the same batch, it finds the
 // account's turn made with the idempotency key (if any) and draws the
 // run's next number ahead, with the settings of the queue as this process

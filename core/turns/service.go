@@ -199,9 +199,16 @@ func (s *Service) lockIntake(ctx context.Context, accountID, runID string, in Cr
 
 // drawAhead is the draw to send with an intake's run lock: the numbering
 // settings of the run's queue as this process last saw it, or nil when it
-// has not seen the queue, or the body would not make a turn of it (the
-// service refuses it after the lock, and draws nothing).
+// has not seen the queue, the body would not make a turn of it (the
+// service refuses it after the lock, and draws nothing), or the body
+// carries members the guards may shape the turn with.
 func (s *Service) drawAhead(il IntakeLocker, runID string, in CreateInput) *NumberDraw {
+	if len(in.Extensions) > 0 {
+		// A member a guard declared (an access code) may give the turn
+		// its own prefix once the lock is held (IntakeShaper): a guess
+		// would be wrong, and rolled back, every time.
+		return nil
+	}
 	q, ok := il.CachedQueueOfRun(runID)
 	if !ok || q.Type == queues.TypeAppointment {
 		return nil
