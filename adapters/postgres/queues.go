@@ -318,48 +318,24 @@ func (r *Queues) lockedQueue(ctx context.Context, run queues.Run, ref queueRef, 
 
 // LockRunWithQueue locks a run as GetRunForUpdate does and names its
 // queue's version in the same statement (the queue itself from queueViews),
-// then reads the run's line version, in one batch.
+// then reads the run's line version and its account's webhook endpoints,
+// in one batch: LockRunForIntake with nothing more asked.
 func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (queues.Run, queues.Queue, error) {
-	var (
-		run     queues.Run
-		ref     queueRef
-		service []float64
-	)
-	b := &pgx.Batch{}
-	b.Queue(`SELECT `+runQueueColumns+`, `+queueServiceColumn+`
-			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
-			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, runID)
-	b.Queue(lineAfterLockSQL, runID)
-	b.Queue(runEndpointsSQL, runID)
-	var (
-		runErr error
-		eps    []webhookEndpointRow
-	)
-	err := r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
-		run, ref, runErr = scanRunQueue(br.QueryRow(), &service)
-		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
-			return runErr
-		}
-		if err := br.QueryRow().Scan(&ref.line); err != nil {
-			return err
-		}
-		var err error
-		eps, err = scanEndpoints(br)
-		return err
-	})
+	got, err := r.LockRunForIntake(ctx, turns.IntakeLock{RunID: runID})
 	if err == nil {
-		err = runErr
+		err = got.RunErr
 	}
-	if err != nil {
-		return queues.Run{}, queues.Queue{}, notFound(err, "queue run", runID)
-	}
-	r.db.foldAccountEndpoints(ctx, run.AccountID, eps)
-	q, err := r.lockedQueue(ctx, run, ref, service)
 	if err != nil {
 		return queues.Run{}, queues.Queue{}, err
 	}
-	return run, q, nil
+	return got.Run, got.Queue, nil
 }
+
+// lockRunSQL locks run $1 (FOR NO KEY UPDATE, only the run) and reads its
+// queue's version and service summary.
+const lockRunSQL = `SELECT ` + runQueueColumns + `, ` + queueServiceColumn + `
+	FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
+	WHERE r.id = $1 FOR NO KEY UPDATE OF r`
 
 var _ turns.IntakeLocker = (*Queues)(nil)
 
@@ -369,9 +345,10 @@ func (r *Queues) CachedQueueOfRun(runID string) (queues.Queue, bool) {
 	return r.db.views.latestOfRun(runID)
 }
 
-// LockRunForIntake is LockRunWithQueue, the account's turn made with the
-// key, the account's webhook endpoints (kept for the event's insert,
-// Events.Append) and the number drawn ahead, in one batch: one round trip,
+// LockRunForIntake locks the run (lockRunSQL) and reads, after the lock,
+// the account's turn made with the key, the run's line version, its
+// account's webhook endpoints (kept for the event's insert, Events.Append)
+// and the number drawn ahead, in one batch: one round trip,
 // BEGIN included when it is the unit's first. Everything after the lock
 // runs after it, so the look-up sees a create with the key that committed
 // while this one waited for the run, and the draw takes the number that
@@ -388,14 +365,12 @@ func (r *Queues) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (tur
 		isDrawn bool
 	)
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+runQueueColumns+`, `+queueServiceColumn+`
-			FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
-			WHERE r.id = $1 FOR NO KEY UPDATE OF r`, in.RunID)
+	b.Queue(lockRunSQL, in.RunID)
 	if in.Key != nil {
 		b.Queue(`SELECT `+turnColumns+` FROM turns AS t WHERE t.account_id = $1 AND t.idempotency_key = $2`, in.AccountID, *in.Key)
 	}
 	b.Queue(lineAfterLockSQL, in.RunID)
-	b.Queue(accountEndpointsSQL, in.AccountID)
+	b.Queue(runEndpointsSQL, in.RunID)
 	if d := in.Draw; d != nil {
 		b.Queue(drawAheadSQL, in.RunID, d.Period, d.Prefix, d.Padding, d.Since, in.AccountID, in.Key)
 	}
@@ -433,13 +408,15 @@ func (r *Queues) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (tur
 		return nil
 	})
 	if err != nil {
-		return out, wrap(err, "lock run "+in.RunID+" for an intake")
+		return out, wrap(err, "lock run "+in.RunID)
 	}
-	r.db.foldAccountEndpoints(ctx, in.AccountID, eps)
 	if out.RunErr != nil {
 		out.RunErr = notFound(out.RunErr, "queue run", in.RunID)
-	} else if out.Queue, err = r.lockedQueue(ctx, out.Run, ref, service); err != nil {
-		return out, err
+	} else {
+		r.db.foldAccountEndpoints(ctx, out.Run.AccountID, eps)
+		if out.Queue, err = r.lockedQueue(ctx, out.Run, ref, service); err != nil {
+			return out, err
+		}
 	}
 	if found {
 		t, err := row.domain()
@@ -454,22 +431,18 @@ func (r *Queues) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (tur
 	return out, nil
 }
 
-// accountEndpointsSQL reads all of an account's ($1) webhook endpoints, in
+// runEndpointsSQL reads all the webhook endpoints of run $1's account, in
 // the order the deliveries are made, for the events of the transaction
 // (Events.Append): a plain read, no lock.
-const accountEndpointsSQL = `SELECT id, account_id, url, events, created_at FROM webhook_endpoints
-	WHERE account_id = $1 ORDER BY id`
-
-// runEndpointsSQL is accountEndpointsSQL for the account of run $1.
 const runEndpointsSQL = `SELECT id, account_id, url, events, created_at FROM webhook_endpoints
 	WHERE account_id = (SELECT account_id FROM queue_runs WHERE id = $1) ORDER BY id`
 
-// turnEndpointsSQL is accountEndpointsSQL for the account of turn $1.
+// turnEndpointsSQL is runEndpointsSQL for the account of turn $1.
 const turnEndpointsSQL = `SELECT id, account_id, url, events, created_at FROM webhook_endpoints
 	WHERE account_id = (SELECT account_id FROM turns WHERE id = $1) ORDER BY id`
 
 // scanEndpoints reads the next result of br, endpoints as
-// accountEndpointsSQL reads them.
+// runEndpointsSQL reads them.
 func scanEndpoints(br pgx.BatchResults) ([]webhookEndpointRow, error) {
 	rows, err := br.Query()
 	if err != nil {
