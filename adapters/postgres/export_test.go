@@ -25,3 +25,9 @@ func (l *RateLimiter) LeasingForTest(key string) bool {
 // CoalescedViewsForTest is how many turn views were read in a batch with
 // others (viewbatch.go).
 func (db *DB) CoalescedViewsForTest() int64 { return db.viewBatches.coalesced.Load() }
+
+// The draw statements, for the test of their plans.
+const (
+	DrawNumberSQLForTest = drawNumberSQL
+	DrawAheadSQLForTest  = drawAheadSQL
+)

@@ -280,13 +280,20 @@ const drawAheadSQL = `WITH c AS (
 	WHERE EXISTS (SELECT 1 FROM queue_runs WHERE id = $1 AND account_id = $6::text)
 	AND NOT EXISTS (SELECT 1 FROM turns WHERE account_id = $6 AND idempotency_key = $7::text)` + drawNumberTail
 
+// The code is a MATERIALIZED CTE so that the look-up below compares
+// display_code with a plain value: inlined, the code is an expression of
+// the counter's row, and a generic plan made while turns was small (pgx
+// prepares the statement once per connection) checked it as a filter over
+// every turn of the run through turns_run_idx, not as turns_code_idx's
+// index condition. The intake's cost then grew with its run, and P3h
+// halved (issue 16).
 const drawNumberTail = `
 	ON CONFLICT (run_id) DO UPDATE SET
 		last_number = CASE WHEN c.period = EXCLUDED.period OR c.period = '' OR EXCLUDED.period = ''
 			THEN c.last_number + 1 ELSE 1 END,
 		period = EXCLUDED.period
 	RETURNING last_number),
-code AS (SELECT c.last_number AS n, $3::text || CASE WHEN length(c.last_number::text) >= $4::int
+code AS MATERIALIZED (SELECT c.last_number AS n, $3::text || CASE WHEN length(c.last_number::text) >= $4::int
 	THEN c.last_number::text ELSE lpad(c.last_number::text, $4::int, '0') END AS code FROM c)
 SELECT code.n, EXISTS (SELECT 1 FROM turns
 	WHERE run_id = $1 AND display_code = code.code
