@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/platform/platformtest"
@@ -92,14 +93,27 @@ type tripTracer struct {
 	record func(conn *pgx.Conn, kind, sql string, args []any)
 }
 
+// ofJob reports whether ctx is a River job's: a periodic job (the
+// retention prune runs when the process starts) sends statements of its
+// own, on its own schedule, that a request's window may catch.
+func ofJob(ctx context.Context) bool {
+	_, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	return err == nil
+}
+
 func (t tripTracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	t.record(conn, "query", d.SQL, d.Args)
+	if !ofJob(ctx) {
+		t.record(conn, "query", d.SQL, d.Args)
+	}
 	return ctx
 }
 
 func (tripTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 func (t tripTracer) TraceBatchStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	if ofJob(ctx) {
+		return ctx
+	}
 	var (
 		sqls []string
 		args []any
@@ -116,7 +130,9 @@ func (tripTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQuer
 func (tripTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 func (t tripTracer) TracePrepareStart(ctx context.Context, conn *pgx.Conn, d pgx.TracePrepareStartData) context.Context {
-	t.record(conn, "prepare", d.SQL, nil)
+	if !ofJob(ctx) {
+		t.record(conn, "prepare", d.SQL, nil)
+	}
 	return ctx
 }
 
