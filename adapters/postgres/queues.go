@@ -266,12 +266,59 @@ var _ turns.RunLocker = (*Queues)(nil)
 const runQueueColumns = `r.id, r.account_id, r.queue_id, r.status, r.intake_open, r.opened_at, r.closed_at,
 	r.created_at, r.updated_at, q.view_version`
 
-// lineAfterLockSQL reads the run's ($1) line version in a statement of its
-// own, after the lock's, in the same batch: a statement that waited for a
-// row lock sees the locked row as committed, but its subqueries keep the
-// snapshot taken before the wait, which would miss the bump of the
-// transaction it waited for. The next statement takes a new snapshot.
-const lineAfterLockSQL = `SELECT coalesce((SELECT version FROM turn_lines WHERE run_id = $1), 0)`
+// runLineEndpointsSQL reads, after the run's ($1) lock in the same batch,
+// the run's line version, then all the webhook endpoints of its account in
+// the order the deliveries are made (for the events of the transaction,
+// Events.Append): one row per endpoint, the version in each, and one row of
+// nulls with the version when there is none. A plain read, no lock.
+//
+// It is a statement of its own, after the lock's: a statement that waited
+// for a row lock sees the locked row as committed, but its subqueries keep
+// the snapshot taken before the wait, which would miss the bump of the
+// transaction it waited for. The next statement takes a new snapshot. The
+// two reads share one statement because each statement costs PostgreSQL
+// its executor's start and end whatever it reads (issue 16, P3).
+const runLineEndpointsSQL = `SELECT l.version, e.id, e.account_id, e.url, e.events, e.created_at
+	FROM (SELECT coalesce((SELECT version FROM turn_lines WHERE run_id = $1), 0) AS version) AS l
+	LEFT JOIN webhook_endpoints AS e ON e.account_id = (SELECT account_id FROM queue_runs WHERE id = $1)
+	ORDER BY e.id`
+
+// turnLineEndpointsSQL is runLineEndpointsSQL for the run and account of
+// turn $1.
+const turnLineEndpointsSQL = `SELECT l.version, e.id, e.account_id, e.url, e.events, e.created_at
+	FROM (SELECT coalesce((SELECT l.version FROM turns AS t JOIN turn_lines AS l ON l.run_id = t.run_id
+		WHERE t.id = $1), 0) AS version) AS l
+	LEFT JOIN webhook_endpoints AS e ON e.account_id = (SELECT account_id FROM turns WHERE id = $1)
+	ORDER BY e.id`
+
+// scanLineEndpoints reads the next result of br, a line version and
+// endpoints as runLineEndpointsSQL reads them.
+func scanLineEndpoints(br pgx.BatchResults) (int64, []webhookEndpointRow, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	var (
+		line int64
+		eps  []webhookEndpointRow
+	)
+	for rows.Next() {
+		var (
+			id, account, url *string
+			events           []string
+			created          *time.Time
+		)
+		if err := rows.Scan(&line, &id, &account, &url, &events, &created); err != nil {
+			return 0, nil, err
+		}
+		if id != nil {
+			eps = append(eps, webhookEndpointRow{ID: *id, AccountID: *account, URL: *url, Events: events,
+				CreatedAt: *created})
+		}
+	}
+	return line, eps, rows.Err()
+}
 
 // queueServiceColumn reads, next to the run lock, the queue's (q) latest
 // service times for the change's answer (QueueForView): the running
@@ -283,7 +330,7 @@ const queueServiceColumn = `coalesce((SELECT st.samples FROM queue_service_times
 type queueRef struct {
 	version int64
 	// line is the run's line version, read after the run's lock
-	// (lineAfterLockSQL).
+	// (runLineEndpointsSQL).
 	line int64
 }
 
@@ -369,8 +416,7 @@ func (r *Queues) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (tur
 	if in.Key != nil {
 		b.Queue(`SELECT `+turnColumns+` FROM turns AS t WHERE t.account_id = $1 AND t.idempotency_key = $2`, in.AccountID, *in.Key)
 	}
-	b.Queue(lineAfterLockSQL, in.RunID)
-	b.Queue(runEndpointsSQL, in.RunID)
+	b.Queue(runLineEndpointsSQL, in.RunID)
 	if d := in.Draw; d != nil {
 		b.Queue(drawAheadSQL, in.RunID, d.Period, d.Prefix, d.Padding, d.Since, in.AccountID, in.Key)
 	}
@@ -388,11 +434,8 @@ func (r *Queues) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (tur
 				found = true
 			}
 		}
-		if err := br.QueryRow().Scan(&ref.line); err != nil {
-			return err
-		}
 		var err error
-		if eps, err = scanEndpoints(br); err != nil {
+		if ref.line, eps, err = scanLineEndpoints(br); err != nil {
 			return err
 		}
 		if in.Draw == nil {
@@ -431,35 +474,6 @@ func (r *Queues) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (tur
 	return out, nil
 }
 
-// runEndpointsSQL reads all the webhook endpoints of run $1's account, in
-// the order the deliveries are made, for the events of the transaction
-// (Events.Append): a plain read, no lock.
-const runEndpointsSQL = `SELECT id, account_id, url, events, created_at FROM webhook_endpoints
-	WHERE account_id = (SELECT account_id FROM queue_runs WHERE id = $1) ORDER BY id`
-
-// turnEndpointsSQL is runEndpointsSQL for the account of turn $1.
-const turnEndpointsSQL = `SELECT id, account_id, url, events, created_at FROM webhook_endpoints
-	WHERE account_id = (SELECT account_id FROM turns WHERE id = $1) ORDER BY id`
-
-// scanEndpoints reads the next result of br, endpoints as
-// runEndpointsSQL reads them.
-func scanEndpoints(br pgx.BatchResults) ([]webhookEndpointRow, error) {
-	rows, err := br.Query()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var eps []webhookEndpointRow
-	for rows.Next() {
-		var w webhookEndpointRow
-		if err := rows.Scan(&w.ID, &w.AccountID, &w.URL, &w.Events, &w.CreatedAt); err != nil {
-			return nil, err
-		}
-		eps = append(eps, w)
-	}
-	return eps, rows.Err()
-}
-
 // LockRunOfTurn locks the run of a turn (only the run: the turn's lock
 // comes next, in the lock order) and reads the turn's account and its
 // queue's version in the same statement, then the run's line version, in
@@ -476,19 +490,15 @@ func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (string, queu
 	b.Queue(`SELECT `+runQueueColumns+`, t.account_id, `+queueServiceColumn+`
 			FROM turns AS t JOIN queue_runs AS r ON r.id = t.run_id JOIN queues AS q ON q.id = r.queue_id
 			WHERE t.id = $1 FOR NO KEY UPDATE OF r`, turnID)
-	b.Queue(`SELECT coalesce((SELECT l.version FROM turns AS t JOIN turn_lines AS l ON l.run_id = t.run_id WHERE t.id = $1), 0)`, turnID)
-	b.Queue(turnEndpointsSQL, turnID)
+	b.Queue(turnLineEndpointsSQL, turnID)
 	var eps []webhookEndpointRow
 	err := r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
 		run, ref, runErr = scanRunQueue(br.QueryRow(), &owner, &service)
 		if runErr != nil && !errors.Is(runErr, pgx.ErrNoRows) {
 			return runErr
 		}
-		if err := br.QueryRow().Scan(&ref.line); err != nil {
-			return err
-		}
 		var err error
-		eps, err = scanEndpoints(br)
+		ref.line, eps, err = scanLineEndpoints(br)
 		return err
 	})
 	if err == nil {
