@@ -26,8 +26,14 @@ func (l *RateLimiter) LeasingForTest(key string) bool {
 // others (viewbatch.go).
 func (db *DB) CoalescedViewsForTest() int64 { return db.viewBatches.coalesced.Load() }
 
-// The draw statements, for the test of their plans.
+// The hot routes' statements, for the test of their plans.
 const (
-	DrawNumberSQLForTest = drawNumberSQL
-	DrawAheadSQLForTest  = drawAheadSQL
+	DrawNumberSQLForTest        = drawNumberSQL
+	DrawAheadSQLForTest         = drawAheadSQL
+	LockRunSQLForTest           = lockRunSQL
+	RunLineEndpointsSQLForTest  = runLineEndpointsSQL
+	TurnLineEndpointsSQLForTest = turnLineEndpointsSQL
+	TurnViewSQLForTest          = turnViewSQL
+	TakeSQLForTest              = takeSQL
+	BumpLineSQLForTest          = bumpLineSQL
 )

@@ -325,11 +325,14 @@ func (r *Turns) NextSeq(ctx context.Context) (int64, error) {
 // other transactions hold, so concurrent dispatchers take different turns
 // without waiting for each other.
 func (r *Turns) take(ctx context.Context, runID string, status turns.Status) (turns.Turn, bool, error) {
-	t, ok, err := r.queryTurn(ctx, `SELECT `+turnColumns+` FROM turns AS t
-		WHERE t.run_id = $1 AND t.status = $2 ORDER BY t.priority_rank, t.seq LIMIT 1 FOR UPDATE SKIP LOCKED`,
-		runID, string(status))
+	t, ok, err := r.queryTurn(ctx, takeSQL, runID, string(status))
 	return t, ok, wrap(err, "take turn")
 }
+
+// takeSQL locks run $1's first turn in status $2 in line order
+// (turns_line_idx), skipping locked rows.
+const takeSQL = `SELECT ` + turnColumns + ` FROM turns AS t
+	WHERE t.run_id = $1 AND t.status = $2 ORDER BY t.priority_rank, t.seq LIMIT 1 FOR UPDATE SKIP LOCKED`
 
 // TakeNext locks the run's first WAITING turn in line order.
 func (r *Turns) TakeNext(ctx context.Context, runID string) (turns.Turn, bool, error) {

@@ -1,0 +1,72 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/qms-dev/qms/adapters/postgres"
+	"github.com/qms-dev/qms/test/pgtest"
+)
+
+// TestHotStatementPlansUseTheirIndexes: the generic plan of each statement
+// of the hot routes, made on empty tables as a new process makes it (pgx
+// prepares a statement once per connection, and PostgreSQL keeps the plan
+// until the table's statistics change), reaches every row through an index
+// condition: no sequential scan, and the indexes named below. A plan that
+// filtered instead grows with its table: the draw once checked its code
+// against every turn of the run and halved P3h (issue 16).
+func TestHotStatementPlansUseTheirIndexes(t *testing.T) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		name, sql, args string
+		want            []string
+	}{
+		{"draw", postgres.DrawNumberSQLForTest, "'run', '', 'A', 3, now()",
+			[]string{"Index Cond: ((run_id = $1) AND (display_code = code.code))"}},
+		{"draw ahead", postgres.DrawAheadSQLForTest, "'run', '', 'A', 3, now(), 'acc', NULL",
+			[]string{"Index Cond: ((run_id = $1) AND (display_code = code.code))", "turns_idempotency_idx"}},
+		{"run lock", postgres.LockRunSQLForTest, "'run'", []string{"queue_runs_pkey", "queues_pkey"}},
+		{"line and endpoints by run", postgres.RunLineEndpointsSQLForTest, "'run'",
+			[]string{"turn_lines_pkey", "webhook_endpoints_account_idx"}},
+		{"line and endpoints by turn", postgres.TurnLineEndpointsSQLForTest, "'turn'",
+			[]string{"turns_pkey", "turn_lines_pkey", "webhook_endpoints_account_idx"}},
+		{"turn view", postgres.TurnViewSQLForTest, "'turn'", []string{"turns_pkey", "turn_lines_pkey"}},
+		{"take next", postgres.TakeSQLForTest, "'run', 'WAITING'",
+			[]string{"Index Cond: ((run_id = $1) AND (status = $2))"}},
+		{"line bump", postgres.BumpLineSQLForTest, "'run', '{}', '{}', false, 3", []string{"turn_lines_pkey"}},
+	} {
+		stmt := fmt.Sprintf("hot%d", i)
+		if _, err := conn.Exec(ctx, "PREPARE "+stmt+" AS "+c.sql); err != nil {
+			t.Fatalf("%s: prepare: %v", c.name, err)
+		}
+		rows, err := conn.Query(ctx, "EXPLAIN EXECUTE "+stmt+" ("+c.args+")")
+		if err != nil {
+			t.Fatalf("%s: explain: %v", c.name, err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatalf("%s: explain: %v", c.name, err)
+		}
+		plan := strings.Join(lines, "\n")
+		if strings.Contains(plan, "Seq Scan") {
+			t.Errorf("%s: a sequential scan:\n%s", c.name, plan)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(plan, w) {
+				t.Errorf("%s: %q not in the plan:\n%s", c.name, w, plan)
+			}
+		}
+	}
+}
