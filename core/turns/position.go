@@ -366,8 +366,22 @@ func (s *Service) txView(ctx context.Context, q queues.Queue, run queues.Run, t 
 // locked, so no other change of its line can come in between.
 func (s *Service) txSnapshot(ctx context.Context, runID string, lc LineChange) (*lineSnapshot, error) {
 	var snap *lineSnapshot
-	if old := s.line.get(runID); old != nil && lc.Version > 0 && old.version == lc.Version-1 {
-		snap, _ = old.patch([]LineChange{lc}, lc.Version)
+	if old := s.line.get(runID); old != nil && lc.Version > 0 && old.version < lc.Version &&
+		lc.Version-old.version <= maxLinePatch {
+		changes := []LineChange{lc}
+		if old.version < lc.Version-1 {
+			// Another process changed the line since this one cached it.
+			// Those changes committed before the run's lock was taken: the
+			// few rows that record them patch the line, where reading the
+			// whole line would cost as much as the line is long, under
+			// the run's lock (docs/scaling.md, several processes).
+			between, err := s.repo.LineChanges(ctx, runID, old.version, lc.Version-1)
+			if err != nil {
+				return nil, err
+			}
+			changes = append(between, lc)
+		}
+		snap, _ = old.patch(changes, lc.Version)
 	}
 	if snap == nil {
 		version, keys, err := s.repo.WaitingLine(ctx, runID)

@@ -74,3 +74,62 @@ func checkPositions(t *testing.T, f *fixture, reader *turns.Service, run string,
 		}
 	}
 }
+
+// TestChangeAnswersStayExactAcrossProcesses: two services on one store
+// (two processes) both change the line; the position in each change's
+// answer, built inside its transaction from the process's cached line
+// patched with the changes the other process made meanwhile, must be the
+// turn's place in the line recomputed from scratch.
+func TestChangeAnswersStayExactAcrossProcesses(t *testing.T) {
+	f := newFixture(t)
+	other := turns.NewService(f.repo, f.queuesRepo, f.store, f.bus, f.jobs, f.clock, nil)
+	_, run := f.queue(queues.CreateInput{DispatchFlow: &queues.DispatchFlow{AllowReopen: platform.Ptr(true)}})
+	rng := rand.New(rand.NewPCG(3, 4))
+	var ids []string
+	prios := []queues.Priority{queues.PriorityVeryHigh, queues.PriorityHigh, queues.PriorityNormal, queues.PriorityLow}
+
+	for step := range 400 {
+		svc := f.svc
+		if rng.IntN(2) == 0 {
+			svc = other
+		}
+		var (
+			v   turns.View
+			err error
+		)
+		switch op := rng.IntN(6); {
+		case op < 3 || len(ids) == 0:
+			v, _, err = svc.Create(f.ctx, account, run, turns.CreateInput{})
+			if err == nil {
+				ids = append(ids, v.ID)
+			}
+		case op == 3:
+			_, err = svc.Next(f.ctx, account, run, turns.CallInput{})
+			continue
+		case op == 4:
+			p := prios[rng.IntN(len(prios))]
+			v, err = svc.SetPriority(f.ctx, account, ids[rng.IntN(len(ids))], turns.PriorityInput{Priority: &p})
+		case op == 5:
+			v, err = svc.Release(f.ctx, account, ids[rng.IntN(len(ids))])
+		}
+		if err != nil || v.Status != turns.Waiting {
+			continue
+		}
+		page, err := f.svc.List(f.ctx, account, run, turns.ListFilter{Statuses: []turns.Status{turns.Waiting}},
+			platform.PageRequest{Limit: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := page.Items
+		sort.Slice(line, func(i, j int) bool { return line[i].Key().Less(line[j].Key()) })
+		want := -1
+		for i, w := range line {
+			if w.ID == v.ID {
+				want = i + 1
+			}
+		}
+		if v.Position == nil || *v.Position != want {
+			t.Fatalf("step %d: turn %s: the change's answer says position %v, the line %d", step, v.ID, v.Position, want)
+		}
+	}
+}
