@@ -480,22 +480,34 @@ func decodeKeys(codes []int64) []turns.LineKey {
 	return out
 }
 
-// LineChanges returns the run's recorded changes in (after, upTo].
+// LineChanges returns the run's recorded changes in (after, upTo]. Sent
+// through pgx, it carries the unit's deferred writes in its batch: a
+// change's answer reads the changes another process made before the run's
+// lock (turns' txSnapshot) in the round trip of the change's own writes.
 func (r *Turns) LineChanges(ctx context.Context, runID string, after, upTo int64) ([]turns.LineChange, error) {
-	var rows []struct {
-		Version int64   `bun:"version"`
-		Removed []int64 `bun:"removed,array"`
-		Added   []int64 `bun:"added,array"`
-		Reset   bool    `bun:"reset"`
-	}
-	err := r.db.IDB(ctx).NewRaw(`SELECT version, removed, added, reset FROM turn_line_changes
-		WHERE run_id = ? AND version > ? AND version <= ? ORDER BY version`, runID, after, upTo).Scan(ctx, &rows)
+	var out []turns.LineChange
+	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
+		rows, err := q.Query(ctx, `SELECT version, removed, added, reset FROM turn_line_changes
+			WHERE run_id = $1 AND version > $2 AND version <= $3 ORDER BY version`, runID, after, upTo)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				c              turns.LineChange
+				removed, added []int64
+			)
+			if err := rows.Scan(&c.Version, &removed, &added, &c.Reset); err != nil {
+				return err
+			}
+			c.Removed, c.Added = decodeKeys(removed), decodeKeys(added)
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return nil, wrap(err, "line changes")
-	}
-	out := make([]turns.LineChange, len(rows))
-	for i, row := range rows {
-		out[i] = turns.LineChange{Version: row.Version, Removed: decodeKeys(row.Removed), Added: decodeKeys(row.Added), Reset: row.Reset}
 	}
 	return out, nil
 }
