@@ -104,7 +104,7 @@ func TestChangeAnswersStayExactAcrossProcesses(t *testing.T) {
 				ids = append(ids, v.ID)
 			}
 		case op == 3:
-			_, err = svc.Next(f.ctx, account, run, turns.CallInput{})
+			_, _ = svc.Next(f.ctx, account, run, turns.CallInput{})
 			continue
 		case op == 4:
 			p := prios[rng.IntN(len(prios))]
