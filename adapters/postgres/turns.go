@@ -284,8 +284,8 @@ const drawAheadSQL = `WITH c AS (
 // display_code with a plain value: inlined, the code is an expression of
 // the counter's row, and a generic plan made while turns was small (pgx
 // prepares the statement once per connection) checked it as a filter over
-// every turn of the run through turns_run_idx, not as turns_code_idx's
-// index condition. The intake's cost then grew with its run, and P3h
+// every turn of the run, found through an index on run_id alone, not as
+// turns_code_idx's index condition. The intake's cost then grew with its run, and P3h
 // halved (issue 16).
 const drawNumberTail = `
 	ON CONFLICT (run_id) DO UPDATE SET
