@@ -116,23 +116,41 @@ func (r *countingRepo) GetKeyByHash(ctx context.Context, hash string) (accounts.
 	return r.Repository.GetKeyByHash(ctx, hash)
 }
 
+// authFixture is a service on a memory store whose key look-ups are
+// counted, with one premium account and one key of it (value).
+type authFixture struct {
+	clock *platformtest.Clock
+	repo  *countingRepo
+	svc   *accounts.Service
+	acc   accounts.Account
+	key   accounts.APIKey
+	value string
+}
+
+func newAuthFixture(t *testing.T) authFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := authFixture{clock: platformtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	set, store := testkit.MemorySet(t, f.clock)
+	f.repo = &countingRepo{Repository: set.Accounts}
+	f.svc = accounts.NewService(f.repo, store, f.clock)
+	var err error
+	if f.acc, err = f.svc.CreateAccount(ctx, accounts.CreateAccountInput{Name: "Acme", Plan: accounts.PlanPremium}); err != nil {
+		t.Fatal(err)
+	}
+	if f.key, f.value, err = f.svc.CreateKey(ctx, f.acc.ID, accounts.CreateKeyInput{Scopes: []string{"queues:read"}}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // TestAuthCacheTTLFollowsNotifications: results are kept for the short
 // fallback TTL until every change is known to reach ForgetAuth, for the
 // long one while it is, and all are dropped when that stops being true.
 func TestAuthCacheTTLFollowsNotifications(t *testing.T) {
 	ctx := context.Background()
-	clock := platformtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	set, store := testkit.MemorySet(t, clock)
-	repo := &countingRepo{Repository: set.Accounts}
-	svc := accounts.NewService(repo, store, clock)
-	acc, err := svc.CreateAccount(ctx, accounts.CreateAccountInput{Name: "Acme", Plan: accounts.PlanPremium})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, value, err := svc.CreateKey(ctx, acc.ID, accounts.CreateKeyInput{Scopes: []string{"queues:read"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newAuthFixture(t)
+	clock, repo, svc, value := a.clock, a.repo, a.svc, a.value
 	step := func(name string, advance time.Duration, wantLookups int) {
 		t.Helper()
 		clock.Advance(advance)
@@ -163,18 +181,8 @@ func TestAuthCacheTTLFollowsNotifications(t *testing.T) {
 // at once.
 func TestAuthenticateBytes(t *testing.T) {
 	ctx := context.Background()
-	clock := platformtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	set, store := testkit.MemorySet(t, clock)
-	repo := &countingRepo{Repository: set.Accounts}
-	svc := accounts.NewService(repo, store, clock)
-	acc, err := svc.CreateAccount(ctx, accounts.CreateAccountInput{Name: "Acme", Plan: accounts.PlanPremium})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, value, err := svc.CreateKey(ctx, acc.ID, accounts.CreateKeyInput{Scopes: []string{"queues:read"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newAuthFixture(t)
+	repo, svc, acc, k, value := a.repo, a.svc, a.acc, a.key, a.value
 	buf := []byte(value)
 	p, err := svc.AuthenticateBytes(ctx, buf)
 	if err != nil || p.KeyID != k.ID || p.AccountID != acc.ID || !p.Scopes.Allows(accounts.ScopeQueuesRead) {
