@@ -5,9 +5,9 @@ package server
 
 import (
 	"context"
-	"errors"
 	"crypto/hmac"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
