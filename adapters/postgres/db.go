@@ -137,6 +137,10 @@ func (db *DB) Ping(ctx context.Context) error {
 	var readOnly string
 	var recovery bool
 	err := db.Pool.QueryRow(ctx, "SELECT current_setting('transaction_read_only'), pg_is_in_recovery()").Scan(&readOnly, &recovery)
+	if errors.Is(err, pgconn.ErrReadOnlyConnection) {
+		// No server at the URL's addresses takes writes.
+		return fmt.Errorf("postgres: ping: %w: %w", ports.ErrReadOnly, err)
+	}
 	if err != nil {
 		return fmt.Errorf("postgres: ping: %w", err)
 	}
