@@ -102,16 +102,22 @@ func StartFormation(t testing.TB) *Formation {
 		f.autoctl("create", "postgres", "--pgdata", n.PGDATA, "--pgport", strconv.Itoa(n.Port),
 			"--hostname", "127.0.0.1", "--name", n.Name, "--auth", "trust", "--no-ssl",
 			"--dbname", FormationDB, "--monitor", monitorURI)
+		// The test's own servers need no durability: a node restarted
+		// after kill -9 skips syncing its whole data directory (which takes
+		// seconds on a loaded machine) and recovers from its WAL at once.
+		conf, err := os.OpenFile(filepath.Join(n.PGDATA, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conf.WriteString("\n# qms test: no durability needed\nfsync = off\n")
+		conf.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
 		f.run(n.Name, n.PGDATA)
 		f.Nodes = append(f.Nodes, n)
 		if i == 1 {
 			f.WaitState(90*time.Second, map[string]string{"node1": "single"})
-			// The test's own servers need no durability: a node restarted
-			// after kill -9 skips syncing its whole data directory (which
-			// takes seconds on a loaded machine) and recovers from its WAL
-			// at once. The standby copies the setting with the data.
-			f.exec(n, "ALTER SYSTEM SET fsync = off")
-			f.exec(n, "SELECT pg_reload_conf()")
 		}
 	}
 	f.WaitState(120*time.Second, map[string]string{"node1": "primary", "node2": "secondary"})
@@ -203,29 +209,6 @@ func (f *Formation) KillPostmaster(n *Node) {
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		f.t.Fatalf("pgcluster: kill -9 %d: %v", pid, err)
-	}
-}
-
-// Exec runs a statement on the node's database.
-func (f *Formation) exec(n *Node, sql string) {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var conn *pgx.Conn
-	var err error
-	for {
-		// The node may still be starting when the monitor has its state.
-		if conn, err = pgx.Connect(ctx, n.URL()); err == nil || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if err != nil {
-		f.t.Fatalf("pgcluster: connect to %s: %v", n.Name, err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		f.t.Fatalf("pgcluster: %s on %s: %v", sql, n.Name, err)
 	}
 }
 
@@ -355,13 +338,28 @@ func (f *Formation) nodeDirs() []string {
 func (f *Formation) logs() string {
 	var b strings.Builder
 	paths, _ := filepath.Glob(filepath.Join(f.dir, "*.log"))
+	for _, n := range f.Nodes {
+		// Each node's server log, the newest file.
+		if logs, _ := filepath.Glob(filepath.Join(n.PGDATA, "log", "*.log")); len(logs) > 0 {
+			paths = append(paths, logs[len(logs)-1])
+		}
+	}
+	if out, err := exec.Command("ps", "-eo", "pid,pgid,user,etime,args").Output(); err == nil {
+		var mine []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, f.dir) {
+				mine = append(mine, l)
+			}
+		}
+		fmt.Fprintf(&b, "--- processes\n%s\n", strings.Join(mine, "\n"))
+	}
 	for _, p := range paths {
 		data, _ := os.ReadFile(p)
 		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 		if len(lines) > 15 {
 			lines = lines[len(lines)-15:]
 		}
-		fmt.Fprintf(&b, "--- %s\n%s\n", filepath.Base(p), strings.Join(lines, "\n"))
+		fmt.Fprintf(&b, "--- %s\n%s\n", strings.TrimPrefix(p, f.dir+"/"), strings.Join(lines, "\n"))
 	}
 	return b.String()
 }
