@@ -335,6 +335,8 @@ func (f *Formation) nodeDirs() []string {
 }
 
 // logs is the tail of each pg_autoctl's output, for failure messages.
+func (f *Formation) Logs() string { return f.logs() }
+
 func (f *Formation) logs() string {
 	var b strings.Builder
 	paths, _ := filepath.Glob(filepath.Join(f.dir, "*.log"))

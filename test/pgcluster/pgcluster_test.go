@@ -44,6 +44,23 @@ func TestFormationDev(t *testing.T) {
 	}
 	f := pgcluster.StartFormation(t)
 	t.Log(f.URL(), f.State())
-	f.PerformFailover()
-	t.Log(f.State(), f.Primary().Name)
+	n := f.Primary()
+	time.Sleep(2 * time.Second)
+	start := time.Now()
+	f.KillPostmaster(n)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn, err := pgx.Connect(ctx, f.URL())
+		if err == nil {
+			_, err = conn.Exec(ctx, "CREATE TEMP TABLE p (x int)")
+			conn.Close(ctx)
+		}
+		cancel()
+		if err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("writable %v after kill -9", time.Since(start))
+	t.Log(f.Logs())
 }
