@@ -175,6 +175,34 @@ func (f *Formation) WaitState(within time.Duration, want map[string]string) {
 	}
 }
 
+// WaitSettled waits until one node is primary and every other one its
+// secondary (after a crash the keeper may restart the primary, or the
+// monitor may fail over; either way), and returns the primary.
+func (f *Formation) WaitSettled(within time.Duration) *Node {
+	f.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st := f.State()
+		var primary *Node
+		secondaries := 0
+		for _, n := range f.Nodes {
+			switch st[n.Name] {
+			case [2]string{"primary", "primary"}:
+				primary = n
+			case [2]string{"secondary", "secondary"}:
+				secondaries++
+			}
+		}
+		if primary != nil && secondaries == len(f.Nodes)-1 {
+			return primary
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("pgcluster: formation not settled after %v: %v\n%s", within, st, f.logs())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // PerformFailover asks the monitor for a failover and waits for it
 // (`pg_autoctl perform failover`): the primary is demoted, the secondary
 // promoted.
