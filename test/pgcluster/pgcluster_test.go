@@ -2,7 +2,6 @@ package pgcluster_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -36,31 +35,4 @@ func TestStopAndStart(t *testing.T) {
 	if err := query(); err != nil {
 		t.Fatalf("after restart: %v", err)
 	}
-}
-
-func TestFormationDev(t *testing.T) {
-	if os.Getenv("QMS_DEV_FORMATION") == "" {
-		t.Skip("dev")
-	}
-	f := pgcluster.StartFormation(t)
-	t.Log(f.URL(), f.State())
-	n := f.Primary()
-	time.Sleep(2 * time.Second)
-	start := time.Now()
-	f.KillPostmaster(n)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		conn, err := pgx.Connect(ctx, f.URL())
-		if err == nil {
-			_, err = conn.Exec(ctx, "CREATE TEMP TABLE p (x int)")
-			conn.Close(ctx)
-		}
-		cancel()
-		if err == nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Logf("writable %v after kill -9", time.Since(start))
-	t.Log(f.Logs())
 }
