@@ -31,9 +31,11 @@ const (
 // Config is the whole configuration of one qms process.
 type Config struct {
 	HTTP struct {
-		Addr            string        `koanf:"addr"`
-		BodyLimitBytes  int           `koanf:"body_limit_bytes"`
-		ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+		Addr           string `koanf:"addr"`
+		BodyLimitBytes int    `koanf:"body_limit_bytes"`
+		// HeaderLimitBytes bounds the request line and headers together.
+		HeaderLimitBytes int           `koanf:"header_limit_bytes"`
+		ShutdownTimeout  time.Duration `koanf:"shutdown_timeout"`
 		// Timeouts of slow and idle connections (configs/default.yaml
 		// says what each bounds).
 		ReadHeaderTimeout time.Duration `koanf:"read_header_timeout"`
@@ -329,6 +331,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.Addr == "" {
 		return fmt.Errorf("config: QMS_HTTP_ADDR (http.addr) must not be empty")
+	}
+	if c.HTTP.HeaderLimitBytes < 4096 || c.HTTP.HeaderLimitBytes > 1<<20 {
+		return fmt.Errorf("config: QMS_HTTP_HEADER_LIMIT_BYTES (http.header_limit_bytes) must be between 4096 and 1048576, got %d", c.HTTP.HeaderLimitBytes)
 	}
 	if c.HTTP.BodyLimitBytes <= 0 {
 		return fmt.Errorf("config: QMS_HTTP_BODY_LIMIT_BYTES (http.body_limit_bytes) must be positive, got %d", c.HTTP.BodyLimitBytes)
