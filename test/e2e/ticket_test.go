@@ -232,7 +232,7 @@ func TestDisplayTokenOptions(t *testing.T) {
 // TestTicketPageOfADeadLinkIs404: the page of an unknown link and of an
 // expired one answers 404 (as their reads do, docs/live.md), still an HTML
 // page with the page's headers, which says in words what happened (its
-// script; TestTicketPageInABrowser reads the words). It answered 200 before
+// script; TestTicketPageInChromium reads the words). It answered 200 before
 // issue 23, so link checkers and crawlers saw a live page.
 func TestTicketPageOfADeadLinkIs404(t *testing.T) {
 	clock := platformtest.NewClock(time.Now().UTC())
