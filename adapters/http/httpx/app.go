@@ -72,12 +72,12 @@ func NewApp(cfg AppConfig) *fiber.App {
 		headers = DefaultHeaderLimit
 	}
 	app := fiber.New(fiber.Config{
-		ErrorHandler:          errorHandler(log, cfg.Unavailable),
-		BodyLimit:             limit,
+		ErrorHandler: errorHandler(log, cfg.Unavailable),
+		BodyLimit:    limit,
 		// The read buffer bounds the request line and headers together
 		// (fasthttp answers ErrSmallBuffer past it, which the error
 		// handler turns into 431 in the envelope).
-		ReadBufferSize: headers,
+		ReadBufferSize:        headers,
 		JSONEncoder:           encodeJSON,
 		JSONDecoder:           decodeJSONStrict,
 		DisableStartupMessage: true,
