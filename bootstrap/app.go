@@ -129,7 +129,7 @@ func graph(cfg *config.Config, opts Options) []fx.Option {
 			// fx's own start-up chatter is debug detail; its errors stay errors.
 			l := &fxevent.SlogLogger{Logger: log.With("component", "fx")}
 			l.UseLogLevel(slog.LevelDebug)
-			return l
+			return quietStartup{l}
 		}),
 		fx.Supply(cfg, log, server.AdminToken(token), dbTracer{opts.DBTracer}),
 		fx.Provide(
