@@ -43,10 +43,8 @@ const (
 	// radius allows. 422, field "location", with the distance.
 	CodeOutsideGeofence = "OUTSIDE_GEOFENCE"
 	// CodeTooManyOpenTurns: this device already holds MaxOpenTurnsPerDevice
-	// unfinished turns of the queue. 429.
+	// unfinished turns of the queue. 409.
 	CodeTooManyOpenTurns = "TOO_MANY_OPEN_TURNS"
-	// CodeNoOpenRun: the queue has no run to take turns in. 409.
-	CodeNoOpenRun = "QUEUE_CLOSED"
 )
 
 // MaxLinksPerQueue bounds the live (unrevoked) links of one queue: a door,

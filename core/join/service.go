@@ -503,7 +503,7 @@ func (s *Service) checkDevice(ctx context.Context, l Link, dev Device) error {
 		}
 	}
 	if open >= MaxOpenTurnsPerDevice {
-		return platform.NewError(platform.KindRateLimited, CodeTooManyOpenTurns,
+		return platform.NewError(platform.KindConflict, CodeTooManyOpenTurns,
 			fmt.Sprintf("this phone already holds %d turns of this queue; they must be served or left first", open),
 			map[string]any{"limit": MaxOpenTurnsPerDevice})
 	}

@@ -302,7 +302,7 @@ func spendLink(c *fiber.Ctx, lim ports.RateLimiter, opts Options, value string) 
 		c.Set(httpx.HeaderRetryAfter, fmt.Sprint(wait))
 		return platform.NewError(platform.KindRateLimited, platform.CodeRateLimited,
 			fmt.Sprintf("this join link takes at most %d turns a minute; retry in %d seconds", d.Limit, wait),
-			map[string]any{"limit": d.Limit, "retryAfter": wait, "budget": "link"})
+			map[string]any{"limit": d.Limit, "retryAfter": wait, "reset": d.Reset.Unix(), "budget": "link"})
 	}
 	return nil
 }
