@@ -402,14 +402,6 @@ func (f fence) within(pos Position) (int, bool) {
 // oneActiveTurnPerCode) and the idempotency key makes a repeat the same
 // turn. The answer carries a new ticket link's value.
 func (s *Service) Join(ctx context.Context, value string, in Input, dev Device) (Joined, error) {
-	var v platform.Validator
-	if in.Location != nil {
-		in.Location.validate(&v, "location")
-	}
-	v.OptLen("idempotencyKey", in.IdempotencyKey, 8, 100)
-	if err := v.Err(); err != nil {
-		return Joined{}, err
-	}
 	l, err := s.Resolve(ctx, value)
 	if err != nil {
 		return Joined{}, err
@@ -423,24 +415,37 @@ func (s *Service) Join(ctx context.Context, value string, in Input, dev Device) 
 		return Joined{}, platform.Conflict(turns.CodeQueueClosed, "the queue has no run open", map[string]any{"queueId": q.ID})
 	}
 	body := turns.CreateInput{PeopleCount: in.PeopleCount, NotifyWhatsapp: in.NotifyWhatsapp, FormResponse: in.FormResponse}
+	// Every field the form shows is checked here at once, with the rules
+	// the API applies (the turns module checks them again), so the page
+	// marks every wrong field in one answer rather than one per tap.
+	var v platform.Validator
+	if in.Location != nil {
+		in.Location.validate(&v, "location")
+	}
+	v.OptLen("idempotencyKey", in.IdempotencyKey, 8, 100)
+	v.OptRange("peopleCount", in.PeopleCount, 1, 20)
+	v.OptLen("accessCode", in.AccessCode, 0, 32)
+	q.PreAttention.CheckAnswers(&v, "formResponse", in.FormResponse)
+	if in.Phone != nil && strings.TrimSpace(*in.Phone) != "" {
+		if !q.WhatsappCapture {
+			v.Fail("phone", "whatsapp_capture", "this queue does not take a phone number")
+		} else if e164, err := s.phones.Normalize(*in.Phone, s.region(l, q, p.branch)); err != nil {
+			v.Fail("phone", "phone", "must be a real phone number (with its country code, +…, when it is from another country)")
+		} else {
+			body.Phone = &e164
+		}
+	} else if platform.Deref(in.NotifyWhatsapp, false) {
+		v.Fail("phone", "required", "a phone number is needed for WhatsApp messages")
+	}
+	if err := v.Err(); err != nil {
+		return Joined{}, err
+	}
 	if in.IdempotencyKey != nil {
 		body.IdempotencyKey = platform.Ptr(IdempotencyPrefix + *in.IdempotencyKey)
 	}
 	if in.AccessCode != nil && strings.TrimSpace(*in.AccessCode) != "" {
 		code := strings.TrimSpace(*in.AccessCode)
 		body.Extensions = turns.Extensions{AccessCodeMember: &code}
-	}
-	if in.Phone != nil && strings.TrimSpace(*in.Phone) != "" {
-		if !q.WhatsappCapture {
-			return Joined{}, platform.InvalidField("phone", "whatsapp_capture", "this queue does not take a phone number")
-		}
-		e164, err := s.phones.Normalize(*in.Phone, s.region(l, q, p.branch))
-		if err != nil {
-			return Joined{}, platform.InvalidField("phone", "phone", "must be a real phone number (with its country code, +…, when it is from another country)")
-		}
-		body.Phone = &e164
-	} else if platform.Deref(in.NotifyWhatsapp, false) {
-		return Joined{}, platform.InvalidField("phone", "required", "a phone number is needed for WhatsApp messages")
 	}
 	if q.Geofence != nil && platform.Deref(q.Geofence.RequireToTake, false) {
 		if f := fenceOf(q, p.branch); f != nil {
