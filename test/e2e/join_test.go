@@ -231,8 +231,8 @@ func TestJoinRules(t *testing.T) {
 		q := joinQueue(t, app, "Drive-in", map[string]any{
 			"geofence":           map[string]any{"radiusMeters": 200, "requireToTake": true},
 			"accessCodeRequired": true, "whatsappCapture": false,
-			"capacity":           map[string]any{"maxTurns": 1, "waitlistEnabled": true},
-			"carpool":            map[string]any{"enabled": true, "autoArriveOnGeofence": true},
+			"capacity": map[string]any{"maxTurns": 1, "waitlistEnabled": true},
+			"carpool":  map[string]any{"enabled": true, "autoArriveOnGeofence": true},
 		})
 		app.API(http.MethodPost, "/access-codes", map[string]any{"code": "CAR-1"}).Must(http.StatusCreated, nil)
 		l := newJoinLink(t, app, q.ID, map[string]any{"kiosk": true})
