@@ -176,6 +176,12 @@
     });
   }
 
+  // regionName is a country's name in the page's language ("ES" ->
+  // "España"), the code where the browser cannot name it.
+  function regionName(code) {
+    try { return new Intl.DisplayNames([i18n.lang], { type: "region" }).of(code) || code; } catch (e) { return code; }
+  }
+
   function render(p) {
     page = p;
     window.qmsJoin.page = p;
@@ -195,7 +201,7 @@
     $("accessCode").required = !!p.accessCodeRequired;
     $("field-phone").hidden = !p.phone;
     if (p.phone) {
-      text($("phone-hint"), p.phoneRegion ? t("join.phoneHintRegion", { region: p.phoneRegion }) : t("join.phoneHint"));
+      text($("phone-hint"), p.phoneRegion ? t("join.phoneHintRegion", { region: regionName(p.phoneRegion) }) : t("join.phoneHint"));
     }
     $("peopleCount").max = p.maxPeople;
     $("field-location").hidden = !p.geofence;
@@ -341,7 +347,7 @@
       if (!navigator.geolocation) { reject({ code: 2 }); return; }
       navigator.geolocation.getCurrentPosition(function (pos) {
         resolve({ lat: pos.coords.latitude, lng: pos.coords.longitude, accuracy: pos.coords.accuracy });
-      }, reject, { enableHighAccuracy: true, timeout: 15000, maximumAge: 30000 });
+      }, reject, { enableHighAccuracy: true, timeout: 15000, maximumAge: 0 }); // a fresh fix: the customer may have walked closer
     });
   }
 
@@ -399,6 +405,7 @@
     setState("kiosk-done");
     $("form").hidden = true;
     $("instructions").hidden = true;
+    $("status-card").hidden = true; // the line as it was: the number is what matters now
     $("kiosk-done").hidden = false;
     text($("kiosk-code"), j.displayCode);
     $("kiosk-qr").src = "/ticket/" + encodeURIComponent(j.ticket) + "/qr.svg";
@@ -418,6 +425,7 @@
     $("kiosk-qr").removeAttribute("src");
     text($("kiosk-code"), "");
     $("kiosk-done").hidden = true;
+    $("status-card").hidden = false;
     key = newKey();
     window.qmsJoin.resets = (window.qmsJoin.resets || 0) + 1;
     load().then(function () { window.scrollTo(0, 0); });
