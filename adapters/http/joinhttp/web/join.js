@@ -52,16 +52,13 @@
     }
   }
 
+  // Only a measured range (three or more timed services) is a figure, as
+  // on the board and the ticket page; before that no wait is shown.
   function waitText(w) {
-    if (w.waitRange && w.waitRange.p90Minutes < 1 || !w.waitRange && w.waitMinutes != null && w.waitMinutes < 1) {
-      return t("wait.soon");
-    }
-    if (w.waitRange) {
-      var r = w.waitRange;
-      return t("wait.range", { wait: r.p50Minutes === r.p90Minutes ? i18n.number(r.p90Minutes) : i18n.number(r.p50Minutes) + "–" + i18n.number(r.p90Minutes) });
-    }
-    if (w.waitMinutes != null) { return t("wait.about", { wait: i18n.number(w.waitMinutes) }); }
-    return null;
+    if (!w.waitRange) { return null; }
+    var r = w.waitRange;
+    if (r.p90Minutes < 1) { return t("wait.soon"); }
+    return t("wait.range", { wait: r.p50Minutes === r.p90Minutes ? i18n.number(r.p90Minutes) : i18n.number(r.p50Minutes) + "–" + i18n.number(r.p90Minutes) });
   }
 
   // opensText says when the queue opens, in the branch's time zone, with
