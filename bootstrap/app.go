@@ -28,6 +28,7 @@ import (
 	"github.com/qms-dev/qms/modules/appointments"
 	"github.com/qms-dev/qms/modules/display"
 	"github.com/qms-dev/qms/modules/entities"
+	"github.com/qms-dev/qms/modules/join"
 	"github.com/qms-dev/qms/modules/metrics"
 	"github.com/qms-dev/qms/modules/queues"
 	"github.com/qms-dev/qms/modules/retention"
@@ -72,6 +73,7 @@ var Modules = []fx.Option{
 	stream.Module,
 	display.Module,
 	ticket.Module,
+	join.Module,
 	retention.Module,
 }
 
@@ -118,6 +120,11 @@ func graph(cfg *config.Config, opts Options) []fx.Option {
 		fx.Module("log", fx.Invoke(func(lc fx.Lifecycle) {
 			if logBuf != nil {
 				lc.Append(fx.StopHook(logBuf.Close))
+			}
+			// A QMS_ variable that names no setting is ignored: say so,
+			// since it is most likely a typo of one that was meant.
+			for _, name := range cfg.UnknownEnv {
+				log.Warn("config: unknown environment variable, ignored (no such setting in configs/default.yaml)", "variable", name)
 			}
 		})),
 		fx.WithLogger(func() fxevent.Logger {

@@ -57,7 +57,7 @@ type AdminToken string
 func New(p Params, lc fx.Lifecycle) *Server {
 	hc := p.Config.HTTP
 	trusted, _ := config.ParseTrustedProxies(hc.TrustedProxies) // validated with the configuration
-	app := httpx.NewApp(httpx.AppConfig{Logger: p.Log, BodyLimit: hc.BodyLimitBytes, Timeouts: httpx.Timeouts{
+	app := httpx.NewApp(httpx.AppConfig{Logger: p.Log, BodyLimit: hc.BodyLimitBytes, HeaderLimit: hc.HeaderLimitBytes, Timeouts: httpx.Timeouts{
 		ReadHeader: hc.ReadHeaderTimeout, Read: hc.ReadTimeout, Write: hc.WriteTimeout, Idle: hc.IdleTimeout,
 	}, Proxies: httpx.Proxies{PublicURL: strings.TrimSuffix(hc.PublicURL, "/"), Trusted: trusted},
 		RequestTimeout: hc.RequestTimeout, Unavailable: p.Faults.Unavailable})
