@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -91,14 +93,14 @@ func StartFormation(t testing.TB) *Formation {
 	t.Cleanup(f.stop)
 
 	f.monitor = filepath.Join(dir, "monitor")
-	monitorPort := freePort(t)
+	monitorPort := serverPort(t)
 	f.autoctl("create", "monitor", "--pgdata", f.monitor, "--pgport", strconv.Itoa(monitorPort),
 		"--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl")
 	f.run("monitor", f.monitor)
 	monitorURI := f.waitMonitor(fmt.Sprintf("postgres://autoctl_node@127.0.0.1:%d/pg_auto_failover?sslmode=disable", monitorPort))
 
 	for i := 1; i <= 2; i++ {
-		n := &Node{Name: fmt.Sprintf("node%d", i), Port: freePort(t), PGDATA: filepath.Join(dir, fmt.Sprintf("node%d", i))}
+		n := &Node{Name: fmt.Sprintf("node%d", i), Port: serverPort(t), PGDATA: filepath.Join(dir, fmt.Sprintf("node%d", i))}
 		f.autoctl("create", "postgres", "--pgdata", n.PGDATA, "--pgport", strconv.Itoa(n.Port),
 			"--hostname", "127.0.0.1", "--name", n.Name, "--auth", "trust", "--no-ssl",
 			"--dbname", FormationDB, "--monitor", monitorURI)
@@ -392,4 +394,24 @@ func (f *Formation) logs() string {
 		fmt.Fprintf(&b, "--- %s\n%s\n", strings.TrimPrefix(p, f.dir+"/"), strings.Join(lines, "\n"))
 	}
 	return b.String()
+}
+
+// serverPort picks a free loopback port below the kernel's ephemeral
+// range: pg_autoctl's servers listen on every address (-h *), and a port
+// from the ephemeral range may be taken, between the pick and the
+// server's bind, by one of the many outgoing connections of a busy test
+// machine, leaving the server listening on IPv6 only.
+func serverPort(t testing.TB) int {
+	t.Helper()
+	for range 100 {
+		p := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return p
+	}
+	t.Fatal("pgcluster: no free port in 20000-31999")
+	return 0
 }
