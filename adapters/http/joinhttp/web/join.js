@@ -52,16 +52,15 @@
     }
   }
 
+  // waitText is the wait a newcomer faces, only from a measured range
+  // (as the ticket page and the board say it): no invented figure.
   function waitText(w) {
-    if (w.waitRange && w.waitRange.p90Minutes < 1 || !w.waitRange && w.waitMinutes != null && w.waitMinutes < 1) {
-      return t("wait.soon");
-    }
     if (w.waitRange) {
       var r = w.waitRange;
+      if (r.p90Minutes < 1) { return t("wait.soon"); } // "under 1 min", never "0 min"
       return t("wait.range", { wait: r.p50Minutes === r.p90Minutes ? i18n.number(r.p90Minutes) : i18n.number(r.p50Minutes) + "–" + i18n.number(r.p90Minutes) });
     }
-    if (w.waitMinutes != null) { return t("wait.about", { wait: i18n.number(w.waitMinutes) }); }
-    return null;
+    return t("ticket.waitUnknown");
   }
 
   // opensText says when the queue opens, in the branch's time zone, with
