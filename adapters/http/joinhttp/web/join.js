@@ -60,7 +60,7 @@
       if (r.p90Minutes < 1) { return t("wait.soon"); } // "under 1 min", never "0 min"
       return t("wait.range", { wait: r.p50Minutes === r.p90Minutes ? i18n.number(r.p90Minutes) : i18n.number(r.p50Minutes) + "–" + i18n.number(r.p90Minutes) });
     }
-    return t("ticket.waitUnknown");
+    return null;
   }
 
   // opensText says when the queue opens, in the branch's time zone, with
@@ -88,6 +88,9 @@
     var w = n > 0 ? waitText(p.waiting) : null;
     $("wait-row").hidden = w === null;
     text($("wait"), w || "");
+    // People wait but no wait is measured yet: said plainly, no figure.
+    $("wait-unknown").hidden = !(n > 0 && w === null);
+    text($("wait-unknown"), t("join.waitUnknown"));
     $("full").hidden = !(p.full && p.waitlist && p.open);
     text($("full"), t("join.fullWaitlist"));
   }
