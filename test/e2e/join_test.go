@@ -192,6 +192,40 @@ func TestJoinLinks(t *testing.T) {
 			t.Fatalf("the line after the joins: %+v", st.Waiting)
 		}
 
+		// Whatever a page or a script sends: a clear 4xx naming the
+		// problem, never a 500.
+		for _, junk := range []struct {
+			body any
+			code string
+		}{
+			{`{"peopleCount":`, "VALIDATION_ERROR"},
+			{`{"peopleCount":"two"}`, "VALIDATION_ERROR"},
+			{`{"nope":1}`, "VALIDATION_ERROR"},
+			{`[1,2]`, "VALIDATION_ERROR"},
+			{`{"formResponse":{"name":"A\u0000B"}}`, "VALIDATION_ERROR"},
+			{`{"location":{"lat":"north"}}`, "VALIDATION_ERROR"},
+			{`{"location":{"lng":200}}`, "VALIDATION_ERROR"},
+			{`{"idempotencyKey":"short"}`, "VALIDATION_ERROR"},
+			{`{"accessCode":""}`, "VALIDATION_ERROR"},
+			{`{"phone":"` + strings.Repeat("9", 100) + `"}`, "VALIDATION_ERROR"},
+		} {
+			r := app.Do(http.MethodPost, "/join/"+l.Token, junk.body, map[string]string{"Cookie": cookie})
+			if r.Status != http.StatusBadRequest || r.ErrorCode() != junk.code {
+				t.Errorf("POST %s: %d %s", junk.body, r.Status, r.Body)
+			}
+		}
+		for _, path := range []string{"/join/nope", "/join/nope/state", "/join/nope/qr.svg", "/join/nope/poster", "/join/assets/nope.js", "/join/%00/state"} {
+			if r := app.Do(http.MethodGet, path, nil, nil); r.Status != http.StatusNotFound && r.Status != http.StatusBadRequest {
+				t.Errorf("GET %s: %d %s", path, r.Status, r.Body)
+			}
+		}
+		if r := app.Do(http.MethodPost, "/join/nope", map[string]any{}, nil); r.Status != http.StatusNotFound || r.ErrorCode() != "INVALID_JOIN_LINK" {
+			t.Errorf("POST an unknown link: %d %s", r.Status, r.Body)
+		}
+		if r := app.Do(http.MethodPost, "/ticket/nope/arrive", map[string]any{}, nil); r.Status != http.StatusNotFound {
+			t.Errorf("arrive on an unknown ticket: %d %s", r.Status, r.Body)
+		}
+
 		// QR code and poster.
 		if r := app.Do(http.MethodGet, "/join/"+l.Token+"/qr.svg", nil, nil); r.Status != http.StatusOK || !strings.HasPrefix(string(r.Body), "<svg") {
 			t.Fatalf("qr %d", r.Status)
