@@ -469,3 +469,14 @@ func TestJoinDoubleTapRace(t *testing.T) {
 	}
 	t.Logf("20 simultaneous joins under one key: %d turn", len(n.Data))
 }
+
+// TestRaceJoinLinksAtMost50: 60 concurrent creates for one queue on
+// PostgreSQL make exactly 50 live join links; the rest are 409
+// TOO_MANY_JOIN_LINKS (docs/architecture.md, "At most N" rules).
+func TestRaceJoinLinksAtMost50(t *testing.T) {
+	a := raceApp(t)
+	q := newLiveQueue(t, a, "Links", nil)
+	if n := raceCreates(t, a, 60, "/queues/"+q.ID+"/join-links", func(int) any { return map[string]any{} }, "TOO_MANY_JOIN_LINKS"); n != 50 {
+		t.Fatalf("%d join links made for one queue, want 50", n)
+	}
+}
