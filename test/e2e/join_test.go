@@ -360,6 +360,26 @@ func TestJoinRules(t *testing.T) {
 			t.Fatalf("join a closed queue: %d %s", r.Status, r.Body)
 		}
 
+		// Intake closed; full without a waitlist.
+		fq := newLiveQueue(t, app, "Small", map[string]any{"capacity": map[string]any{"maxTurns": 1}})
+		fl := newJoinLink(t, app, fq.ID, map[string]any{"kiosk": true})
+		app.Do(http.MethodPost, "/join/"+fl.Token, map[string]any{}, nil).Must(http.StatusCreated, nil)
+		app.Do(http.MethodGet, "/join/"+fl.Token+"/state", nil, nil).Must(http.StatusOK, &st)
+		if st.Open || st.Closed == nil || *st.Closed != "full" || !st.Full || st.Waitlist {
+			t.Fatalf("full without a waitlist: %+v", st)
+		}
+		if r := app.Do(http.MethodPost, "/join/"+fl.Token, map[string]any{}, nil); r.Status != http.StatusConflict || r.ErrorCode() != "CAPACITY_REACHED" {
+			t.Fatalf("join a full queue: %d %s", r.Status, r.Body)
+		}
+		app.API(http.MethodPost, "/queue-runs/"+fq.RunID+"/close-intake", nil).Must(http.StatusCreated, nil)
+		app.Do(http.MethodGet, "/join/"+fl.Token+"/state", nil, nil).Must(http.StatusOK, &st)
+		if st.Open || st.Closed == nil || *st.Closed != "intake_closed" {
+			t.Fatalf("intake closed: %+v", st)
+		}
+		if r := app.Do(http.MethodPost, "/join/"+fl.Token, map[string]any{}, nil); r.Status != http.StatusConflict || r.ErrorCode() != "INTAKE_CLOSED" {
+			t.Fatalf("join with intake closed: %d %s", r.Status, r.Body)
+		}
+
 		// Outside hours: closed, and when it opens.
 		hq := newLiveQueue(t, app, "Mornings", map[string]any{"schedule": map[string]any{"mode": "weekly",
 			"weekly": []any{map[string]any{"day": int(time.Now().UTC().Add(48 * time.Hour).Weekday()), "open": "09:00", "close": "10:00"}}}})
