@@ -607,10 +607,35 @@ type Help struct {
 	QuickReplies []string `json:"quickReplies"`
 }
 
+// HelpAnswerInput is a schema of the API.
+type HelpAnswerInput struct {
+	Reply string `json:"reply"`
+}
+
 // HelpInput is a schema of the API.
 type HelpInput struct {
 	Enabled      *bool    `json:"enabled,omitempty"`
 	QuickReplies []string `json:"quickReplies,omitempty"`
+}
+
+// HelpRequest is a schema of the API.
+type HelpRequest struct {
+	AnsweredAt  *time.Time `json:"answeredAt"`
+	DisplayCode string     `json:"displayCode"`
+	ID          string     `json:"id"`
+	QueueID     string     `json:"queueId"`
+	QueueRunID  string     `json:"queueRunId"`
+	// Reply: The quick reply staff chose (null while OPEN).
+	Reply       *string   `json:"reply"`
+	RequestedAt time.Time `json:"requestedAt"`
+	Status      string    `json:"status"`
+	TurnID      string    `json:"turnId"`
+}
+
+// HelpRequestPage is a schema of the API.
+type HelpRequestPage struct {
+	Data       []HelpRequest `json:"data"`
+	Pagination Pagination    `json:"pagination"`
 }
 
 // ListAccessCodesParams are the optional parameters of listAccessCodes.
@@ -795,6 +820,32 @@ func (p *ListQueuesParams) values() (url.Values, http.Header) {
 	q, h := url.Values{}, http.Header{}
 	if p.EntityID != nil {
 		q.Add("entityId", *p.EntityID)
+	}
+	if p.Limit != nil {
+		q.Add("limit", strconv.Itoa(*p.Limit))
+	}
+	if p.Cursor != nil {
+		q.Add("cursor", *p.Cursor)
+	}
+	return q, h
+}
+
+// ListRunHelpRequestsParams are the optional parameters of listRunHelpRequests.
+type ListRunHelpRequestsParams struct {
+	Status *string
+	// Limit: Page size.
+	Limit *int
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
+	Cursor *string
+}
+
+func (p *ListRunHelpRequestsParams) values() (url.Values, http.Header) {
+	q, h := url.Values{}, http.Header{}
+	if p.Status != nil {
+		q.Add("status", *p.Status)
 	}
 	if p.Limit != nil {
 		q.Add("limit", strconv.Itoa(*p.Limit))
@@ -1366,6 +1417,7 @@ type Ticket struct {
 	DisplayCode string           `json:"displayCode"`
 	ExpiresAt   *time.Time       `json:"expiresAt"`
 	FinishedAt  *time.Time       `json:"finishedAt"`
+	Help        *TicketHelp      `json:"help"`
 	Language    *DisplayLanguage `json:"language"`
 	Queue       TicketPlace      `json:"queue"`
 	RunOpen     bool             `json:"runOpen"`
@@ -1374,6 +1426,24 @@ type Ticket struct {
 	Status      string         `json:"status"`
 	WaitMinutes *int           `json:"waitMinutes"`
 	WaitRange   *TurnWaitRange `json:"waitRange"`
+}
+
+// TicketHelp: Help on the ticket page; null when the queue has help off and
+// the turn never asked.
+type TicketHelp struct {
+	// Available: "I need help" applies now: help is enabled, the turn is not
+	// finished and no request is open.
+	Available bool `json:"available"`
+	// Request: The latest request, with staff's reply once answered.
+	Request *TicketHelpRequest `json:"request"`
+}
+
+// TicketHelpRequest is a schema of the API.
+type TicketHelpRequest struct {
+	AnsweredAt  *time.Time `json:"answeredAt"`
+	Reply       *string    `json:"reply"`
+	RequestedAt time.Time  `json:"requestedAt"`
+	Status      string     `json:"status"`
 }
 
 // TicketLinkCreate is a schema of the API.
@@ -1645,6 +1715,8 @@ const (
 	WebhookEventNameQueueClosed          WebhookEventName = "queue.closed"
 	WebhookEventNameAppointmentScheduled WebhookEventName = "appointment.scheduled"
 	WebhookEventNameAppointmentCompleted WebhookEventName = "appointment.completed"
+	WebhookEventNameTurnHelpRequested    WebhookEventName = "turn.help_requested"
+	WebhookEventNameTurnHelpAnswered     WebhookEventName = "turn.help_answered"
 )
 
 // WeeklyHoursInput: One opening interval, from open to close in the queue's
@@ -1940,6 +2012,28 @@ func (c *Client) DeleteEntity(ctx context.Context, entityID string) (*DeleteEnti
 	return &out, nil
 }
 
+// GetHelpRequest: Read a help request (GET
+// /api/v1/help-requests/{helpRequestId}, scope turns:read).
+func (c *Client) GetHelpRequest(ctx context.Context, helpRequestID string) (*HelpRequest, error) {
+	r := request{op: "getHelpRequest", method: "GET", path: "/api/v1/help-requests/" + url.PathEscape(helpRequestID)}
+	var out HelpRequest
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// AnswerHelpRequest: Answer a help request with a quick reply (POST
+// /api/v1/help-requests/{helpRequestId}/answer, scope turns:write).
+func (c *Client) AnswerHelpRequest(ctx context.Context, helpRequestID string, body HelpAnswerInput) (*HelpRequest, error) {
+	r := request{op: "answerHelpRequest", method: "POST", path: "/api/v1/help-requests/" + url.PathEscape(helpRequestID) + "/answer", body: &body}
+	var out HelpRequest
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // GetOpenAPIDocument: This document (GET /api/v1/openapi.json).
 func (c *Client) GetOpenAPIDocument(ctx context.Context) (*map[string]any, error) {
 	r := request{op: "getOpenAPIDocument", method: "GET", path: "/api/v1/openapi.json"}
@@ -2120,6 +2214,20 @@ func (c *Client) ListDisplayTokens(ctx context.Context, runID string, params *Li
 func (c *Client) CreateDisplayToken(ctx context.Context, runID string, body DisplayTokenCreate) (*DisplayTokenCreated, error) {
 	r := request{op: "createDisplayToken", method: "POST", path: "/api/v1/queue-runs/" + url.PathEscape(runID) + "/display-tokens", body: &body}
 	var out DisplayTokenCreated
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListRunHelpRequests: List a run's help requests (GET
+// /api/v1/queue-runs/{runId}/help-requests, scope turns:read).
+func (c *Client) ListRunHelpRequests(ctx context.Context, runID string, params *ListRunHelpRequestsParams) (*HelpRequestPage, error) {
+	r := request{op: "listRunHelpRequests", method: "GET", path: "/api/v1/queue-runs/" + url.PathEscape(runID) + "/help-requests"}
+	if params != nil {
+		r.query, r.header = params.values()
+	}
+	var out HelpRequestPage
 	if err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}
@@ -2424,6 +2532,17 @@ func (c *Client) ListTurnForwards(ctx context.Context, turnID string) (*QueueFor
 	return &out, nil
 }
 
+// ListTurnHelpRequests: List a turn's help requests (GET
+// /api/v1/turns/{turnId}/help-requests, scope turns:read).
+func (c *Client) ListTurnHelpRequests(ctx context.Context, turnID string) (*HelpRequestPage, error) {
+	r := request{op: "listTurnHelpRequests", method: "GET", path: "/api/v1/turns/" + url.PathEscape(turnID) + "/help-requests"}
+	var out HelpRequestPage
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // HoldTurn: Hold a turn (POST /api/v1/turns/{turnId}/hold, scope
 // dispatch:write).
 func (c *Client) HoldTurn(ctx context.Context, turnID string) (*Turn, error) {
@@ -2589,6 +2708,16 @@ func (c *Client) GetReadiness(ctx context.Context) (*GetReadinessResponse, error
 	return &out, nil
 }
 
+// AskForHelp: The customer asks for help (POST /ticket/{token}/help).
+func (c *Client) AskForHelp(ctx context.Context, token string) (*Ticket, error) {
+	r := request{op: "askForHelp", method: "POST", path: "/ticket/" + url.PathEscape(token) + "/help"}
+	var out Ticket
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // LeaveQueue: The customer leaves the queue (POST /ticket/{token}/leave).
 func (c *Client) LeaveQueue(ctx context.Context, token string) (*Ticket, error) {
 	r := request{op: "leaveQueue", method: "POST", path: "/ticket/" + url.PathEscape(token) + "/leave"}
@@ -2617,7 +2746,9 @@ var operations = []Operation{
 	{ID: "adminListAPIKeys", Method: "GET", Path: "/admin/v1/accounts/{accountId}/api-keys", GoMethods: []string{"Admin.ListAPIKeys"}},
 	{ID: "adminRevokeAPIKey", Method: "POST", Path: "/admin/v1/api-keys/{keyId}/revoke", GoMethods: []string{"Admin.RevokeAPIKey"}},
 	{ID: "adminSetAccountPlan", Method: "PUT", Path: "/admin/v1/accounts/{accountId}/plan", GoMethods: []string{"Admin.SetAccountPlan"}},
+	{ID: "answerHelpRequest", Method: "POST", Path: "/api/v1/help-requests/{helpRequestId}/answer", GoMethods: []string{"Client.AnswerHelpRequest"}},
 	{ID: "arriveTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/arrive", GoMethods: []string{"Client.ArriveTurn"}},
+	{ID: "askForHelp", Method: "POST", Path: "/ticket/{token}/help", GoMethods: []string{"Client.AskForHelp"}},
 	{ID: "assignStation", Method: "POST", Path: "/api/v1/turns/{turnId}/assign-station", GoMethods: []string{"Client.AssignStation"}},
 	{ID: "callTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/call", GoMethods: []string{"Client.CallTurn"}},
 	{ID: "cancelAppointment", Method: "POST", Path: "/api/v1/appointments/{id}/cancel", GoMethods: []string{"Client.CancelAppointment"}},
@@ -2653,6 +2784,7 @@ var operations = []Operation{
 	{ID: "getDisplayBoard", Method: "GET", Path: "/display/{token}/board", GoMethods: []string{"Client.GetDisplayBoard"}},
 	{ID: "getDisplayPage", Method: "GET", Path: "/display/{token}", GoMethods: []string(nil)},
 	{ID: "getHealth", Method: "GET", Path: "/healthz", GoMethods: []string{"Client.GetHealth"}},
+	{ID: "getHelpRequest", Method: "GET", Path: "/api/v1/help-requests/{helpRequestId}", GoMethods: []string{"Client.GetHelpRequest"}},
 	{ID: "getMetrics", Method: "GET", Path: "/metrics", GoMethods: []string(nil)},
 	{ID: "getOpenAPIDocument", Method: "GET", Path: "/api/v1/openapi.json", GoMethods: []string{"Client.GetOpenAPIDocument"}},
 	{ID: "getPageStrings", Method: "GET", Path: "/i18n/{file}", GoMethods: []string(nil)},
@@ -2676,9 +2808,11 @@ var operations = []Operation{
 	{ID: "listQueueLinkForwards", Method: "GET", Path: "/api/v1/queue-links/{linkId}/forwards", GoMethods: []string{"Client.ListQueueLinkForwards"}},
 	{ID: "listQueueLinks", Method: "GET", Path: "/api/v1/queue-links", GoMethods: []string{"Client.ListQueueLinks"}},
 	{ID: "listQueues", Method: "GET", Path: "/api/v1/queues", GoMethods: []string{"Client.ListQueues"}},
+	{ID: "listRunHelpRequests", Method: "GET", Path: "/api/v1/queue-runs/{runId}/help-requests", GoMethods: []string{"Client.ListRunHelpRequests"}},
 	{ID: "listSlots", Method: "GET", Path: "/api/v1/queue-runs/{runId}/slots", GoMethods: []string{"Client.ListSlots"}},
 	{ID: "listStations", Method: "GET", Path: "/api/v1/queues/{queueId}/stations", GoMethods: []string{"Client.ListStations"}},
 	{ID: "listTurnForwards", Method: "GET", Path: "/api/v1/turns/{turnId}/forwards", GoMethods: []string{"Client.ListTurnForwards"}},
+	{ID: "listTurnHelpRequests", Method: "GET", Path: "/api/v1/turns/{turnId}/help-requests", GoMethods: []string{"Client.ListTurnHelpRequests"}},
 	{ID: "listTurns", Method: "GET", Path: "/api/v1/queue-runs/{runId}/turns", GoMethods: []string{"Client.ListTurns"}},
 	{ID: "listWebhookDeliveries", Method: "GET", Path: "/api/v1/webhook-deliveries", GoMethods: []string{"Client.ListWebhookDeliveries"}},
 	{ID: "listWebhookEndpoints", Method: "GET", Path: "/api/v1/webhook-endpoints", GoMethods: []string{"Client.ListWebhookEndpoints"}},
