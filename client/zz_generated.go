@@ -1491,6 +1491,17 @@ type ToleranceInput struct {
 	MaxReentries *int  `json:"maxReentries,omitempty"`
 }
 
+// TransferTurnRequest is a schema of the API.
+type TransferTurnRequest struct {
+	QueueID string `json:"queueId"`
+}
+
+// TransferTurnResponse is a schema of the API.
+type TransferTurnResponse struct {
+	From Turn `json:"from"`
+	To   Turn `json:"to"`
+}
+
 // Turn is a schema of the API.
 type Turn struct {
 	// AppointmentID: The checked-in appointment of a HYBRID queue this turn
@@ -2620,6 +2631,17 @@ func (c *Client) CreateTicketLink(ctx context.Context, turnID string, body Ticke
 	return &out, nil
 }
 
+// TransferTurn: Transfer a turn by hand to another queue (POST
+// /api/v1/turns/{turnId}/transfer, scope dispatch:write).
+func (c *Client) TransferTurn(ctx context.Context, turnID string, body TransferTurnRequest) (*TransferTurnResponse, error) {
+	r := request{op: "transferTurn", method: "POST", path: "/api/v1/turns/" + url.PathEscape(turnID) + "/transfer", body: &body}
+	var out TransferTurnResponse
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // ListWebhookDeliveries: The delivery log (GET /api/v1/webhook-deliveries,
 // scope webhooks:read).
 func (c *Client) ListWebhookDeliveries(ctx context.Context) (*WebhookDeliveryPage, error) {
@@ -2836,6 +2858,7 @@ var operations = []Operation{
 	{ID: "streamDisplayBoard", Method: "GET", Path: "/display/{token}/events", GoMethods: []string{"Client.SubscribeDisplayBoard"}},
 	{ID: "streamEvents", Method: "GET", Path: "/api/v1/events/stream", GoMethods: []string{"Client.SubscribeEvents", "Client.PollEvents"}},
 	{ID: "streamTicket", Method: "GET", Path: "/ticket/{token}/events", GoMethods: []string(nil)},
+	{ID: "transferTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/transfer", GoMethods: []string{"Client.TransferTurn"}},
 	{ID: "updateDisplayToken", Method: "PATCH", Path: "/api/v1/display-tokens/{tokenId}", GoMethods: []string{"Client.UpdateDisplayToken"}},
 	{ID: "updateEntity", Method: "PATCH", Path: "/api/v1/entities/{entityId}", GoMethods: []string{"Client.UpdateEntity"}},
 	{ID: "updateQueueLink", Method: "PATCH", Path: "/api/v1/queue-links/{linkId}", GoMethods: []string{"Client.UpdateQueueLink"}},

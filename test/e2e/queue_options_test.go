@@ -159,3 +159,112 @@ func TestHelpRequests(t *testing.T) {
 		}
 	})
 }
+
+type turnOut struct {
+	ID, QueueID, QueueRunID, DisplayCode, Status, Priority string
+	FormResponse                                           map[string]string
+}
+
+// TestTransferEnabled: a queue with transferEnabled lets staff move a turn
+// to another turn queue by hand (POST /turns/{id}/transfer): the turn is
+// cancelled with reason "transferred" and a turn with its code, priority
+// and answers waits in the destination. Off (the default) the transfer is
+// 409 TRANSFER_DISABLED and the turn stays; forward through a link works
+// either way (v1 compatibility). Bad destinations are named on queueId; a
+// destination refusing the turn leaves the source as it was.
+func TestTransferEnabled(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		app := start(t, apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 100000 }))
+		off := newLiveQueue(t, app, "Reception", map[string]any{"turnPrefix": "R"})
+		on := newLiveQueue(t, app, "Triage", map[string]any{"transferEnabled": true, "turnPrefix": "T",
+			"preAttention": map[string]any{"questions": []any{map[string]any{"id": "reason", "label": "Reason"}}}})
+		dest := newLiveQueue(t, app, "Cashier", nil)
+
+		// Off: refused, the turn stays; a link still forwards.
+		stay, _ := takeTicketTurn(t, app, off.RunID, map[string]any{})
+		if r := app.API(http.MethodPost, "/turns/"+stay+"/transfer", map[string]any{"queueId": dest.ID}); r.Status != http.StatusConflict || r.ErrorCode() != "TRANSFER_DISABLED" {
+			t.Fatalf("transfer with transferEnabled off: %d %s", r.Status, r.Body)
+		}
+		var still turnOut
+		app.API(http.MethodGet, "/turns/"+stay, nil).Must(http.StatusOK, &still)
+		if still.Status != "WAITING" || still.QueueID != off.ID {
+			t.Fatalf("refused transfer moved the turn: %+v", still)
+		}
+		var link struct{ ID string }
+		app.API(http.MethodPost, "/queue-links", map[string]any{"fromQueueDefinitionId": off.ID, "toQueueDefinitionId": dest.ID,
+			"trigger": "manual"}).Must(http.StatusCreated, &link)
+		var fw struct{ Status string }
+		app.API(http.MethodPost, "/turns/"+stay+"/forward", map[string]any{"linkId": link.ID}).Must(http.StatusCreated, &fw)
+		if fw.Status != "FORWARDED" {
+			t.Fatalf("forward with transferEnabled off: %+v", fw)
+		}
+
+		// On.
+		_, cursor := eventsSince(t, app, on.RunID, "")
+		var src turnOut
+		app.API(http.MethodPost, "/queue-runs/"+on.RunID+"/turns", map[string]any{"formResponse": map[string]any{"reason": "bills"}}).
+			Must(http.StatusCreated, &src)
+		app.API(http.MethodPost, "/turns/"+src.ID+"/priority", map[string]any{"priority": "HIGH"}).Must(http.StatusCreated, nil)
+		app.API(http.MethodPost, "/turns/"+src.ID+"/call", map[string]any{}).Must(http.StatusCreated, nil)
+
+		for _, c := range []struct {
+			body      map[string]any
+			status    int
+			code, why string
+		}{
+			{map[string]any{}, http.StatusBadRequest, "VALIDATION_ERROR", "no queueId"},
+			{map[string]any{"queueId": on.ID}, http.StatusUnprocessableEntity, "SAME_QUEUE", "its own queue"},
+			{map[string]any{"queueId": "que_nothere"}, http.StatusUnprocessableEntity, "QUEUE_NOT_FOUND", "an unknown queue"},
+		} {
+			r := app.API(http.MethodPost, "/turns/"+src.ID+"/transfer", c.body)
+			if r.Status != c.status || r.ErrorCode() != c.code {
+				t.Fatalf("%s: %d %s", c.why, r.Status, r.Body)
+			}
+			if c.status == http.StatusUnprocessableEntity && r.JSON()["error"].(map[string]any)["details"].(map[string]any)["field"] != "queueId" {
+				t.Fatalf("%s: details name no field: %s", c.why, r.Body)
+			}
+		}
+		otherAcc, otherKey := app.NewAccount("premium", "all")
+		_ = otherAcc
+		var ent struct{ ID string }
+		app.APIWith(otherKey, http.MethodPost, "/entities", map[string]any{"name": "Elsewhere"}).Must(http.StatusCreated, &ent)
+		var foreign struct{ ID string }
+		app.APIWith(otherKey, http.MethodPost, "/queues", map[string]any{"entityId": ent.ID, "name": "Theirs", "type": "TURN"}).
+			Must(http.StatusCreated, &foreign)
+		if r := app.API(http.MethodPost, "/turns/"+src.ID+"/transfer", map[string]any{"queueId": foreign.ID}); r.Status != http.StatusForbidden {
+			t.Fatalf("another account's queue: %d %s", r.Status, r.Body)
+		}
+		// The destination refuses (intake closed): nothing changes.
+		app.API(http.MethodPost, "/queue-runs/"+dest.RunID+"/close-intake", nil).Must(http.StatusCreated, nil)
+		if r := app.API(http.MethodPost, "/turns/"+src.ID+"/transfer", map[string]any{"queueId": dest.ID}); r.Status != http.StatusConflict || r.ErrorCode() != "INTAKE_CLOSED" {
+			t.Fatalf("destination intake closed: %d %s", r.Status, r.Body)
+		}
+		app.API(http.MethodGet, "/turns/"+src.ID, nil).Must(http.StatusOK, &still)
+		if still.Status != "CALLED" {
+			t.Fatalf("a refused transfer changed the turn: %+v", still)
+		}
+		app.API(http.MethodPost, "/queue-runs/"+dest.RunID+"/open-intake", nil).Must(http.StatusCreated, nil)
+
+		var moved struct{ From, To turnOut }
+		app.API(http.MethodPost, "/turns/"+src.ID+"/transfer", map[string]any{"queueId": dest.ID}).Must(http.StatusCreated, &moved)
+		if moved.From.ID != src.ID || moved.From.Status != "CANCELLED" || moved.To.QueueID != dest.ID || moved.To.QueueRunID != dest.RunID ||
+			moved.To.Status != "WAITING" || moved.To.DisplayCode != src.DisplayCode || moved.To.Priority != "HIGH" ||
+			moved.To.FormResponse["reason"] != "bills" {
+			t.Fatalf("transferred %+v (source %+v)", moved, src)
+		}
+		evs, _ := eventsSince(t, app, on.RunID, cursor)
+		var reason any
+		for _, m := range evs {
+			if m.Event == "turn.cancelled" && m.Data["turnId"] == src.ID {
+				reason = m.Data["reason"]
+			}
+		}
+		if reason != "transferred" {
+			t.Fatalf("turn.cancelled of the source: reason %v (events %v)", reason, eventNames(evs))
+		}
+		// A finished turn is not transferred.
+		if r := app.API(http.MethodPost, "/turns/"+src.ID+"/transfer", map[string]any{"queueId": dest.ID}); r.Status != http.StatusConflict || r.ErrorCode() != "INVALID_TRANSITION" {
+			t.Fatalf("transfer of a cancelled turn: %d %s", r.Status, r.Body)
+		}
+	})
+}
