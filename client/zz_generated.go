@@ -134,6 +134,7 @@ type AnalyticsQueueDashboard struct {
 	QueueID                    string           `json:"queueId"`
 	QueueName                  string           `json:"queueName"`
 	ServedToday                int              `json:"servedToday"`
+	SLAToday                   AnalyticsSLA     `json:"slaToday"`
 	// Timezone: The queue's time zone (UTC when unset).
 	Timezone string `json:"timezone"`
 	// Today: The queue's current local day.
@@ -156,10 +157,20 @@ type AnalyticsQueueSummary struct {
 	QueueName    string             `json:"queueName"`
 	Served       int                `json:"served"`
 	Service      AnalyticsDurations `json:"service"`
+	SLA          AnalyticsSLA       `json:"sla"`
 	Timezone     string             `json:"timezone"`
 	TurnsCreated int                `json:"turnsCreated"`
 	Wait         AnalyticsDurations `json:"wait"`
 }
+
+// AnalyticsSLA: The share of the period's turns within the queue's sla
+// targets (docs/queues.md): wait over the turns called in the period (from
+// taking the turn to the call, at most sla.maxWaitMinutes), service over the
+// turns completed with a service time (at most sla.maxServiceMinutes). Null
+// when the queue has neither target; each member null without its target. In
+// the total, each sums the queues that have the target. The targets in effect
+// now apply to the whole period. The raw JSON of either form.
+type AnalyticsSLA = json.RawMessage
 
 // AnalyticsSeconds: Seconds; null when there is nothing to measure.
 type AnalyticsSeconds struct {
@@ -174,6 +185,7 @@ type AnalyticsStats struct {
 	NoShows               int                `json:"noShows"`
 	Served                int                `json:"served"`
 	Service               AnalyticsDurations `json:"service"`
+	SLA                   AnalyticsSLA       `json:"sla"`
 	TurnsCreated          int                `json:"turnsCreated"`
 	Wait                  AnalyticsDurations `json:"wait"`
 }
@@ -437,9 +449,14 @@ type DisplayBoardTurnStation struct {
 // service times, the likely range. The wait is null when nobody waits.
 type DisplayBoardWaiting struct {
 	Count int `json:"count"`
+	// MaxWaitMinutes: The queue's sla.maxWaitMinutes (null without one).
+	MaxWaitMinutes Nullable[int] `json:"maxWaitMinutes,omitzero"`
 	// Next: The display codes of the first waiting turns, the next to be called
 	// first (a screen may show them as "next up").
-	Next        []string       `json:"next,omitempty"`
+	Next []string `json:"next,omitempty"`
+	// OverSLA: How many of them have waited longer than the queue's
+	// sla.maxWaitMinutes; null when the queue has no such target.
+	OverSLA     Nullable[int]  `json:"overSla,omitzero"`
 	WaitMinutes *int           `json:"waitMinutes"`
 	WaitRange   *TurnWaitRange `json:"waitRange"`
 }
@@ -1728,6 +1745,7 @@ const (
 	WebhookEventNameAppointmentCompleted WebhookEventName = "appointment.completed"
 	WebhookEventNameTurnHelpRequested    WebhookEventName = "turn.help_requested"
 	WebhookEventNameTurnHelpAnswered     WebhookEventName = "turn.help_answered"
+	WebhookEventNameTurnSLABreached      WebhookEventName = "turn.sla_breached"
 )
 
 // WeeklyHoursInput: One opening interval, from open to close in the queue's

@@ -152,6 +152,12 @@ type BoardWaiting struct {
 	// Next are the display codes of the first NextUp waiting turns, the
 	// next to be called first; a screen may show them ("next up").
 	Next []string `json:"next"`
+	// OverSLA is how many of them have waited longer than the queue's
+	// sla.maxWaitMinutes (docs/queues.md); null when it has none. A
+	// screen may flag it ("3 waiting over 15 min").
+	OverSLA *int `json:"overSla"`
+	// MaxWaitMinutes is that target (null without one).
+	MaxWaitMinutes *int `json:"maxWaitMinutes"`
 }
 
 // NextUp is how many waiting codes the board lists as next up.

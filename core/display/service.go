@@ -285,6 +285,12 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 	sort.SliceStable(b.Calling, func(i, j int) bool { return later(b.Calling[i].CalledAt, b.Calling[j].CalledAt) })
 
 	page = platform.PageRequest{Limit: platform.MaxPageLimit}
+	var over *int
+	var maxWait time.Duration
+	if m := q.SLA.MaxWaitMinutes; m != nil {
+		over, maxWait = new(int), time.Duration(*m)*time.Minute
+		b.Waiting.OverSLA, b.Waiting.MaxWaitMinutes = over, m
+	}
 	var last *turns.View
 	var ahead []turns.View
 	for {
@@ -295,6 +301,9 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 		for i := range p.Items {
 			v := p.Items[i]
 			b.Waiting.Count++
+			if over != nil && !b.GeneratedAt.Before(v.CreatedAt.Add(maxWait)) {
+				*over++
+			}
 			if v.Position != nil {
 				ahead = append(ahead, v)
 			}

@@ -27,6 +27,7 @@ var payloads = map[string]any{
 	platform.EventAppointmentScheduled: appointments.AppointmentScheduled{AppointmentID: "apt_1", QueueRunID: "run_1", SlotStart: "2026-03-08T09:00:00Z"},
 	platform.EventAppointmentCompleted: appointments.AppointmentCompleted{AppointmentID: "apt_1", QueueRunID: "run_1", Status: "COMPLETED"},
 	platform.EventTurnHelpRequested:    ticket.HelpRequestedData{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", HelpRequestID: "hlp_1", QueueID: "que_1"},
+	platform.EventTurnSLABreached:      turns.TurnSLABreached{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", MaxWaitMinutes: 10, Status: "WAITING"},
 	platform.EventTurnHelpAnswered:     ticket.HelpAnsweredData{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", HelpRequestID: "hlp_1", QueueID: "que_1", Reply: "On my way"},
 }
 

@@ -23,13 +23,14 @@ const (
 	// the ticket page, and a turn waiting past its queue's SLA.
 	EventTurnHelpRequested = "turn.help_requested"
 	EventTurnHelpAnswered  = "turn.help_answered"
+	EventTurnSLABreached   = "turn.sla_breached"
 )
 
 // EventNames lists every event a webhook endpoint can subscribe to.
 var EventNames = []string{
 	EventTurnCreated, EventTurnCalled, EventTurnCompleted, EventTurnCancelled, EventTurnReopened,
 	EventQueueOpened, EventQueueClosed, EventAppointmentScheduled, EventAppointmentCompleted,
-	EventTurnHelpRequested, EventTurnHelpAnswered,
+	EventTurnHelpRequested, EventTurnHelpAnswered, EventTurnSLABreached,
 }
 
 // IsEventName reports whether name is an event of spec section 6.

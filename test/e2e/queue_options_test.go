@@ -3,6 +3,7 @@ package e2e
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
@@ -265,6 +266,185 @@ func TestTransferEnabled(t *testing.T) {
 		// A finished turn is not transferred.
 		if r := app.API(http.MethodPost, "/turns/"+src.ID+"/transfer", map[string]any{"queueId": dest.ID}); r.Status != http.StatusConflict || r.ErrorCode() != "INVALID_TRANSITION" {
 			t.Fatalf("transfer of a cancelled turn: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// waitEvents polls the run's events until want of name have come or d
+// passes; it returns those of name.
+func waitEvents(t *testing.T, app *apptest.App, runID, cursor, name string, want int, d time.Duration) []streamMessage {
+	t.Helper()
+	var got []streamMessage
+	deadline := time.Now().Add(d)
+	for {
+		var evs []streamMessage
+		evs, cursor = eventsSince(t, app, runID, cursor)
+		for _, m := range evs {
+			if m.Event == name {
+				got = append(got, m)
+			}
+		}
+		if len(got) >= want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type slaShare struct {
+	TargetMinutes *int
+	Measured      int
+	Within        int
+	Share         *float64
+}
+
+type slaShares struct{ Wait, Service *slaShare }
+
+func wantShare(t *testing.T, what string, got *slaShare, target *int, measured, within int) {
+	t.Helper()
+	if got == nil {
+		t.Fatalf("%s: no share", what)
+	}
+	if (got.TargetMinutes == nil) != (target == nil) || target != nil && *got.TargetMinutes != *target ||
+		got.Measured != measured || got.Within != within {
+		t.Fatalf("%s: %+v, want target %v, %d of %d", what, *got, target, within, measured)
+	}
+	if measured > 0 && (got.Share == nil || *got.Share != float64(within)/float64(measured)) {
+		t.Fatalf("%s: share %v", what, got.Share)
+	}
+}
+
+// TestSLA: a turn waiting past its queue's sla.maxWaitMinutes raises
+// turn.sla_breached once (a scheduled job: River in PostgreSQL mode, the
+// in-process runner in memory mode) and the board counts it over the
+// target; analytics' summary and dashboard give the share of turns called
+// within maxWaitMinutes and served within maxServiceMinutes, per queue and
+// in total; a queue without targets has sla null and raises nothing.
+func TestSLA(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		app := start(t, apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 100000 }))
+		strict := newLiveQueue(t, app, "Strict", map[string]any{"sla": map[string]any{"maxWaitMinutes": 0, "maxServiceMinutes": 0}})
+		easy := newLiveQueue(t, app, "Easy", nil)
+		var qv struct {
+			SLA struct{ MaxWaitMinutes, MaxServiceMinutes *int }
+		}
+		app.API(http.MethodPut, "/queues/"+easy.ID+"/sla", map[string]any{"maxWaitMinutes": 30, "maxServiceMinutes": 30}).Must(http.StatusOK, &qv)
+		if qv.SLA.MaxWaitMinutes == nil || *qv.SLA.MaxWaitMinutes != 30 {
+			t.Fatalf("PUT sla: %+v", qv)
+		}
+		none := newLiveQueue(t, app, "No targets", nil)
+		_, noneCursor := eventsSince(t, app, none.RunID, "")
+
+		// A turn waiting past 0 minutes: one event, and the board counts it.
+		_, cursor := eventsSince(t, app, strict.RunID, "")
+		late, code := takeTicketTurn(t, app, strict.RunID, map[string]any{})
+		got := waitEvents(t, app, strict.RunID, cursor, "turn.sla_breached", 1, 20*time.Second)
+		if len(got) != 1 || got[0].Data["turnId"] != late || got[0].Data["displayCode"] != code || got[0].Data["maxWaitMinutes"] != float64(0) ||
+			got[0].Data["status"] != "WAITING" {
+			t.Fatalf("sla events %+v", got)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if again := waitEvents(t, app, strict.RunID, cursor, "turn.sla_breached", 2, 0); len(again) != 1 {
+			t.Fatalf("raised %d times, want once", len(again))
+		}
+		tok := newDisplayToken(t, app, strict.RunID)
+		r := app.Do(http.MethodGet, "/display/"+tok.Token+"/board", nil, nil)
+		var board struct {
+			Waiting struct {
+				OverSLA        *int `json:"overSla"`
+				MaxWaitMinutes *int
+			}
+		}
+		r.Decode(&board)
+		if board.Waiting.OverSLA == nil || *board.Waiting.OverSLA != 1 || board.Waiting.MaxWaitMinutes == nil || *board.Waiting.MaxWaitMinutes != 0 {
+			t.Fatalf("board %s", r.Body)
+		}
+		noneTok := newDisplayToken(t, app, none.RunID)
+		r = app.Do(http.MethodGet, "/display/"+noneTok.Token+"/board", nil, nil)
+		r.Decode(&board)
+		if board.Waiting.OverSLA != nil {
+			t.Fatalf("board without a target: %s", r.Body)
+		}
+
+		// Served: the strict queue misses both targets (some time passes),
+		// the easy one meets both.
+		serve := func(runID string) {
+			var v struct{ ID string }
+			app.API(http.MethodPost, "/queue-runs/"+runID+"/dispatch/next", nil).Must(http.StatusCreated, &v)
+			time.Sleep(20 * time.Millisecond)
+			app.API(http.MethodPost, "/turns/"+v.ID+"/start", nil).Must(http.StatusCreated, nil)
+			time.Sleep(20 * time.Millisecond)
+			app.API(http.MethodPost, "/turns/"+v.ID+"/complete", nil).Must(http.StatusCreated, nil)
+		}
+		serve(strict.RunID)
+		takeTicketTurn(t, app, easy.RunID, map[string]any{})
+		serve(easy.RunID)
+		takeTicketTurn(t, app, none.RunID, map[string]any{})
+		serve(none.RunID)
+
+		var sum struct {
+			Queues []struct {
+				QueueID string
+				SLA     *slaShares
+			}
+			Total struct{ SLA *slaShares }
+		}
+		app.API(http.MethodGet, "/analytics/summary", nil).Must(http.StatusOK, &sum)
+		zero, thirty := 0, 30
+		for _, q := range sum.Queues {
+			switch q.QueueID {
+			case strict.ID:
+				if q.SLA == nil {
+					t.Fatal("strict: sla null")
+				}
+				wantShare(t, "strict wait", q.SLA.Wait, &zero, 1, 0)
+				wantShare(t, "strict service", q.SLA.Service, &zero, 1, 0)
+			case easy.ID:
+				if q.SLA == nil {
+					t.Fatal("easy: sla null")
+				}
+				wantShare(t, "easy wait", q.SLA.Wait, &thirty, 1, 1)
+				wantShare(t, "easy service", q.SLA.Service, &thirty, 1, 1)
+			case none.ID:
+				if q.SLA != nil {
+					t.Fatalf("a queue without targets: sla %+v", q.SLA)
+				}
+			}
+		}
+		if sum.Total.SLA == nil {
+			t.Fatal("total: sla null")
+		}
+		wantShare(t, "total wait", sum.Total.SLA.Wait, nil, 2, 1)
+		wantShare(t, "total service", sum.Total.SLA.Service, nil, 2, 1)
+
+		var dash struct {
+			Queues []struct {
+				QueueID  string
+				SLAToday *slaShares `json:"slaToday"`
+			}
+		}
+		app.API(http.MethodGet, "/analytics/dashboard", nil).Must(http.StatusOK, &dash)
+		for _, q := range dash.Queues {
+			switch q.QueueID {
+			case easy.ID:
+				if q.SLAToday == nil {
+					t.Fatal("dashboard easy: slaToday null")
+				}
+				wantShare(t, "dashboard easy wait", q.SLAToday.Wait, &thirty, 1, 1)
+				wantShare(t, "dashboard easy service", q.SLAToday.Service, &thirty, 1, 1)
+			case strict.ID:
+				if q.SLAToday == nil {
+					t.Fatal("dashboard strict: slaToday null")
+				}
+				wantShare(t, "dashboard strict service", q.SLAToday.Service, &zero, 1, 0)
+			case none.ID:
+				if q.SLAToday != nil {
+					t.Fatalf("dashboard without targets: %+v", q.SLAToday)
+				}
+			}
+		}
+		if evs := waitEvents(t, app, none.RunID, noneCursor, "turn.sla_breached", 1, 0); len(evs) != 0 {
+			t.Fatalf("a queue without targets raised %d", len(evs))
 		}
 	})
 }
