@@ -399,6 +399,9 @@ type DisplayBoard struct {
 	// Recent: The last calls before them (at most 6), newest first.
 	Recent []DisplayBoardTurn `json:"recent"`
 	Run    DisplayBoardRun    `json:"run"`
+	// ShowSecurity: The queue's arrivalBoard.showSecurity; the called turns then
+	// carry securityCode.
+	ShowSecurity *bool `json:"showSecurity,omitempty"`
 	// Waiting: The line as the waiting room sees it: how many turns wait
 	// (WAITING), and the wait of the last of them, about what a newcomer faces:
 	// the estimate in minutes and, once the queue has enough measured service
@@ -431,10 +434,14 @@ type DisplayBoardTurn struct {
 	CalledAt *time.Time `json:"calledAt"`
 	// Columns: The turn's answers for the arrivalBoard columns, by column key;
 	// only those columns.
-	Columns     map[string]string        `json:"columns"`
-	DisplayCode string                   `json:"displayCode"`
-	Station     *DisplayBoardTurnStation `json:"station"`
-	TurnID      string                   `json:"turnId"`
+	Columns     map[string]string `json:"columns"`
+	DisplayCode string            `json:"displayCode"`
+	// SecurityCode: The turn's pickup security code when the queue's
+	// arrivalBoard.showSecurity is on (the ticket page shows the same); null
+	// otherwise.
+	SecurityCode Nullable[string]         `json:"securityCode,omitzero"`
+	Station      *DisplayBoardTurnStation `json:"station"`
+	TurnID       string                   `json:"turnId"`
 }
 
 // DisplayBoardTurnStation is a schema of the API.
@@ -1438,6 +1445,10 @@ type Ticket struct {
 	Language    *DisplayLanguage `json:"language"`
 	Queue       TicketPlace      `json:"queue"`
 	RunOpen     bool             `json:"runOpen"`
+	// SecurityCode: The turn's pickup security code when the queue's
+	// arrivalBoard.showSecurity is on (the arrival board shows the same beside
+	// the turn); null otherwise.
+	SecurityCode *string `json:"securityCode"`
 	// Station: Where to go, once called (null: the counter).
 	Station     *string        `json:"station"`
 	Status      string         `json:"status"`

@@ -125,6 +125,9 @@ type Board struct {
 	Queue   BoardQueue `json:"queue"`
 	Run     BoardRun   `json:"run"`
 	Columns []Column   `json:"columns"`
+	// ShowSecurity is the queue's arrivalBoard.showSecurity: the called
+	// turns carry their security codes, shown in a column of their own.
+	ShowSecurity bool `json:"showSecurity"`
 	// Calling are the turns called now (CALLED), the most recent call
 	// first.
 	Calling []BoardTurn `json:"calling"`
@@ -194,6 +197,9 @@ type BoardTurn struct {
 	Station     *BoardStation     `json:"station"`
 	CalledAt    *time.Time        `json:"calledAt"`
 	Columns     map[string]string `json:"columns"`
+	// SecurityCode is the turn's pickup code when the queue's
+	// arrivalBoard.showSecurity is on (null otherwise).
+	SecurityCode *string `json:"securityCode"`
 }
 
 // BoardStation is where a called turn goes.

@@ -248,13 +248,14 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 		stations[st.ID] = BoardStation{ID: st.ID, Label: st.Label}
 	}
 	b := Board{
-		Queue:       BoardQueue{ID: q.ID, Name: q.Name, Subtitle: q.Subtitle},
-		Run:         BoardRun{ID: run.ID, Status: run.Status, IntakeOpen: run.IntakeOpen},
-		Columns:     columns(q),
-		Calling:     []BoardTurn{},
-		Recent:      []BoardTurn{},
-		Options:     t.Options,
-		GeneratedAt: s.clock.Now(),
+		Queue:        BoardQueue{ID: q.ID, Name: q.Name, Subtitle: q.Subtitle},
+		Run:          BoardRun{ID: run.ID, Status: run.Status, IntakeOpen: run.IntakeOpen},
+		Columns:      columns(q),
+		ShowSecurity: turns.ShowsSecurity(q),
+		Calling:      []BoardTurn{},
+		Recent:       []BoardTurn{},
+		Options:      t.Options,
+		GeneratedAt:  s.clock.Now(),
 	}
 
 	page := platform.PageRequest{Limit: platform.MaxPageLimit}
@@ -266,6 +267,9 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 		}
 		for _, v := range p.Items {
 			bt := BoardTurn{TurnID: v.ID, DisplayCode: v.DisplayCode, CalledAt: v.CalledAt, Columns: map[string]string{}}
+			if b.ShowSecurity {
+				bt.SecurityCode = platform.Ptr(turns.SecurityCode(v.ID))
+			}
 			if v.Station != nil {
 				bt.Station = &BoardStation{ID: v.Station.ID, Label: v.Station.Label}
 			}

@@ -208,6 +208,10 @@ func (s *Service) Ticket(ctx context.Context, l Link, t turns.View) (Ticket, err
 		last = &asked[len(asked)-1]
 	}
 	out.Help = helpOf(q, t, last)
+	if turns.ShowsSecurity(q) {
+		code := turns.SecurityCode(t.ID)
+		out.SecurityCode = &code
+	}
 	return out, nil
 }
 

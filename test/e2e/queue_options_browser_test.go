@@ -83,3 +83,48 @@ func TestTicketPageHelpInABrowser(t *testing.T) {
 	t.Logf("answer to the ticket page: %v", time.Since(answered).Round(time.Millisecond))
 	screenshot(t, nav, "ticket-help-answered.png")
 }
+
+// TestTicketPageSecurityCodeInABrowser: with arrivalBoard.showSecurity the
+// customer's ticket page shows the security code, and the board (a TV tab)
+// shows the same code in a column beside the called turn; without it the
+// page shows none and the board has no such column.
+func TestTicketPageSecurityCodeInABrowser(t *testing.T) {
+	ctx := browser(t)
+	app := apptest.Memory(t, apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 100000 }))
+	for _, show := range []bool{true, false} {
+		q := newLiveQueue(t, app, "Pickup", map[string]any{"arrivalBoard": map[string]any{
+			"columns": []any{map[string]any{"key": "plate", "label": "Plate"}}, "showSecurity": show}})
+		id, _ := takeTicketTurn(t, app, q.RunID, map[string]any{"formResponse": map[string]any{}})
+		link := newTicketLink(t, app, id, nil)
+		_, tk := readTicket(t, app, link.Token)
+		nav := openTicketPage(t, ctx, link.URL)
+		if !show {
+			var shown bool
+			if err := chromedp.Run(nav, chromedp.Evaluate(visible("#security"), &shown)); err != nil || shown {
+				t.Fatalf("showSecurity off: the page shows a security code (%v)", err)
+			}
+			continue
+		}
+		code := *tk.SecurityCode
+		if err := within(nav, 2*time.Second, visible("#security")+" && "+shows("#security", "Security code: "+code)); err != nil {
+			fail(t, nav, "ticket-security-failed.png", "the security code", err)
+		}
+		screenshot(t, nav, "ticket-security-code.png")
+
+		tv, cancelTV := newWindow(t, ctx)
+		defer cancelTV()
+		if err := chromedp.Run(tv, chromedp.EmulateViewport(1920, 1080), chromedp.Navigate(newDisplayToken(t, app, q.RunID).URL)); err != nil {
+			t.Fatal(err)
+		}
+		if err := within(tv, 10*time.Second, `window.qmsBoard && window.qmsBoard.state === "live"`); err != nil {
+			t.Fatalf("the board never went live: %v", err)
+		}
+		app.API(http.MethodPost, "/turns/"+id+"/call", map[string]any{"stationId": q.StationID}).Must(http.StatusCreated, nil)
+		row := `document.querySelector('#calling-rows tr[data-turn-id="` + id + `"]')`
+		if err := within(tv, 3*time.Second, `!!`+row+` && `+row+`.querySelector("td.security")?.innerText === `+strconv.Quote(code)+
+			` && `+shows("#calling-head", "Security code")); err != nil {
+			fail(t, tv, "board-security-failed.png", "the board's security column", err)
+		}
+		screenshot(t, tv, "board-security-code.png")
+	}
+}

@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
 )
@@ -445,6 +447,89 @@ func TestSLA(t *testing.T) {
 		}
 		if evs := waitEvents(t, app, none.RunID, noneCursor, "turn.sla_breached", 1, 0); len(evs) != 0 {
 			t.Fatalf("a queue without targets raised %d", len(evs))
+		}
+	})
+}
+
+// TestDispatchersShareTheWait: a queue without stations divides the wait
+// estimate by its dispatchers (0 counts as 1), on the turn view and the
+// ticket page; a queue with stations divides by its stations whatever
+// dispatchers says.
+func TestDispatchersShareTheWait(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		app := start(t, apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 100000 }))
+		var e client.Entity
+		app.API(http.MethodPost, "/entities", map[string]any{"name": "Branch"}).Must(http.StatusCreated, &e)
+		mk := func(dispatchers int, stations int) string {
+			body := map[string]any{"entityId": e.ID, "name": "Line", "type": "TURN", "dispatchers": dispatchers}
+			var st []any
+			for i := range stations {
+				st = append(st, map[string]any{"label": "Desk " + string(rune('A'+i))})
+			}
+			if st != nil {
+				body["stations"] = st
+			}
+			var q client.QueueView
+			app.API(http.MethodPost, "/queues", body).Must(http.StatusCreated, &q)
+			return q.Runs[0].ID
+		}
+		for _, c := range []struct {
+			dispatchers, stations, servers int
+		}{{1, 0, 1}, {3, 0, 3}, {0, 0, 1}, {5, 2, 2}} {
+			run := mk(c.dispatchers, c.stations)
+			var third string
+			for range 3 {
+				third, _ = takeTicketTurn(t, app, run, map[string]any{})
+			}
+			var v struct {
+				WaitEstimate struct{ Seconds, Minutes, Servers, AverageServiceSeconds int }
+			}
+			app.API(http.MethodGet, "/turns/"+third, nil).Must(http.StatusOK, &v)
+			w := v.WaitEstimate
+			if w.Servers != c.servers || w.Seconds != 3*w.AverageServiceSeconds/c.servers {
+				t.Fatalf("dispatchers %d, stations %d: estimate %+v, want %d servers", c.dispatchers, c.stations, w, c.servers)
+			}
+			_, tk := readTicket(t, app, newTicketLink(t, app, third, nil).Token)
+			if tk.WaitMinutes == nil || *tk.WaitMinutes != w.Minutes {
+				t.Fatalf("dispatchers %d: the ticket says %v minutes, the turn %d", c.dispatchers, tk.WaitMinutes, w.Minutes)
+			}
+		}
+	})
+}
+
+// TestArrivalBoardSecurityCode: with arrivalBoard.showSecurity the ticket
+// page and the board show the same four-digit code for a turn (the board
+// beside the called turn); without it neither shows one.
+func TestArrivalBoardSecurityCode(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		app := start(t, apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 100000 }))
+		for _, show := range []bool{true, false} {
+			q := newLiveQueue(t, app, "Pickup", map[string]any{"arrivalBoard": map[string]any{
+				"columns": []any{map[string]any{"key": "plate", "label": "Plate"}}, "showSecurity": show}})
+			id, _ := takeTicketTurn(t, app, q.RunID, map[string]any{})
+			_, tk := readTicket(t, app, newTicketLink(t, app, id, nil).Token)
+			app.API(http.MethodPost, "/turns/"+id+"/call", map[string]any{"stationId": q.StationID}).Must(http.StatusCreated, nil)
+			var b struct {
+				ShowSecurity bool
+				Calling      []struct {
+					TurnID       string
+					SecurityCode *string
+				}
+			}
+			app.Do(http.MethodGet, "/display/"+newDisplayToken(t, app, q.RunID).Token+"/board", nil, nil).Must(http.StatusOK, &b)
+			if len(b.Calling) != 1 || b.Calling[0].TurnID != id || b.ShowSecurity != show {
+				t.Fatalf("showSecurity %v: board %+v", show, b)
+			}
+			if !show {
+				if tk.SecurityCode != nil || b.Calling[0].SecurityCode != nil {
+					t.Fatalf("showSecurity off: ticket %v, board %v", tk.SecurityCode, b.Calling[0].SecurityCode)
+				}
+				continue
+			}
+			if tk.SecurityCode == nil || len(*tk.SecurityCode) != 4 || strings.Trim(*tk.SecurityCode, "0123456789") != "" ||
+				b.Calling[0].SecurityCode == nil || *b.Calling[0].SecurityCode != *tk.SecurityCode {
+				t.Fatalf("showSecurity on: ticket %v, board %v", tk.SecurityCode, b.Calling[0].SecurityCode)
+			}
 		}
 	})
 }

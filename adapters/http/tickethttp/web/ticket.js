@@ -98,6 +98,9 @@
     $("expires").hidden = !tk.expiresAt;
     if (tk.expiresAt) { text($("expires"), t("ticket.expiresAt", { time: i18n.time(new Date(tk.expiresAt)) })); }
     renderHelp(tk.help);
+    // The pickup security code (the queue's arrivalBoard.showSecurity).
+    $("security").hidden = !tk.securityCode;
+    text($("security-code"), tk.securityCode || "");
     $("leave").hidden = !tk.canLeave;
     $("alerts").hidden = finished;
     text($("updated"), t("ticket.updated", { time: i18n.time(new Date()) }));
