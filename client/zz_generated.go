@@ -620,6 +620,19 @@ type GetHealthResponse struct {
 	Status string `json:"status"`
 }
 
+// GetPhonePointsParams are the optional parameters of getPhonePoints.
+type GetPhonePointsParams struct {
+	Phone *string
+}
+
+func (p *GetPhonePointsParams) values() (url.Values, http.Header) {
+	q, h := url.Values{}, http.Header{}
+	if p.Phone != nil {
+		q.Add("phone", *p.Phone)
+	}
+	return q, h
+}
+
 // GetReadinessResponse is a schema of the API.
 type GetReadinessResponse struct {
 	Status string `json:"status"`
@@ -1016,6 +1029,19 @@ type Pagination struct {
 	Limit int `json:"limit"`
 	// NextCursor: The cursor of the next page, null on the last page.
 	NextCursor *string `json:"nextCursor"`
+}
+
+// PhonePoints is a schema of the API.
+type PhonePoints struct {
+	// Earned: The phone's served turns in the queue still kept (one point each).
+	Earned int `json:"earned"`
+	// Full: points reached maxPoints.
+	Full      bool   `json:"full"`
+	MaxPoints int    `json:"maxPoints"`
+	Phone     string `json:"phone"`
+	// Points: earned, at most maxPoints.
+	Points  int    `json:"points"`
+	QueueID string `json:"queueId"`
 }
 
 // Plan: Only premium accounts reach the API.
@@ -1608,6 +1634,14 @@ type TurnCreate struct {
 type TurnPage struct {
 	Data       []Turn     `json:"data"`
 	Pagination Pagination `json:"pagination"`
+}
+
+// TurnPoints is a schema of the API.
+type TurnPoints struct {
+	Earned  int          `json:"earned"`
+	Phone   *PhonePoints `json:"phone"`
+	QueueID string       `json:"queueId"`
+	TurnID  string       `json:"turnId"`
 }
 
 // TurnPriority is a schema of the API.
@@ -2419,6 +2453,20 @@ func (c *Client) SetQueueNumberingReset(ctx context.Context, queueID string, bod
 	return &out, nil
 }
 
+// GetPhonePoints: A phone's loyalty points in a queue (GET
+// /api/v1/queues/{queueId}/points, scope turns:read).
+func (c *Client) GetPhonePoints(ctx context.Context, queueID string, params *GetPhonePointsParams) (*PhonePoints, error) {
+	r := request{op: "getPhonePoints", method: "GET", path: "/api/v1/queues/" + url.PathEscape(queueID) + "/points"}
+	if params != nil {
+		r.query, r.header = params.values()
+	}
+	var out PhonePoints
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // SetQueueSLA: Set the SLA (PUT /api/v1/queues/{queueId}/sla, scope
 // queues:write).
 func (c *Client) SetQueueSLA(ctx context.Context, queueID string, body SLAInput) (*QueueView, error) {
@@ -2599,6 +2647,17 @@ func (c *Client) HoldTurn(ctx context.Context, turnID string) (*Turn, error) {
 func (c *Client) NoShowTurn(ctx context.Context, turnID string) (*Turn, error) {
 	r := request{op: "noShowTurn", method: "POST", path: "/api/v1/turns/" + url.PathEscape(turnID) + "/no-show"}
 	var out Turn
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetTurnPoints: What a turn earned (GET /api/v1/turns/{turnId}/points, scope
+// turns:read).
+func (c *Client) GetTurnPoints(ctx context.Context, turnID string) (*TurnPoints, error) {
+	r := request{op: "getTurnPoints", method: "GET", path: "/api/v1/turns/" + url.PathEscape(turnID) + "/points"}
+	var out TurnPoints
 	if err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}
@@ -2839,6 +2898,7 @@ var operations = []Operation{
 	{ID: "getMetrics", Method: "GET", Path: "/metrics", GoMethods: []string(nil)},
 	{ID: "getOpenAPIDocument", Method: "GET", Path: "/api/v1/openapi.json", GoMethods: []string{"Client.GetOpenAPIDocument"}},
 	{ID: "getPageStrings", Method: "GET", Path: "/i18n/{file}", GoMethods: []string(nil)},
+	{ID: "getPhonePoints", Method: "GET", Path: "/api/v1/queues/{queueId}/points", GoMethods: []string{"Client.GetPhonePoints"}},
 	{ID: "getQueue", Method: "GET", Path: "/api/v1/queues/{queueId}", GoMethods: []string{"Client.GetQueue"}},
 	{ID: "getQueueLink", Method: "GET", Path: "/api/v1/queue-links/{linkId}", GoMethods: []string{"Client.GetQueueLink"}},
 	{ID: "getReadiness", Method: "GET", Path: "/readyz", GoMethods: []string{"Client.GetReadiness"}},
@@ -2849,6 +2909,7 @@ var operations = []Operation{
 	{ID: "getTicketQRCodeSVG", Method: "GET", Path: "/ticket/{token}/qr.svg", GoMethods: []string(nil)},
 	{ID: "getTurn", Method: "GET", Path: "/api/v1/turns/{turnId}", GoMethods: []string{"Client.GetTurn"}},
 	{ID: "getTurnAccessCode", Method: "GET", Path: "/api/v1/turns/{turnId}/access-code", GoMethods: []string{"Client.GetTurnAccessCode"}},
+	{ID: "getTurnPoints", Method: "GET", Path: "/api/v1/turns/{turnId}/points", GoMethods: []string{"Client.GetTurnPoints"}},
 	{ID: "holdTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/hold", GoMethods: []string{"Client.HoldTurn"}},
 	{ID: "leaveQueue", Method: "POST", Path: "/ticket/{token}/leave", GoMethods: []string{"Client.LeaveQueue"}},
 	{ID: "listAccessCodes", Method: "GET", Path: "/api/v1/access-codes", GoMethods: []string{"Client.ListAccessCodes"}},

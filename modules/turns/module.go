@@ -28,6 +28,7 @@ var Module = fx.Module("turns",
 		fx.Annotate(slaJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 	),
 	fx.Invoke(func(srv *server.Server, s *core.Service) { turnhttp.Register(srv.API, s, srv.Cursors) }),
+	fx.Invoke(func(srv *server.Server, s *core.Service) { turnhttp.RegisterPoints(srv.API, s) }),
 	fx.Invoke(func(bus *events.Bus, s *core.Service) { bus.Subscribe(s) }),
 )
 

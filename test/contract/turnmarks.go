@@ -40,4 +40,29 @@ func runTurnMarks(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 			t.Fatalf("another turn: %v %v", first, err)
 		}
 	})
+
+	t.Run("a phone's served turns are counted per queue", func(t *testing.T) {
+		ctx := context.Background()
+		h := newHarness(t)
+		c, ok := h.Turns.(turns.PhoneCounter)
+		if !ok {
+			t.Fatalf("%T does not count a phone's turns (turns.PhoneCounter)", h.Turns)
+		}
+		w := newTurnsWorld(t, h)
+		phone, other := "+5511999990000", "+5511999990001"
+		w.turn(t, func(tu *turns.Turn) { tu.Phone, tu.Status = &phone, turns.Completed })
+		w.turn(t, func(tu *turns.Turn) { tu.Phone, tu.Status = &phone, turns.Completed })
+		w.turn(t, func(tu *turns.Turn) { tu.Phone, tu.Status = &phone, turns.Cancelled })
+		w.turn(t, func(tu *turns.Turn) { tu.Phone = &phone })
+		w.turn(t, func(tu *turns.Turn) { tu.Phone, tu.Status = &other, turns.Completed })
+		w.turn(t, func(tu *turns.Turn) { tu.Status = turns.Completed })
+		for _, k := range []struct {
+			queue, phone string
+			want         int
+		}{{w.owned.QueueID, phone, 2}, {w.owned.QueueID, other, 1}, {w.owned.QueueID, "+5511000000000", 0}, {"que_none", phone, 0}} {
+			if n, err := c.CountServedByPhone(ctx, k.queue, k.phone); err != nil || n != k.want {
+				t.Errorf("CountServedByPhone(%s, %s) = %d, %v; want %d", k.queue, k.phone, n, err, k.want)
+			}
+		}
+	})
 }

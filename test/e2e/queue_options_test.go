@@ -533,3 +533,93 @@ func TestArrivalBoardSecurityCode(t *testing.T) {
 		}
 	})
 }
+
+// TestOffersPoints: with offers.enabled each served turn earns one point
+// to its phone in that queue, at most offers.maxPoints (earned keeps
+// counting); a turn not served earns none; another queue's turns count
+// there; off, the reads are 409 OFFERS_DISABLED; a missing or bad phone is
+// 400 on phone.
+func TestOffersPoints(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		app := start(t, apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 100000 }))
+		q := newLiveQueue(t, app, "Coffee", map[string]any{"offers": map[string]any{"enabled": true, "maxPoints": 2}})
+		other := newLiveQueue(t, app, "Tea", map[string]any{"offers": map[string]any{"enabled": true}})
+		off := newLiveQueue(t, app, "Plain", nil)
+		const phone = "+5511999990000"
+		serve := func(runID string) string {
+			id, _ := takeTicketTurn(t, app, runID, map[string]any{"phone": phone})
+			var v struct{ ID string }
+			app.API(http.MethodPost, "/queue-runs/"+runID+"/dispatch/next", nil).Must(http.StatusCreated, &v)
+			app.API(http.MethodPost, "/turns/"+v.ID+"/start", nil).Must(http.StatusCreated, nil)
+			app.API(http.MethodPost, "/turns/"+v.ID+"/complete", nil).Must(http.StatusCreated, nil)
+			return id
+		}
+		type points struct {
+			QueueID, Phone            string
+			Earned, Points, MaxPoints int
+			Full                      bool
+		}
+		read := func(queueID string) points {
+			var p points
+			app.API(http.MethodGet, "/queues/"+queueID+"/points?phone=%2B5511999990000", nil).Must(http.StatusOK, &p)
+			return p
+		}
+		if p := read(q.ID); p.Earned != 0 || p.Points != 0 || p.MaxPoints != 2 || p.Full || p.Phone != phone {
+			t.Fatalf("before any visit: %+v", p)
+		}
+		first := serve(q.RunID)
+		if p := read(q.ID); p.Earned != 1 || p.Points != 1 || p.Full {
+			t.Fatalf("one visit: %+v", p)
+		}
+		waiting, _ := takeTicketTurn(t, app, q.RunID, map[string]any{"phone": phone}) // not served
+		serve(q.RunID)
+		serve(q.RunID)
+		if p := read(q.ID); p.Earned != 3 || p.Points != 2 || !p.Full {
+			t.Fatalf("three visits, a card of 2: %+v", p)
+		}
+		var tp struct {
+			TurnID string
+			Earned int
+			Phone  *points
+		}
+		app.API(http.MethodGet, "/turns/"+first+"/points", nil).Must(http.StatusOK, &tp)
+		if tp.TurnID != first || tp.Earned != 1 || tp.Phone == nil || tp.Phone.Points != 2 {
+			t.Fatalf("a served turn's points %+v", tp)
+		}
+		// One turn is left waiting (next serves in order, so the last
+		// taken): it earned nothing.
+		var page struct{ Data []struct{ ID string } }
+		app.API(http.MethodGet, "/queue-runs/"+q.RunID+"/turns?status=WAITING", nil).Must(http.StatusOK, &page)
+		if len(page.Data) != 1 {
+			t.Fatalf("unserved turns %+v (taken unserved: %s)", page.Data, waiting)
+		}
+		app.API(http.MethodGet, "/turns/"+page.Data[0].ID+"/points", nil).Must(http.StatusOK, &tp)
+		if tp.Earned != 0 {
+			t.Fatalf("an unserved turn earned %d", tp.Earned)
+		}
+		if p := read(other.ID); p.Earned != 0 || p.MaxPoints != 100 {
+			t.Fatalf("another queue, default maxPoints: %+v", p)
+		}
+		serve(other.RunID)
+		if p := read(other.ID); p.Earned != 1 {
+			t.Fatalf("another queue after a visit: %+v", p)
+		}
+
+		if r := app.API(http.MethodGet, "/queues/"+off.ID+"/points?phone=%2B5511999990000", nil); r.Status != http.StatusConflict || r.ErrorCode() != "OFFERS_DISABLED" {
+			t.Fatalf("offers off: %d %s", r.Status, r.Body)
+		}
+		offTurn, _ := takeTicketTurn(t, app, off.RunID, map[string]any{})
+		if r := app.API(http.MethodGet, "/turns/"+offTurn+"/points", nil); r.Status != http.StatusConflict || r.ErrorCode() != "OFFERS_DISABLED" {
+			t.Fatalf("offers off, a turn: %d %s", r.Status, r.Body)
+		}
+		for _, bad := range []string{"", "?phone=123"} {
+			if r := app.API(http.MethodGet, "/queues/"+q.ID+"/points"+bad, nil); r.Status != http.StatusBadRequest || r.ErrorCode() != "VALIDATION_ERROR" {
+				t.Fatalf("phone %q: %d %s", bad, r.Status, r.Body)
+			}
+		}
+		_, otherKey := app.NewAccount("premium", "all")
+		if r := app.APIWith(otherKey, http.MethodGet, "/queues/"+q.ID+"/points?phone=%2B5511999990000", nil); r.Status != http.StatusForbidden {
+			t.Fatalf("another account: %d %s", r.Status, r.Body)
+		}
+	})
+}
