@@ -3,6 +3,7 @@ package e2e
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -622,4 +623,58 @@ func TestOffersPoints(t *testing.T) {
 			t.Fatalf("another account: %d %s", r.Status, r.Body)
 		}
 	})
+}
+
+// TestRaceHelpPressedAtOnce: 30 presses of "I need help" at once on
+// PostgreSQL (a phone tapping, a page retried) make one open request and
+// one turn.help_requested; every press answers 200; and two staff
+// answering at once with different replies leave one answer and one
+// turn.help_answered (the other is 409 HELP_ALREADY_ANSWERED).
+func TestRaceHelpPressedAtOnce(t *testing.T) {
+	app := apptest.Postgres(t, apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 100000 }))
+	q := newLiveQueue(t, app, "Help desk", map[string]any{
+		"help": map[string]any{"enabled": true, "quickReplies": []string{"On my way", "Please come to the counter"}}})
+	_, cursor := eventsSince(t, app, q.RunID, "")
+	turnID, _ := takeTicketTurn(t, app, q.RunID, map[string]any{})
+	link := newTicketLink(t, app, turnID, nil)
+	const presses = 30
+	var wg sync.WaitGroup
+	statuses := make([]int, presses)
+	for i := range presses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = app.Do(http.MethodPost, "/ticket/"+link.Token+"/help", nil, nil).Status
+		}()
+	}
+	wg.Wait()
+	for i, s := range statuses {
+		if s != http.StatusOK {
+			t.Fatalf("press %d: %d", i, s)
+		}
+	}
+	var all struct{ Data []helpRequest }
+	app.API(http.MethodGet, "/turns/"+turnID+"/help-requests", nil).Must(http.StatusOK, &all)
+	if len(all.Data) != 1 || all.Data[0].Status != "OPEN" {
+		t.Fatalf("requests after %d presses: %+v", presses, all.Data)
+	}
+	replies := []string{"On my way", "Please come to the counter"}
+	codes := make([]int, len(replies))
+	for i, reply := range replies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = app.API(http.MethodPost, "/help-requests/"+all.Data[0].ID+"/answer", map[string]any{"reply": reply}).Status
+		}()
+	}
+	wg.Wait()
+	if !(codes[0] == http.StatusCreated && codes[1] == http.StatusConflict || codes[0] == http.StatusConflict && codes[1] == http.StatusCreated) {
+		t.Fatalf("two answers at once: %v", codes)
+	}
+	if got := waitEvents(t, app, q.RunID, cursor, "turn.help_requested", 2, 0); len(got) != 1 {
+		t.Fatalf("turn.help_requested raised %d times", len(got))
+	}
+	if got := waitEvents(t, app, q.RunID, cursor, "turn.help_answered", 2, 0); len(got) != 1 {
+		t.Fatalf("turn.help_answered raised %d times", len(got))
+	}
 }

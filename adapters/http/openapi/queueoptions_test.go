@@ -2,7 +2,9 @@ package openapi
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -85,5 +87,38 @@ func TestQueueOptionsTableMatchesTheDocument(t *testing.T) {
 	}
 	if c := slices.Compact(slices.Clone(got)); len(c) != len(got) {
 		t.Errorf("docs/queues.md's options table names an option twice")
+	}
+
+	// Every test the table names exists: a renamed or deleted test leaves
+	// no row pointing at nothing.
+	defined := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func (Test\w+)\(`)
+	err = filepath.WalkDir("../../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, "_test.go") {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range decl.FindAllSubmatch(b, -1) {
+				defined[string(m[1])] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range row.FindAllStringSubmatch(string(text[start:end]), -1) {
+		for _, name := range regexp.MustCompile(`Test\w+`).FindAllString(m[4], -1) {
+			if !defined[name] {
+				t.Errorf("docs/queues.md: %s names %s, which no test file declares", m[1], name)
+			}
+		}
 	}
 }
