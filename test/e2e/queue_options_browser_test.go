@@ -28,10 +28,7 @@ func openTicketPage(t *testing.T, ctx context.Context, url string) context.Conte
 	return nav
 }
 
-func visible(sel string) string {
-	return `(function(){var e=document.querySelector(` + strconv.Quote(sel) + `);return !!e && !e.hidden && e.offsetParent !== null})()`
-}
-
+// shows is join_browser_test.go's textOf; visible is declared there too.
 func shows(sel, s string) string {
 	return `(document.querySelector(` + strconv.Quote(sel) + `)?.innerText || "").includes(` + strconv.Quote(s) + `)`
 }
