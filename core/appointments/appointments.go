@@ -106,6 +106,12 @@ type Appointment struct {
 	// in the line as, from its effective join time (the later of its
 	// slot's start and its check-in); null before, and in other queues.
 	TurnID *string `json:"turnId"`
+	// JoinsLineAt is set while a checked-in appointment of a HYBRID queue
+	// is not in the line yet: when it joins (its slot's start, when
+	// checked in early). Past it, the appointment is waiting to join
+	// because the run is closed: it joins when the run opens again. Null
+	// once in the line, and in every other case.
+	JoinsLineAt *time.Time `json:"joinsLineAt"`
 
 	// IdempotencyKey and RequestHash identify the booking request that made
 	// the appointment, so a repeat finds it and a different request with the

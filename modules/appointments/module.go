@@ -11,6 +11,7 @@ import (
 	"github.com/qms-dev/qms/adapters/http/appointmenthttp"
 	"github.com/qms-dev/qms/adapters/http/server"
 	core "github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
@@ -27,9 +28,12 @@ var Module = fx.Module("appointments",
 		func(r queues.Repository) core.Queues { return r },
 		fx.Annotate(joinLineJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 	),
-	fx.Invoke(func(s *core.Service, line *turns.Service, jobs platform.JobScheduler) {
+	fx.Invoke(func(s *core.Service, line *turns.Service, jobs platform.JobScheduler, bus *events.Bus) {
 		s.UseLine(line, jobs)
 		line.Follow(s)
+		// A reopened run takes in the appointments that were due to join
+		// it while it was closed.
+		bus.Subscribe(s)
 	}),
 	fx.Invoke(func(srv *server.Server, s *core.Service) { appointmenthttp.Register(srv.API, s, srv.Cursors) }),
 )
