@@ -108,7 +108,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	}
 	app, _ := bootstrap.New(cfg, bootstrap.Options{Stdout: stdout})
 	if err := app.Err(); err != nil {
-		return err
+		return bootstrap.StartupCause(err)
 	}
 	startPprof(stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -142,7 +142,7 @@ func migrate(args []string, stderr io.Writer) error {
 	ctx := context.Background()
 	db, err := postgres.Open(ctx, cfg.Database.URL)
 	if err != nil {
-		return err
+		return bootstrap.StartupCause(err)
 	}
 	defer db.Close()
 	if err := db.Migrate(ctx); err != nil {

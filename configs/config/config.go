@@ -101,6 +101,13 @@ type Config struct {
 		// finished.
 		ExpireAfter time.Duration `koanf:"expire_after"`
 	} `koanf:"tickets"`
+	// Join is the public join page's abuse budgets (issue 26): joins per
+	// client address and per join link, each a minute, apart from every
+	// other budget.
+	Join struct {
+		PerAddressPerMinute int `koanf:"per_address_per_minute"`
+		PerLinkPerMinute    int `koanf:"per_link_per_minute"`
+	} `koanf:"join"`
 	BootstrapDemo bool `koanf:"bootstrap_demo"`
 	// Retention says how long each kind of record that would otherwise
 	// grow without bound is kept, and how the prune job runs
@@ -371,6 +378,8 @@ func (c *Config) Validate() error {
 		{"QMS_JOBS_WORKERS", "jobs.workers", c.Jobs.Workers},
 		{"QMS_WEBHOOKS_WORKERS", "webhooks.workers", c.Webhooks.Workers},
 		{"QMS_WEBHOOKS_MAX_IN_FLIGHT", "webhooks.max_in_flight", c.Webhooks.MaxInFlight},
+		{"QMS_JOIN_PER_ADDRESS_PER_MINUTE", "join.per_address_per_minute", c.Join.PerAddressPerMinute},
+		{"QMS_JOIN_PER_LINK_PER_MINUTE", "join.per_link_per_minute", c.Join.PerLinkPerMinute},
 	} {
 		if n.v <= 0 {
 			return fmt.Errorf("config: %s (%s) must be a positive number, got %d", n.env, n.key, n.v)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -70,8 +71,14 @@ func New(p Params, lc fx.Lifecycle) *Server {
 		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 		defer cancel()
 		if err := p.Pinger.Ping(ctx); err != nil {
-			p.Log.Warn("readyz: storage unreachable", "err", err)
-			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "storage": "unreachable"})
+			// A standby or read-only database answers, but this process
+			// cannot serve writes from it: not ready either.
+			storage := "unreachable"
+			if errors.Is(err, ports.ErrReadOnly) {
+				storage = "read-only"
+			}
+			p.Log.Warn("readyz: storage "+storage, "err", err)
+			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "storage": storage})
 		}
 		return httpx.OK(c, fiber.Map{"status": "ready"})
 	})

@@ -256,3 +256,7 @@ func svgOf(bits [][]bool) string {
 	b.WriteString(`"/></svg>`)
 	return b.String()
 }
+
+// QRCodeSVG draws a QR bitmap as the ticket page's QR codes are drawn
+// (the join page's poster and kiosk use it too).
+func QRCodeSVG(bits [][]bool) string { return svgOf(bits) }
