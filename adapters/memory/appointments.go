@@ -251,6 +251,21 @@ func (r *Appointments) ListAppointments(ctx context.Context, runID string, f app
 	return out, nil
 }
 
+// RunsJoining lists the runs with appointments waiting to join at now.
+func (r *Appointments) RunsJoining(ctx context.Context, now time.Time) (out []string, err error) {
+	seen := map[string]bool{}
+	r.s.read(ctx, func() {
+		for _, a := range r.appts.rows {
+			if a.JoinsLineAt != nil && !a.JoinsLineAt.After(now) && !seen[a.RunID] {
+				seen[a.RunID] = true
+				out = append(out, a.RunID)
+			}
+		}
+	})
+	sort.Strings(out)
+	return out, nil
+}
+
 // CountJoining counts the run's appointments waiting to join its line at
 // now.
 func (r *Appointments) CountJoining(ctx context.Context, runID string, now time.Time) (int, error) {

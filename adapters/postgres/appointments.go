@@ -289,6 +289,15 @@ func (r *Appointments) UpdateAppointment(ctx context.Context, a appointments.App
 	return wrap(err, "update appointment")
 }
 
+// RunsJoining lists the runs with appointments waiting to join at now,
+// through the partial index on joins_line_at.
+func (r *Appointments) RunsJoining(ctx context.Context, now time.Time) ([]string, error) {
+	var ids []string
+	err := r.db.IDB(ctx).NewRaw(`SELECT DISTINCT run_id FROM appointments
+		WHERE joins_line_at IS NOT NULL AND joins_line_at <= ? ORDER BY run_id`, now).Scan(ctx, &ids)
+	return ids, wrap(err, "list runs with appointments waiting to join")
+}
+
 // CountJoining counts the run's appointments waiting to join its line at
 // now.
 func (r *Appointments) CountJoining(ctx context.Context, runID string, now time.Time) (int, error) {

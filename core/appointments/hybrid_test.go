@@ -212,3 +212,53 @@ func TestAClosedRunNeverStrandsACheckedInAppointment(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTheSweepJoinsAppointmentsLeftWaitingOnAnOpenRun: when the join job
+// of an appointment checked in early never ran to its end (it gave up,
+// the database away through its attempts), the periodic sweep (JoinDue)
+// puts it in the line, once; on a closed run it leaves it waiting for the
+// opening.
+func TestTheSweepJoinsAppointmentsLeftWaitingOnAnOpenRun(t *testing.T) {
+	h := newHybrid(t)
+	a, b := h.book(t), h.book(t)
+	h.clock.Set(time.Date(2026, 3, 7, 12, 50, 0, 0, time.UTC))
+	if _, err := h.apts.CheckIn(ctx, account, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.apts.JoinDue(ctx); err != nil || n != 0 {
+		t.Fatalf("before the slot's start the sweep joined %d: %v", n, err)
+	}
+	h.clock.Set(h.slot.Start.Add(2 * time.Minute)) // the join job gave up
+	if _, err := h.qs.CloseRun(ctx, account, h.run); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.apts.JoinDue(ctx); err != nil || n != 0 {
+		t.Fatalf("on a closed run the sweep joined %d: %v", n, err)
+	}
+	// The opening joins it (OnEvent), not the sweep.
+	h.clock.Set(h.slot.Start.Add(3 * time.Minute))
+	if _, err := h.qs.OpenRun(ctx, account, h.run); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := h.apts.Get(ctx, account, a.ID)
+	if got.TurnID == nil {
+		t.Fatal("the opening joined it")
+	}
+	// A second appointment, checked in early on the open run, whose join
+	// job never ran to its end: left waiting on an open run.
+	h.clock.Set(time.Date(2026, 3, 7, 12, 55, 0, 0, time.UTC))
+	if _, err := h.apts.CheckIn(ctx, account, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Set(h.slot.Start.Add(5 * time.Minute))
+	if n, err := h.apts.JoinDue(ctx); err != nil || n != 1 {
+		t.Fatalf("the sweep joined %d, want 1: %v", n, err)
+	}
+	if n, err := h.apts.JoinDue(ctx); err != nil || n != 0 {
+		t.Fatalf("a second sweep joined %d: %v", n, err)
+	}
+	got, _ = h.apts.Get(ctx, account, b.ID)
+	if got.TurnID == nil || got.JoinsLineAt != nil {
+		t.Fatalf("after the sweep: %+v", got)
+	}
+}

@@ -65,6 +65,9 @@ type Repository interface {
 	Joining(ctx context.Context, runID string, now time.Time) ([]Appointment, error)
 	// CountJoining counts them.
 	CountJoining(ctx context.Context, runID string, now time.Time) (int, error)
+	// RunsJoining lists the runs (ids, sorted) that have appointments
+	// waiting to join at now.
+	RunsJoining(ctx context.Context, now time.Time) ([]string, error)
 }
 
 // Queues is what this module needs of the queues module: queues.Repository
@@ -512,23 +515,70 @@ func (s *Service) OnEvent(ctx context.Context, e platform.Event) error {
 	if e.Name != platform.EventQueueOpened || e.RunID == "" || s.line == nil {
 		return nil
 	}
-	waiting, err := s.repo.Joining(ctx, e.RunID, s.now())
+	_, err := s.joinWaiting(ctx, e.RunID)
+	return err
+}
+
+// joinWaiting puts the run's appointments waiting to join in its line, in
+// the order they were due; the caller holds the run's lock and has
+// checked it is open. It returns how many joined.
+func (s *Service) joinWaiting(ctx context.Context, runID string) (int, error) {
+	waiting, err := s.repo.Joining(ctx, runID, s.now())
 	if err != nil {
-		return err
+		return 0, err
 	}
+	joined := 0
 	for _, w := range waiting {
 		a, err := s.repo.GetAppointmentForUpdate(ctx, w.ID)
 		if err != nil {
-			return err
+			return joined, err
 		}
 		if a.Status != StatusCheckedIn || a.TurnID != nil {
 			continue
 		}
 		if err := s.join(ctx, &a); err != nil {
-			return fmt.Errorf("appointments: joining %s to the reopened run %s: %w", a.ID, e.RunID, err)
+			return joined, fmt.Errorf("appointments: joining %s to the line of run %s: %w", a.ID, runID, err)
+		}
+		joined++
+	}
+	return joined, nil
+}
+
+// JoinDueJobKind is the periodic sweep (JoinDue) that joins appointments
+// left waiting on an open run.
+const JoinDueJobKind = "appointments.join_due"
+
+// JoinDue is the safety net of the join job: every appointment waiting to
+// join a run that is open joins its line. It finds those whose join job
+// gave up (the database away through every attempt) or was lost; a run
+// that opened took its own in already (OnEvent). Each run is its own unit
+// of work; a run that fails does not stop the others, and the first error
+// is returned so the job is retried. It returns how many joined.
+func (s *Service) JoinDue(ctx context.Context) (int, error) {
+	if s.line == nil {
+		return 0, nil
+	}
+	runs, err := s.repo.RunsJoining(ctx, s.now())
+	if err != nil {
+		return 0, err
+	}
+	joined := 0
+	var first error
+	for _, runID := range runs {
+		err := s.uow.Do(ctx, func(ctx context.Context) error {
+			run, err := s.queues.GetRunForUpdate(ctx, runID)
+			if err != nil || !run.Open() {
+				return err // a closed run waits for its opening
+			}
+			n, err := s.joinWaiting(ctx, runID)
+			joined += n
+			return err
+		})
+		if err != nil && first == nil {
+			first = err
 		}
 	}
-	return nil
+	return joined, first
 }
 
 // join admits the appointment's turn into its run and links the two. The

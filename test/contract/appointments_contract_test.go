@@ -419,5 +419,16 @@ func TestAppointmentsWaitingToJoinContract(t *testing.T) {
 				t.Fatalf("at %v: %v (count %d, %v), want %v", c.at, ids, n, err, c.want)
 			}
 		}
+		runs, err := st.repo.RunsJoining(ctx, nine)
+		want := []string{run.ID, other.ID}
+		if run.ID > other.ID {
+			want = []string{other.ID, run.ID}
+		}
+		if err != nil || len(runs) != 2 || runs[0] != want[0] || runs[1] != want[1] {
+			t.Fatalf("runs joining: %v %v, want %v", runs, err, want)
+		}
+		if runs, err := st.repo.RunsJoining(ctx, nine.Add(-time.Second)); err != nil || len(runs) != 0 {
+			t.Fatalf("runs joining before any is due: %v %v", runs, err)
+		}
 	})
 }
