@@ -199,3 +199,19 @@ func TestSlotsAtTheCalendarsEnd(t *testing.T) {
 		a.API(http.MethodPost, "/queue-runs/"+run+"/slots", body("9999-12-30")).Must(http.StatusCreated, nil)
 	})
 }
+
+// TestAccessCodeExpiryAtTheCalendarsEnd: an expiresAt whose UTC instant
+// leaves the years 1-9999 is 400 on expiresAt (rule range), not the 500 it
+// was (it was stored, then could not be answered), in both modes.
+func TestAccessCodeExpiryAtTheCalendarsEnd(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		a := start(t)
+		for i, at := range []string{"9999-12-31T23:00:00-05:00", "0001-01-01T00:30:00+01:00"} {
+			r := a.API(http.MethodPost, "/access-codes", map[string]any{"code": "EDGE-" + string(rune('A'+i)), "expiresAt": at})
+			if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), `"path":"expiresAt","rule":"range"`) {
+				t.Fatalf("expiresAt %s: %d %s", at, r.Status, r.Body)
+			}
+		}
+		a.API(http.MethodPost, "/access-codes", map[string]any{"code": "EDGE-OK", "expiresAt": "9999-12-31T23:00:00Z"}).Must(http.StatusCreated, nil)
+	})
+}
