@@ -91,8 +91,7 @@ func (r *JoinLinks) ListByQueue(ctx context.Context, queueID string, page platfo
 }
 
 // CountLive counts the queue's unrevoked links, and holds the count until
-// the unit of work ends: no other link of the queue is made meanwhile
-// (holdCount), so MaxLinksPerQueue holds under concurrency.
+// the unit of work ends: no other link of the queue is made meanwhile.
 func (r *JoinLinks) CountLive(ctx context.Context, queueID string) (int, error) {
 	if err := r.db.holdCount(ctx, "join_links", queueID); err != nil {
 		return 0, err

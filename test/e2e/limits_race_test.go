@@ -100,14 +100,3 @@ func TestRaceWebhookEndpointsAtMost20(t *testing.T) {
 		t.Fatalf("%d webhook endpoints made for one account, at most 20", made)
 	}
 }
-
-// TestRaceJoinLinksAtMost50: 70 concurrent creates for one queue make 50
-// live join links.
-func TestRaceJoinLinksAtMost50(t *testing.T) {
-	a := raceApp(t)
-	_, queueID, _ := setupQueue(t, a, nil)
-	made := raceCreates(t, a, 70, "/queues/"+queueID+"/join-links", func(int) any { return map[string]any{} }, "TOO_MANY_JOIN_LINKS")
-	if made != 50 {
-		t.Fatalf("%d join links made for one queue, at most 50", made)
-	}
-}
