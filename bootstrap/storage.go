@@ -40,6 +40,7 @@ var memoryAdapters = fx.Module("memory",
 		},
 	),
 	providePorts,
+	giveUpMetrics,
 	fx.Invoke(runJobs, subscribeCopies),
 	fx.Invoke(notifiedInProcess),
 )
@@ -61,6 +62,7 @@ var postgresAdapters = fx.Module("postgres",
 		fx.Annotate(postgresCollectors, fx.ResultTags(`group:"`+ports.GroupMetrics+`,flatten"`)),
 	),
 	providePorts,
+	giveUpMetrics,
 	fx.Invoke(runJobs, subscribeCopies),
 	fx.Invoke(listenAuth),
 	fx.Invoke(sealPlainSecrets),
@@ -147,9 +149,9 @@ type jobKinds struct {
 // runJobs registers every module's job kinds and runs the workers with the
 // application. Registered after the storage, so it stops before the pool
 // closes.
-func runJobs(lc fx.Lifecycle, runner ports.JobRunner, kinds jobKinds) {
+func runJobs(lc fx.Lifecycle, runner ports.JobRunner, kinds jobKinds, gu *giveUps) {
 	for _, k := range kinds.Kinds {
-		runner.Register(k)
+		runner.Register(gu.wrap(k))
 	}
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error { return runner.Start(context.Background()) },

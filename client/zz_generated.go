@@ -138,9 +138,13 @@ type AnalyticsQueueDashboard struct {
 	// Timezone: The queue's time zone (UTC when unset).
 	Timezone string `json:"timezone"`
 	// Today: The queue's current local day.
-	Today      string `json:"today"`
-	Waiting    int    `json:"waiting"`
-	Waitlisted int    `json:"waitlisted"`
+	Today   string `json:"today"`
+	Waiting int    `json:"waiting"`
+	// WaitingToJoin: HYBRID queues: checked-in appointments whose time to join
+	// the line has come while the run is closed; they join when it opens again
+	// (docs/appointments.md, "Waiting to join").
+	WaitingToJoin *int `json:"waitingToJoin,omitempty"`
+	Waitlisted    int  `json:"waitlisted"`
 }
 
 // AnalyticsQueueSummary is a schema of the API.
@@ -220,16 +224,21 @@ type Appointment struct {
 	Date         string            `json:"date"`
 	FormResponse map[string]string `json:"formResponse"`
 	ID           string            `json:"id"`
-	NoShowAt     *time.Time        `json:"noShowAt"`
-	Notes        *string           `json:"notes"`
-	Phone        *string           `json:"phone"`
-	QueueID      string            `json:"queueId"`
-	QueueRunID   string            `json:"queueRunId"`
-	SlotEnd      time.Time         `json:"slotEnd"`
-	SlotID       string            `json:"slotId"`
-	SlotStart    time.Time         `json:"slotStart"`
-	StartedAt    *time.Time        `json:"startedAt"`
-	Status       AppointmentStatus `json:"status"`
+	// JoinsLineAt: In a HYBRID queue, while the checked-in appointment is not in
+	// the line yet: when it joins (its slot's start, when checked in early). In
+	// the past, it is waiting to join because the run is closed, and joins when
+	// the run opens again. Null once in the line, and otherwise.
+	JoinsLineAt Nullable[time.Time] `json:"joinsLineAt,omitzero"`
+	NoShowAt    *time.Time          `json:"noShowAt"`
+	Notes       *string             `json:"notes"`
+	Phone       *string             `json:"phone"`
+	QueueID     string              `json:"queueId"`
+	QueueRunID  string              `json:"queueRunId"`
+	SlotEnd     time.Time           `json:"slotEnd"`
+	SlotID      string              `json:"slotId"`
+	SlotStart   time.Time           `json:"slotStart"`
+	StartedAt   *time.Time          `json:"startedAt"`
+	Status      AppointmentStatus   `json:"status"`
 	// TurnID: In a HYBRID queue, the turn the checked-in appointment stands in
 	// the run's line as, from its effective join time (the later of its slot's
 	// start and its check-in): dispatch it with the turn endpoints, and the
