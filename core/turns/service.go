@@ -25,6 +25,44 @@ type Service struct {
 	// followers keep records of other modules in step with the turns they
 	// follow (Follow).
 	followers []Follower
+	// watchers hear every change of every turn (Watch).
+	watchers []Watcher
+}
+
+// Watcher hears every change of every turn, inside the change's unit of
+// work, after the turn is stored: the notifications module decides its
+// messages there, so they commit with the change. An error refuses the
+// change. A watcher must be cheap for the turns it has nothing to do
+// with: it runs on every change.
+type Watcher interface {
+	TurnChanged(ctx context.Context, w Watched) error
+}
+
+// Watched is one change a Watcher hears of.
+type Watched struct {
+	Queue queues.Queue
+	// Before is the turn before the change, zero for a new turn.
+	Before, After Turn
+	Op            Operation
+	// Reason is a cancellation's reason (turn.cancelled's).
+	Reason string
+	// Forwarded: a new turn another queue sent here (Admit, not an
+	// appointment's check-in).
+	Forwarded bool
+	// Line is what the change did to the run's waiting line.
+	Line LineChange
+}
+
+// Watch adds a watcher. Call it while wiring, before the service is used.
+func (s *Service) Watch(w Watcher) { s.watchers = append(s.watchers, w) }
+
+func (s *Service) watch(ctx context.Context, w Watched) error {
+	for _, x := range s.watchers {
+		if err := x.TurnChanged(ctx, w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Follower keeps another module's record in step with a turn that stands
@@ -422,6 +460,9 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, LineChan
 	lc := LineChange{Added: keys(promoted)}
 	if status == Waiting {
 		lc.Added = append(lc.Added, t.Key())
+	}
+	if err := s.watch(ctx, Watched{Queue: in.Queue, After: t, Op: OpCreate, Forwarded: in.Forwarded && d.appointmentID == nil, Line: lc}); err != nil {
+		return Turn{}, LineChange{}, err
 	}
 	lc, err = s.bumpLine(ctx, t.RunID, lc)
 	return t, lc, err
