@@ -96,7 +96,7 @@ type NearState struct {
 // Turns is what the module needs of the turns module.
 type Turns interface {
 	// Now is the turn as it stands.
-	Now(ctx context.Context, turnID string) (TurnNow, error)
+	Now(ctx context.Context, accountID, turnID string) (TurnNow, error)
 	// Waiting lists a run's waiting turns that have a phone, in line order.
 	Waiting(ctx context.Context, accountID, runID string) ([]Waiting, error)
 	// Leave cancels the turn for its customer; Arrive marks it arrived.
@@ -109,6 +109,9 @@ type TurnNow struct {
 	Status    string
 	CallCount int
 	Finished  bool
+	// Station is the label of the station the turn is called to, "" for
+	// none.
+	Station string
 }
 
 // Waiting is a waiting turn with a phone and its place.

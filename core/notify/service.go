@@ -282,6 +282,9 @@ func lostPoint(m Message, t TurnNow) string {
 	return ""
 }
 
+// counter names the place a turn called to no station goes to.
+var counter = map[string]string{"en": "the counter", "es": "el mostrador", "pt": "o balcão", "fr": "le guichet"}
+
 // Attempt is the JobSend job: it sends one message, once. attempt and
 // maxAttempts are the job's (1-based); a retryable refusal returns an
 // error so the runner retries with backoff, and the last one gives up.
@@ -297,7 +300,7 @@ func (s *Service) Attempt(ctx context.Context, a SendArgs, attempt, maxAttempts 
 	if !ok {
 		return s.finish(ctx, m.ID, StatusFailed, ErrRejected, "no provider is configured for "+m.Channel, "failed")
 	}
-	t, err := s.turns.Now(ctx, m.TurnID)
+	t, err := s.turns.Now(ctx, m.AccountID, m.TurnID)
 	if notFound(err) {
 		return s.finish(ctx, m.ID, StatusDropped, ErrLostPoint, "the turn is gone", "dropped")
 	}
@@ -313,6 +316,12 @@ func (s *Service) Attempt(ctx context.Context, a SendArgs, attempt, maxAttempts 
 		return s.finish(ctx, m.ID, StatusSuppressed, ErrOptedOut, "the number replied STOP", "suppressed")
 	}
 	if m.Body == "" {
+		if m.Moment == MomentCalled || m.Moment == MomentCalledAgain {
+			m.Params["station"] = t.Station
+			if t.Station == "" {
+				m.Params["station"] = counter[m.Language]
+			}
+		}
 		if m.Moment == MomentJoined || m.Moment == MomentForwarded {
 			link, err := s.links.TicketURL(ctx, m.AccountID, m.TurnID, m.Language)
 			if err != nil {
