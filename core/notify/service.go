@@ -143,9 +143,11 @@ func moments(c TurnChange) []struct {
 // without a phone gets nothing, and costs nothing.
 func (s *Service) TurnChanged(ctx context.Context, c TurnChange) error {
 	if c.LineMoved {
-		// Turns behind may now be near the front: one look at the line per
-		// run while one is pending.
-		if err := s.jobs.Schedule(ctx, platform.Job{Kind: JobLine, UniqueKey: c.RunID,
+		// Turns behind may now be near the front: a look at the line after
+		// the change commits. One per change, not one per run while one is
+		// pending: a look already running may have read the line before
+		// this change, and would miss it.
+		if err := s.jobs.Schedule(ctx, platform.Job{Kind: JobLine,
 			Args: LineArgs{AccountID: c.AccountID, RunID: c.RunID, QueueID: c.QueueID}}); err != nil {
 			return fmt.Errorf("notify: schedule line look: %w", err)
 		}
@@ -232,6 +234,11 @@ func (s *Service) LookAtLine(ctx context.Context, a LineArgs) error {
 			near := (set.NearFrontAhead > 0 && ahead < set.NearFrontAhead) ||
 				(set.NearFrontMinutes > 0 && w.WaitMinutes != nil && *w.WaitMinutes <= set.NearFrontMinutes)
 			switch {
+			case near && !st.Sent && st.TurnID == "":
+				// First seen already near the front: the joined message
+				// told the customer their place; nothing more until the
+				// turn moves back and comes near again.
+				st = NearState{TurnID: w.TurnID, AccountID: w.AccountID, Sent: true}
 			case near && !st.Sent:
 				st = NearState{TurnID: w.TurnID, AccountID: w.AccountID, Occurrence: st.Occurrence + 1, Sent: true}
 				params := map[string]string{"queue": w.QueueName, "code": w.DisplayCode, "ahead": strconv.Itoa(ahead)}
@@ -241,6 +248,8 @@ func (s *Service) LookAtLine(ctx context.Context, a LineArgs) error {
 				if _, err := s.decide(ctx, w.TurnChange, set, MomentNearFront, st.Occurrence, params); err != nil {
 					return err
 				}
+			case !near && st.TurnID == "":
+				st = NearState{TurnID: w.TurnID, AccountID: w.AccountID}
 			case !near && st.Sent:
 				st.Sent = false // moved back: re-armed
 			default:

@@ -77,6 +77,7 @@ type serviceParams struct {
 	Config *config.Config
 	Log    *slog.Logger
 	Out    *outcomes
+	Server *server.Server
 }
 
 func newService(p serviceParams) *core.Service {
@@ -96,7 +97,10 @@ func newService(p serviceParams) *core.Service {
 		}
 	}
 	def.SMS = n.SMS != "none"
-	base := strings.TrimSuffix(cmp.Or(p.Config.HTTP.PublicURL, "http://"+p.Config.HTTP.Addr), "/")
+	// Links are absolute: http.public_url, else the address the server
+	// listens on (known once it started; a development install).
+	srv, public := p.Server, strings.TrimSuffix(p.Config.HTTP.PublicURL, "/")
+	base := func() string { return cmp.Or(public, "http://"+srv.Addr) }
 	return core.NewService(p.Repo, p.UoW, p.Jobs, p.Events, p.Clock, turnsPort{p.Turns},
 		links{p.Ticket, base}, phone.Normalize, senders, core.Options{
 			Defaults: def, Region: n.Region, Logger: log,
@@ -209,7 +213,7 @@ func (p turnsPort) Arrive(ctx context.Context, accountID, turnID string) error {
 // links makes ticket links for the joined and forwarded messages.
 type links struct {
 	ts   *ticket.Service
-	base string
+	base func() string
 }
 
 func (l links) TicketURL(ctx context.Context, accountID, turnID, language string) (string, error) {
@@ -217,7 +221,7 @@ func (l links) TicketURL(ctx context.Context, accountID, turnID, language string
 	if err != nil {
 		return "", err
 	}
-	return l.base + tickethttp.Prefix + "/" + c.Value, nil
+	return l.base() + tickethttp.Prefix + "/" + c.Value, nil
 }
 
 // owners checks a route's turn or queue belongs to the caller's account.
