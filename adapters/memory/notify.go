@@ -82,7 +82,9 @@ func (r *Notify) Get(ctx context.Context, id string) (m notify.Message, err erro
 }
 
 // GetForUpdate is Get: the unit of work holds the store's lock.
-func (r *Notify) GetForUpdate(ctx context.Context, id string) (notify.Message, error) { return r.Get(ctx, id) }
+func (r *Notify) GetForUpdate(ctx context.Context, id string) (notify.Message, error) {
+	return r.Get(ctx, id)
+}
 
 // Update stores m.
 func (r *Notify) Update(ctx context.Context, m notify.Message) error {

@@ -118,7 +118,7 @@ type Config struct {
 	// Notify configures customer notifications (docs/notifications.md):
 	// the provider of each channel and the operator's account with it,
 	// the defaults of every queue, and how long numbers are kept.
-	Notify Notify `koanf:"notify"`
+	Notify  Notify `koanf:"notify"`
 	Metrics struct {
 		// Addr, when set, serves GET /metrics on its own listener (and not
 		// on the API's); empty serves it on the API's listener.
