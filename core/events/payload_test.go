@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
@@ -25,6 +26,7 @@ var payloads = map[string]any{
 	platform.EventQueueClosed:          queues.QueueClosed{QueueID: "que_1", QueueRunID: "run_1", QueueName: "Main", Status: "CLOSED"},
 	platform.EventAppointmentScheduled: appointments.AppointmentScheduled{AppointmentID: "apt_1", QueueRunID: "run_1", SlotStart: "2026-03-08T09:00:00Z"},
 	platform.EventAppointmentCompleted: appointments.AppointmentCompleted{AppointmentID: "apt_1", QueueRunID: "run_1", Status: "COMPLETED"},
+	platform.EventNotificationStatus:   notify.StatusChanged{NotificationID: "ntf_1", TurnID: "turn_1", QueueRunID: "run_1", Status: "SENT"},
 }
 
 // members names the members of the spec (section 6 and "Event data

@@ -17,6 +17,8 @@ package notify
 
 import (
 	"log/slog"
+
+	"github.com/qms-dev/qms/core/platform"
 	"strconv"
 	"time"
 )
@@ -100,7 +102,7 @@ const (
 )
 
 // EventStatus is the event raised when a message changes status.
-const EventStatus = "notification.status"
+const EventStatus = platform.EventNotificationStatus
 
 // Message is one message to one turn's customer.
 type Message struct {
@@ -186,6 +188,7 @@ type StatusChanged struct {
 	Moment         string  `json:"moment"`
 	NotificationID string  `json:"notificationId"`
 	QueueID        string  `json:"queueId"`
+	QueueRunID     string  `json:"queueRunId"`
 	Status         string  `json:"status"`
 	TurnID         string  `json:"turnId"`
 }

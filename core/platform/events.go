@@ -18,12 +18,16 @@ const (
 	EventQueueClosed          = "queue.closed"
 	EventAppointmentScheduled = "appointment.scheduled"
 	EventAppointmentCompleted = "appointment.completed"
+	// EventNotificationStatus is not of spec section 6: a customer
+	// message (core/notify) changed status (docs/notifications.md).
+	EventNotificationStatus = "notification.status"
 )
 
 // EventNames lists every event a webhook endpoint can subscribe to.
 var EventNames = []string{
 	EventTurnCreated, EventTurnCalled, EventTurnCompleted, EventTurnCancelled, EventTurnReopened,
 	EventQueueOpened, EventQueueClosed, EventAppointmentScheduled, EventAppointmentCompleted,
+	EventNotificationStatus,
 }
 
 // IsEventName reports whether name is an event of spec section 6.
