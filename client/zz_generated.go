@@ -1702,6 +1702,7 @@ const (
 	WebhookEventNameQueueClosed          WebhookEventName = "queue.closed"
 	WebhookEventNameAppointmentScheduled WebhookEventName = "appointment.scheduled"
 	WebhookEventNameAppointmentCompleted WebhookEventName = "appointment.completed"
+	WebhookEventNameNotificationStatus   WebhookEventName = "notification.status"
 )
 
 // WeeklyHoursInput: One opening interval, from open to close in the queue's

@@ -75,8 +75,9 @@ func RegisterAPI(r fiber.Router, svc *notify.Service, own Owners) {
 	})
 }
 
-// Callbacks are the providers' secrets that sign their callbacks; an
-// empty one leaves its routes unmounted.
+// Callbacks are the providers' secrets that sign their callbacks. The
+// routes are always mounted: without its secret a provider's callbacks are
+// all refused (403), as a forged one is.
 type Callbacks struct {
 	TwilioAuthToken     string
 	WhatsAppAppSecret   string
@@ -90,7 +91,7 @@ type Callbacks struct {
 // RegisterCallbacks mounts the providers' callbacks on app (no API key:
 // the signature is the authentication).
 func RegisterCallbacks(app fiber.Router, svc *notify.Service, cb Callbacks) {
-	if cb.TwilioAuthToken != "" {
+	{
 		twilio := func(handle func(c *fiber.Ctx, form url.Values) error) fiber.Handler {
 			return func(c *fiber.Ctx) error {
 				form, err := url.ParseQuery(string(c.Body()))
@@ -129,7 +130,7 @@ func RegisterCallbacks(app fiber.Router, svc *notify.Service, cb Callbacks) {
 			return c.SendString(`<?xml version="1.0" encoding="UTF-8"?><Response></Response>`)
 		}))
 	}
-	if cb.WhatsAppAppSecret != "" {
+	{
 		app.Get(WhatsAppPath, func(c *fiber.Ctx) error {
 			// Meta's verification handshake: echo the challenge when the
 			// token is ours.
