@@ -135,7 +135,7 @@ func TestNotifyMomentsThroughTwilio(t *testing.T) {
 			t.Fatalf("called: %q", called.Body)
 		}
 		// The 429s come before the next message: it is retried until sent.
-		fake.FailNext(http.StatusTooManyRequests, 2)
+		fake.FailNextFor("+34600111222", http.StatusTooManyRequests, 2)
 		w.op(a.ID, "call", nil).Must(http.StatusCreated, nil)
 		again := ntFind(t, ntWait(t, w.app, a.ID, "called again", func(ms []ntMessage) bool { return ntHas(ms, "called_again", "SENT") }), "called_again")
 		if again.Occurrence != 2 || again.Attempts != 3 {

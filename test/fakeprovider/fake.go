@@ -58,6 +58,7 @@ type base struct {
 	mu     sync.Mutex
 	msgs   []Received
 	fail   []int
+	failTo map[string][]int
 	log    []Exchange
 	seq    int
 	// Delay holds each send's answer (a slow provider).
@@ -79,9 +80,25 @@ func (b *base) FailNext(status, n int) {
 	}
 }
 
-func (b *base) nextFailure() int {
+// FailNextFor makes the next n sends to number to answer status.
+func (b *base) FailNextFor(to string, status, n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.failTo == nil {
+		b.failTo = map[string][]int{}
+	}
+	for range n {
+		b.failTo[to] = append(b.failTo[to], status)
+	}
+}
+
+func (b *base) nextFailure(to string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if f := b.failTo[to]; len(f) > 0 {
+		b.failTo[to] = f[1:]
+		return f[0]
+	}
 	if len(b.fail) == 0 {
 		return 0
 	}

@@ -75,7 +75,7 @@ func (f *Twilio) answer(r *http.Request, raw []byte) (int, string) {
 	if form.Get("Body") == "" && form.Get("ContentSid") == "" {
 		return twilioErr(400, 21602, "Message body is required.")
 	}
-	if s := f.nextFailure(); s != 0 {
+	if s := f.nextFailure(strings.TrimPrefix(to, "whatsapp:")); s != 0 {
 		if s == 429 {
 			return twilioErr(429, 20429, "Too Many Requests")
 		}

@@ -82,7 +82,7 @@ func (f *WhatsApp) answer(r *http.Request, raw []byte) (int, string) {
 		// Outside the 24-hour window only templates may be sent.
 		return waErr(400, 131047, "Re-engagement message", "more than 24 hours have passed since the customer last replied")
 	}
-	if s := f.nextFailure(); s != 0 {
+	if s := f.nextFailure(m.To); s != 0 {
 		if s == 429 {
 			return waErr(429, 130429, "Rate limit hit", "Cloud API message throughput has been reached.")
 		}
