@@ -179,6 +179,8 @@ type LineArgs struct {
 	AccountID string `json:"accountId"`
 	RunID     string `json:"runId"`
 	QueueID   string `json:"queueId"`
+	// Joined is the turn whose joining called for the look, if any.
+	Joined string `json:"joined,omitempty"`
 }
 
 // StatusChanged is the data of notification.status.

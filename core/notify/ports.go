@@ -97,8 +97,9 @@ type NearState struct {
 type Turns interface {
 	// Now is the turn as it stands.
 	Now(ctx context.Context, accountID, turnID string) (TurnNow, error)
-	// Waiting lists a run's waiting turns that have a phone, in line order.
-	Waiting(ctx context.Context, accountID, runID string) ([]Waiting, error)
+	// Waiting lists the first limit waiting turns of a run, those with a
+	// phone, in line order.
+	Waiting(ctx context.Context, accountID, runID string, limit int) ([]Waiting, error)
 	// Leave cancels the turn for its customer; Arrive marks it arrived.
 	Leave(ctx context.Context, accountID, turnID string) error
 	Arrive(ctx context.Context, accountID, turnID string) error

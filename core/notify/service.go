@@ -38,6 +38,13 @@ type TurnChange struct {
 	// LineMoved: the change moved the run's waiting line (someone left
 	// it or moved in it), so turns may now be near the front.
 	LineMoved bool
+	// Position and WaitMinutes are a new turn's place and estimate when
+	// the intake knew them.
+	Position    *int
+	WaitMinutes *int
+	// MovedBack: the turn went back in the line (a re-entry, a release,
+	// a lower priority): its near-the-front message is re-armed.
+	MovedBack bool
 }
 
 // Options tune the service.
@@ -140,20 +147,41 @@ func moments(c TurnChange) []struct {
 
 // TurnChanged decides the messages a turn change calls for, inside the
 // change's unit of work: their rows and their jobs commit with it. A turn
-// without a phone gets nothing, and costs nothing.
+// without a phone costs nothing beyond the look at the line its change
+// may call for.
 func (s *Service) TurnChanged(ctx context.Context, c TurnChange) error {
-	if c.LineMoved {
-		// Turns behind may now be near the front: a look at the line after
-		// the change commits. One per change, not one per run while one is
-		// pending: a look already running may have read the line before
-		// this change, and would miss it.
-		if err := s.jobs.Schedule(ctx, platform.Job{Kind: JobLine,
-			Args: LineArgs{AccountID: c.AccountID, RunID: c.RunID, QueueID: c.QueueID}}); err != nil {
+	hasPhone := c.Phone != nil && *c.Phone != ""
+	// A new turn whose place the intake did not give (a forward, a
+	// check-in) is looked at with the line.
+	joined := c.Before == "" && c.After == "WAITING" && hasPhone && c.Position == nil
+	if c.LineMoved || joined {
+		// Turns behind may now be near the front, or the new turn joined
+		// near it: a look at the line after the change commits. One per
+		// change, not one per run while one is pending: a look already
+		// running may have read the line before this change.
+		a := LineArgs{AccountID: c.AccountID, RunID: c.RunID, QueueID: c.QueueID}
+		if joined {
+			a.Joined = c.TurnID
+		}
+		if err := s.jobs.Schedule(ctx, platform.Job{Kind: JobLine, Args: a}); err != nil {
 			return fmt.Errorf("notify: schedule line look: %w", err)
 		}
 	}
-	if c.Phone == nil || *c.Phone == "" {
+	if !hasPhone {
 		return nil
+	}
+	if c.MovedBack {
+		// Re-armed: told again when it comes near the front again.
+		st, err := s.repo.Near(ctx, c.TurnID)
+		if err != nil {
+			return err
+		}
+		if st.Sent {
+			st.Sent = false
+			if err := s.repo.PutNear(ctx, st); err != nil {
+				return err
+			}
+		}
 	}
 	ms := moments(c)
 	if len(ms) == 0 {
@@ -162,6 +190,14 @@ func (s *Service) TurnChanged(ctx context.Context, c TurnChange) error {
 	set, err := s.Settings(ctx, c.QueueID)
 	if err != nil {
 		return err
+	}
+	if c.Before == "" && c.Position != nil && set.On(MomentJoined) && set.near(*c.Position-1, c.WaitMinutes) {
+		// Joined already near the front: the joined message gives the
+		// place; near_front waits until the turn moves back and comes
+		// near again.
+		if err := s.repo.PutNear(ctx, NearState{TurnID: c.TurnID, AccountID: c.AccountID, Sent: true}); err != nil {
+			return err
+		}
 	}
 	for _, m := range ms {
 		if !set.On(m.moment) {
@@ -214,33 +250,31 @@ func (s *Service) insert(ctx context.Context, m Message) (bool, error) {
 
 // LookAtLine decides the near-the-front messages of a run's waiting line
 // (the JobLine job): a turn at or under the queue's threshold gets one,
-// once; a turn that moved back over it is re-armed.
+// once per time it comes near (TurnChanged re-arms a turn that moved
+// back). A turn that joined already near the front (a.Joined) is not told
+// twice: its joined message gave its place.
 func (s *Service) LookAtLine(ctx context.Context, a LineArgs) error {
 	set, err := s.Settings(ctx, a.QueueID)
 	if err != nil || !set.On(MomentNearFront) || (set.NearFrontAhead <= 0 && set.NearFrontMinutes <= 0) {
 		return err
 	}
-	line, err := s.turns.Waiting(ctx, a.AccountID, a.RunID)
+	line, err := s.turns.Waiting(ctx, a.AccountID, a.RunID, MaxLook)
 	if err != nil {
 		return err
 	}
 	return s.uow.Do(ctx, func(ctx context.Context) error {
 		for _, w := range line {
+			ahead := w.Position - 1
+			if !set.near(ahead, w.WaitMinutes) {
+				continue
+			}
 			st, err := s.repo.Near(ctx, w.TurnID)
-			if err != nil {
+			if err != nil || st.Sent {
 				return err
 			}
-			ahead := w.Position - 1
-			near := (set.NearFrontAhead > 0 && ahead < set.NearFrontAhead) ||
-				(set.NearFrontMinutes > 0 && w.WaitMinutes != nil && *w.WaitMinutes <= set.NearFrontMinutes)
-			switch {
-			case near && !st.Sent && st.TurnID == "":
-				// First seen already near the front: the joined message
-				// told the customer their place; nothing more until the
-				// turn moves back and comes near again.
-				st = NearState{TurnID: w.TurnID, AccountID: w.AccountID, Sent: true}
-			case near && !st.Sent:
-				st = NearState{TurnID: w.TurnID, AccountID: w.AccountID, Occurrence: st.Occurrence + 1, Sent: true}
+			st = NearState{TurnID: w.TurnID, AccountID: w.AccountID, Occurrence: st.Occurrence, Sent: true}
+			if w.TurnID != a.Joined || st.Occurrence > 0 {
+				st.Occurrence++
 				params := map[string]string{"queue": w.QueueName, "code": w.DisplayCode, "ahead": strconv.Itoa(ahead)}
 				if w.WaitMinutes != nil {
 					params["minutes"] = strconv.Itoa(*w.WaitMinutes)
@@ -248,12 +282,6 @@ func (s *Service) LookAtLine(ctx context.Context, a LineArgs) error {
 				if _, err := s.decide(ctx, w.TurnChange, set, MomentNearFront, st.Occurrence, params); err != nil {
 					return err
 				}
-			case !near && st.TurnID == "":
-				st = NearState{TurnID: w.TurnID, AccountID: w.AccountID}
-			case !near && st.Sent:
-				st.Sent = false // moved back: re-armed
-			default:
-				continue
 			}
 			if err := s.repo.PutNear(ctx, st); err != nil {
 				return err
@@ -262,6 +290,10 @@ func (s *Service) LookAtLine(ctx context.Context, a LineArgs) error {
 		return nil
 	})
 }
+
+// MaxLook bounds the waiting turns one look at the line reads (the run's
+// first, by arrival): near the front is about the first few.
+const MaxLook = 200
 
 // lostPoint reports why a message should no longer be sent to a turn in
 // state t, "" when it still should.

@@ -85,3 +85,10 @@ func (q QueueSettings) Validate() error {
 	}
 	return v.Err()
 }
+
+// near reports whether a turn with ahead turns before it and an estimate
+// of minutes (nil: none) is near the front.
+func (s Settings) near(ahead int, minutes *int) bool {
+	return (s.NearFrontAhead > 0 && ahead < s.NearFrontAhead) ||
+		(s.NearFrontMinutes > 0 && minutes != nil && *minutes <= s.NearFrontMinutes)
+}

@@ -51,6 +51,9 @@ type Watched struct {
 	Forwarded bool
 	// Line is what the change did to the run's waiting line.
 	Line LineChange
+	// View is a new turn's view (its position and wait) when the intake
+	// built it: nil otherwise.
+	View *View
 }
 
 // Watch adds a watcher. Call it while wiring, before the service is used.
@@ -155,8 +158,10 @@ func (s *Service) createInRun(ctx context.Context, accountID, runID string, in C
 			}
 			// The answer is built from what the transaction holds: nothing
 			// is read again after the commit.
-			view, err = s.txView(ctx, q, run, created, lc)
-			return err
+			if view, err = s.txView(ctx, q, run, created, lc); err != nil {
+				return err
+			}
+			return s.watch(ctx, Watched{Queue: q, After: created, Op: OpCreate, Line: lc, View: &view})
 		})
 		if errors.Is(err, errRedraw) && drawAhead {
 			// The number drawn ahead was spelled with settings the queue
@@ -461,9 +466,6 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, LineChan
 	if status == Waiting {
 		lc.Added = append(lc.Added, t.Key())
 	}
-	if err := s.watch(ctx, Watched{Queue: in.Queue, After: t, Op: OpCreate, Forwarded: in.Forwarded && d.appointmentID == nil, Line: lc}); err != nil {
-		return Turn{}, LineChange{}, err
-	}
 	lc, err = s.bumpLine(ctx, t.RunID, lc)
 	return t, lc, err
 }
@@ -613,8 +615,11 @@ func (s *Service) Admit(ctx context.Context, accountID, runID string, a Admissio
 		if d.formResponse == nil {
 			d.formResponse = map[string]string{}
 		}
-		t, _, err = s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Forwarded: true}, d)
-		return err
+		var lc LineChange
+		if t, lc, err = s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Forwarded: true}, d); err != nil {
+			return err
+		}
+		return s.watch(ctx, Watched{Queue: q, After: t, Op: OpCreate, Forwarded: a.AppointmentID == nil, Line: lc})
 	})
 	return t, err
 }

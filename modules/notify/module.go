@@ -147,13 +147,23 @@ func (w watcher) TurnChanged(ctx context.Context, c turns.Watched) error {
 	if t.StationID != nil {
 		station = *t.StationID
 	}
-	moved := len(c.Line.Removed) > 0 || (c.Op != turns.OpCreate && len(c.Line.Added) > 0) ||
-		(c.Op == turns.OpCreate && t.Phone != nil && t.Status == turns.Waiting)
-	return w.s.TurnChanged(ctx, core.TurnChange{
+	// The line moved for those behind when a turn left it or moved in it
+	// (a new turn at the back moves nobody).
+	moved := len(c.Line.Removed) > 0
+	back := c.Op != turns.OpCreate && t.Status == turns.Waiting &&
+		(c.Before.Status != turns.Waiting || c.Before.Key().Less(t.Key()))
+	var pos, wait *int
+	if c.View != nil {
+		pos = c.View.Position
+		if c.View.WaitEstimate != nil {
+			wait = &c.View.WaitEstimate.Minutes
+		}
+	}
+	return w.s.TurnChanged(ctx, core.TurnChange{Position: pos, WaitMinutes: wait,
 		AccountID: t.AccountID, TurnID: t.ID, QueueID: t.QueueID, RunID: t.RunID, QueueName: c.Queue.Name,
 		DisplayCode: t.DisplayCode, Phone: t.Phone, WhatsApp: t.NotifyWhatsapp,
 		Before: string(c.Before.Status), After: string(t.Status), BeforeCalls: c.Before.CallCount, Calls: t.CallCount,
-		Station: station, Reason: c.Reason, Forwarded: c.Forwarded, LineMoved: moved,
+		Station: station, Reason: c.Reason, Forwarded: c.Forwarded, LineMoved: moved, MovedBack: back,
 	})
 }
 
@@ -174,13 +184,9 @@ func (p turnsPort) Now(ctx context.Context, accountID, turnID string) (core.Turn
 	return now, nil
 }
 
-// lineLimit bounds the waiting turns one look reads: near the front is
-// about the first few.
-const lineLimit = 200
-
-func (p turnsPort) Waiting(ctx context.Context, accountID, runID string) ([]core.Waiting, error) {
+func (p turnsPort) Waiting(ctx context.Context, accountID, runID string, limit int) ([]core.Waiting, error) {
 	page, err := p.ts.List(ctx, accountID, runID, turns.ListFilter{Statuses: []turns.Status{turns.Waiting}},
-		platform.PageRequest{Limit: lineLimit})
+		platform.PageRequest{Limit: limit})
 	if err != nil {
 		return nil, err
 	}
