@@ -97,9 +97,10 @@ type NearState struct {
 type Turns interface {
 	// Now is the turn as it stands.
 	Now(ctx context.Context, accountID, turnID string) (TurnNow, error)
-	// Waiting lists the first limit waiting turns of a run, those with a
-	// phone, in line order.
-	Waiting(ctx context.Context, accountID, runID string, limit int) ([]Waiting, error)
+	// Waiting lists the waiting turns with a phone among a run's first
+	// limit waiting turns (by arrival), with their positions, and their
+	// estimates when withWait.
+	Waiting(ctx context.Context, accountID, queueID, runID string, limit int, withWait bool) ([]Waiting, error)
 	// Leave cancels the turn for its customer; Arrive marks it arrived.
 	Leave(ctx context.Context, accountID, turnID string) error
 	Arrive(ctx context.Context, accountID, turnID string) error

@@ -258,7 +258,7 @@ func (s *Service) LookAtLine(ctx context.Context, a LineArgs) error {
 	if err != nil || !set.On(MomentNearFront) || (set.NearFrontAhead <= 0 && set.NearFrontMinutes <= 0) {
 		return err
 	}
-	line, err := s.turns.Waiting(ctx, a.AccountID, a.RunID, MaxLook)
+	line, err := s.turns.Waiting(ctx, a.AccountID, a.QueueID, a.RunID, MaxLook, set.NearFrontMinutes > 0)
 	if err != nil {
 		return err
 	}

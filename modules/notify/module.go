@@ -67,17 +67,19 @@ func newOutcomes() *outcomes {
 
 type serviceParams struct {
 	fx.In
-	Repo   core.Repository
-	UoW    platform.UnitOfWork
-	Jobs   platform.JobScheduler
-	Events platform.EventSink
-	Clock  platform.Clock
-	Turns  *turns.Service
-	Ticket *ticket.Service
-	Config *config.Config
-	Log    *slog.Logger
-	Out    *outcomes
-	Server *server.Server
+	Repo     core.Repository
+	UoW      platform.UnitOfWork
+	Jobs     platform.JobScheduler
+	Events   platform.EventSink
+	Clock    platform.Clock
+	Turns    *turns.Service
+	TurnRepo turns.Repository
+	Queues   *queues.Service
+	Ticket   *ticket.Service
+	Config   *config.Config
+	Log      *slog.Logger
+	Out      *outcomes
+	Server   *server.Server
 }
 
 func newService(p serviceParams) *core.Service {
@@ -101,7 +103,7 @@ func newService(p serviceParams) *core.Service {
 	// listens on (known once it started; a development install).
 	srv, public := p.Server, strings.TrimSuffix(p.Config.HTTP.PublicURL, "/")
 	base := func() string { return cmp.Or(public, "http://"+srv.Addr) }
-	return core.NewService(p.Repo, p.UoW, p.Jobs, p.Events, p.Clock, turnsPort{p.Turns},
+	return core.NewService(p.Repo, p.UoW, p.Jobs, p.Events, p.Clock, turnsPort{p.Turns, p.Queues, p.TurnRepo},
 		links{p.Ticket, base}, phone.Normalize, senders, core.Options{
 			Defaults: def, Region: n.Region, Logger: log,
 			Observe: func(o string) { p.Out.vec.WithLabelValues(o).Inc() },
@@ -168,7 +170,11 @@ func (w watcher) TurnChanged(ctx context.Context, c turns.Watched) error {
 }
 
 // turnsPort is the turns module as the service needs it.
-type turnsPort struct{ ts *turns.Service }
+type turnsPort struct {
+	ts   *turns.Service
+	qs   *queues.Service
+	repo turns.Repository
+}
 
 func (p turnsPort) Now(ctx context.Context, accountID, turnID string) (core.TurnNow, error) {
 	t, err := p.ts.Turn(ctx, accountID, turnID)
@@ -184,22 +190,37 @@ func (p turnsPort) Now(ctx context.Context, accountID, turnID string) (core.Turn
 	return now, nil
 }
 
-func (p turnsPort) Waiting(ctx context.Context, accountID, runID string, limit int) ([]core.Waiting, error) {
-	page, err := p.ts.List(ctx, accountID, runID, turns.ListFilter{Statuses: []turns.Status{turns.Waiting}},
-		platform.PageRequest{Limit: limit})
+func (p turnsPort) Waiting(ctx context.Context, accountID, queueID, runID string, limit int, withWait bool) ([]core.Waiting, error) {
+	// Positions come from the stored line (one read of its keys in line
+	// order) rather than from full views: a look needs nothing more.
+	q, err := p.qs.GetQueue(ctx, accountID, queueID)
 	if err != nil {
 		return nil, err
 	}
+	ts, err := p.repo.List(ctx, runID, []turns.Status{turns.Waiting}, platform.PageRequest{Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	_, keys, err := p.repo.WaitingLine(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	pos := make(map[turns.LineKey]int, len(keys))
+	for i, k := range keys {
+		pos[k] = i + 1
+	}
 	var out []core.Waiting
-	for _, v := range page.Items {
-		if v.Phone == nil || v.Position == nil {
+	for _, t := range ts {
+		n, ok := pos[t.Key()]
+		if t.Phone == nil || !ok {
 			continue
 		}
-		w := core.Waiting{Position: *v.Position, TurnChange: core.TurnChange{AccountID: accountID, TurnID: v.ID,
-			QueueID: v.QueueID, RunID: v.RunID, QueueName: v.Queue.Name, DisplayCode: v.DisplayCode,
-			Phone: v.Phone, WhatsApp: v.NotifyWhatsapp}}
-		if v.WaitEstimate != nil {
-			w.WaitMinutes = &v.WaitEstimate.Minutes
+		w := core.Waiting{Position: n, TurnChange: core.TurnChange{AccountID: accountID, TurnID: t.ID,
+			QueueID: t.QueueID, RunID: t.RunID, QueueName: q.Name, DisplayCode: t.DisplayCode, Phone: t.Phone, WhatsApp: t.NotifyWhatsapp}}
+		if withWait {
+			if v, err := p.ts.View(ctx, t); err == nil && v.WaitEstimate != nil {
+				w.WaitMinutes = &v.WaitEstimate.Minutes
+			}
 		}
 		out = append(out, w)
 	}

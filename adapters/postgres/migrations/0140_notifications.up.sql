@@ -4,11 +4,16 @@
 -- a decision repeated (a retried transaction, a replayed job) stores
 -- nothing more and schedules no second job. phone is the E.164 number,
 -- cleared by retention (notify.keep_phones) once the turn is long over.
+--
+-- No foreign key to turns: the check of one takes FOR KEY SHARE on the
+-- turn's row until the commit, and dispatch/next takes the first waiting
+-- turn FOR UPDATE SKIP LOCKED, so recording a message would make next skip
+-- that turn (the history checker caught it). Rows go with their queue.
 CREATE TABLE notifications (
     id                  text PRIMARY KEY,
     account_id          text NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
-    turn_id             text NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
-    queue_id            text NOT NULL,
+    turn_id             text NOT NULL,
+    queue_id            text NOT NULL REFERENCES queues (id) ON DELETE CASCADE,
     run_id              text NOT NULL,
     key                 text NOT NULL UNIQUE,
     moment              text NOT NULL,
@@ -48,10 +53,11 @@ CREATE TABLE notification_suppressions (
 );
 
 -- Where each waiting turn with a phone stands with its near-the-front
--- message (re-armed when the turn moves back).
+-- message (re-armed when the turn moves back). No foreign key to turns,
+-- as above.
 CREATE TABLE notification_near (
-    turn_id     text PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
-    account_id  text NOT NULL,
+    turn_id     text PRIMARY KEY,
+    account_id  text NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
     occurrence  integer NOT NULL,
     sent        boolean NOT NULL
 );
