@@ -121,3 +121,19 @@ var zoneRegions = func() map[string]string {
 // tie the zone to exactly one country. It is a guess for a form's default
 // region, never a rule.
 func RegionForZone(zone string) string { return zoneRegions[zone] }
+
+// Checker offers the package's functions as methods, for a core that
+// declares the interface it needs (core/join.Phones).
+type Checker struct{}
+
+// Normalize is Normalize.
+func (Checker) Normalize(raw, region string) (string, error) { return Normalize(raw, region) }
+
+// ValidRegion is ValidRegion.
+func (Checker) ValidRegion(region string) bool { return ValidRegion(region) }
+
+// RegionOfNumber is RegionOfNumber.
+func (Checker) RegionOfNumber(raw string) string { return RegionOfNumber(raw) }
+
+// RegionForZone is RegionForZone.
+func (Checker) RegionForZone(zone string) string { return RegionForZone(zone) }
