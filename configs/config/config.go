@@ -161,6 +161,9 @@ type Notify struct {
 	KeepPhones time.Duration `koanf:"keep_phones"`
 	// Workers sends messages in a job queue of their own (postgres mode).
 	Workers int `koanf:"workers"`
+	// Attempts is how many times a message is tried while the provider
+	// answers 429 or 5xx before it is given up.
+	Attempts int `koanf:"attempts"`
 
 	TwilioURL                 string `koanf:"twilio_url"`
 	TwilioAccountSID          string `koanf:"twilio_account_sid"`
@@ -203,6 +206,9 @@ func (n Notify) validate() error {
 	}
 	if n.KeepPhones <= 0 {
 		return fmt.Errorf("config: QMS_NOTIFY_KEEP_PHONES (notify.keep_phones) must be positive, got %s", n.KeepPhones)
+	}
+	if n.Attempts < 1 || n.Attempts > 25 {
+		return fmt.Errorf("config: QMS_NOTIFY_ATTEMPTS (notify.attempts) must be between 1 and 25, got %d", n.Attempts)
 	}
 	if n.NearFrontAhead < 0 {
 		return fmt.Errorf("config: QMS_NOTIFY_NEAR_FRONT_AHEAD (notify.near_front_ahead) must not be negative")

@@ -268,21 +268,19 @@ func (o owners) Queue(c *fiber.Ctx, id string) error {
 }
 
 // Job settings. A send job's attempts are the provider retries: 429 and
-// 5xx back off 1 s, 2 s, 4 s ... up to a minute, 8 attempts (about 2
-// minutes) before the message is given up: a "your turn" hours late is
-// worse than none.
-const (
-	sendMaxAttempts = 8
-	sendTimeout     = 30 * time.Second
-)
+// 5xx back off 1 s, 2 s, 4 s ... up to a minute, notify.attempts tries (8:
+// about 2 minutes) before the message is given up: a "your turn" hours
+// late is worse than none.
+const sendTimeout = 30 * time.Second
 
 var sendBackoff = ports.Backoff(time.Minute)
 
-func sendKind(s *core.Service) ports.JobKind {
+func sendKind(s *core.Service, cfg *config.Config) ports.JobKind {
+	attempts := cfg.Notify.Attempts
 	return ports.JobKind{
-		Name: core.JobSend, Queue: core.JobQueue, MaxAttempts: sendMaxAttempts, Timeout: sendTimeout, Backoff: sendBackoff,
+		Name: core.JobSend, Queue: core.JobQueue, MaxAttempts: attempts, Timeout: sendTimeout, Backoff: sendBackoff,
 		Handler: ports.Typed("notify", func(ctx context.Context, a core.SendArgs, j ports.JobContext) error {
-			return s.Attempt(ctx, a, j.Attempt, cmp.Or(j.MaxAttempts, sendMaxAttempts))
+			return s.Attempt(ctx, a, j.Attempt, cmp.Or(j.MaxAttempts, attempts))
 		}, func(a core.SendArgs) error {
 			if a.MessageID == "" {
 				return errors.New("no messageId")

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -301,4 +303,63 @@ func TestNotifyCrashBetweenCommitAndSend(t *testing.T) {
 	if n := len(fake.Messages()); n != 1 {
 		t.Fatalf("the provider got %d messages, want 1", n)
 	}
+}
+
+// TestNotifyGivesUpAndTellsWebhooks lets the provider answer 503 to every
+// try of a message: it is given up after notify.attempts (FAILED,
+// RETRIES_EXHAUSTED, counted as gave_up), and each status change reaches
+// a webhook endpoint subscribed to notification.status.
+func TestNotifyGivesUpAndTellsWebhooks(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		fake := fakeprovider.NewTwilio(ntSID, ntToken)
+		defer fake.Close()
+		rc := newWhReceiver(t, func(int, *http.Request, <-chan struct{}) int { return http.StatusOK })
+		w := turnStart(t, start, ntTwilio(fake.URL()), apptest.WithConfig(func(c *config.Config) { c.Notify.Attempts = 2 }))
+		whEndpoint(t, w.app, rc.URL(), "notification.status")
+		q := w.queue(nil)
+		fake.FailNextFor("+34600444555", http.StatusServiceUnavailable, 2)
+		a := w.take(q.Runs[0].ID, map[string]any{"phone": "+34600444555"})
+		m := ntFind(t, ntWait(t, w.app, a.ID, "given up", func(ms []ntMessage) bool { return ntHas(ms, "joined", "FAILED") }), "joined")
+		if m.ErrorCode == nil || *m.ErrorCode != "RETRIES_EXHAUSTED" || m.Attempts != 2 {
+			t.Fatalf("given up: %+v", m)
+		}
+		b := w.take(q.Runs[0].ID, map[string]any{"phone": "+34600444556"})
+		ntWait(t, w.app, b.ID, "sent", func(ms []ntMessage) bool { return ntHas(ms, "joined", "SENT") })
+		hits := rc.wait(t, 2, 20*time.Second)
+		var statuses []string
+		for _, h := range hits {
+			var ev struct {
+				Event string `json:"event"`
+				Data  struct {
+					NotificationID string  `json:"notificationId"`
+					Status         string  `json:"status"`
+					ErrorCode      *string `json:"errorCode"`
+					QueueRunID     string  `json:"queueRunId"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(h.Body, &ev); err != nil || ev.Event != "notification.status" || ev.Data.QueueRunID == "" {
+				t.Fatalf("webhook body: %s (%v)", h.Body, err)
+			}
+			statuses = append(statuses, ev.Data.Status)
+		}
+		sort.Strings(statuses)
+		if strings.Join(statuses, ",") != "FAILED,SENT" {
+			t.Fatalf("statuses told: %v", statuses)
+		}
+		r := w.app.Do(http.MethodGet, "/metrics", nil, nil)
+		if !strings.Contains(string(r.Body), `qms_notifications_total{outcome="gave_up"} 1`) ||
+			!strings.Contains(string(r.Body), `qms_notifications_total{outcome="sent"} 1`) {
+			t.Fatalf("metrics: %s", grepLines(string(r.Body), "qms_notifications_total"))
+		}
+	})
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
