@@ -123,7 +123,7 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 		memory.NewAccessCodes(s), memory.NewAccessCodeTurns(s, tr),
 		wf, wf, an, wh, ev, // Workflow, Forwards, Analytics, Webhooks, Events
 		log, log, log, // StreamLog, StreamNotifier, Calls
-		memory.NewDisplayTokens(s), tl, memory.NewJoinLinks(s), memory.NewNotify(s), rl,
+		memory.NewDisplayTokens(s), tl, memory.NewJoinLinks(s), memory.NewNotify(s, tr), rl,
 		memory.NewPruner(s, ev, wh, tr, qs, wf, rl, tl),
 		runner, runner, // JobRunner, Jobs
 		[]events.Subscriber{log}, // EventCopies

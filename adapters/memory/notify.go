@@ -13,6 +13,7 @@ import (
 // Notify is the memory notify.Repository.
 type Notify struct {
 	s        *Store
+	turns    *Turns
 	messages *table[notify.Message]
 	keys     *table[string]           // message key → id
 	supp     *table[time.Time]        // account|phone → since
@@ -23,9 +24,9 @@ type Notify struct {
 var _ notify.Repository = (*Notify)(nil)
 
 // NewNotify builds the repository on s; a run's messages and states go
-// with it.
-func NewNotify(s *Store) *Notify {
-	r := &Notify{s: s, messages: newTable[notify.Message](s), keys: newTable[string](s), supp: newTable[time.Time](s),
+// with it. It clears the phones of tr's finished turns.
+func NewNotify(s *Store, tr *Turns) *Notify {
+	r := &Notify{s: s, turns: tr, messages: newTable[notify.Message](s), keys: newTable[string](s), supp: newTable[time.Time](s),
 		near: newTable[notify.NearState](s), settings: newTable[notify.QueueSettings](s)}
 	s.OnDelete("run", func(ctx context.Context, runID string) {
 		r.s.write(ctx, func() func() {
@@ -207,6 +208,30 @@ func (r *Notify) ClearPhones(ctx context.Context, before time.Time, limit int) (
 			if m.To != "" && m.CreatedAt.Before(before) {
 				m.To = ""
 				undo = append(undo, r.messages.put(id, m))
+				n++
+			}
+		}
+		return func() {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	})
+	return n, nil
+}
+
+// ClearTurnPhones forgets the phones of turns finished before cutoff.
+func (r *Notify) ClearTurnPhones(ctx context.Context, finishedBefore time.Time, limit int) (n int, err error) {
+	r.s.write(ctx, func() func() {
+		var undo []func()
+		for _, t := range r.turns.turns.rows {
+			if n >= limit {
+				break
+			}
+			if t.Phone != nil && t.FinishedAt != nil && t.FinishedAt.Before(finishedBefore) {
+				t = cloneTurn(t)
+				t.Phone = nil
+				undo = append(undo, r.turns.turns.put(t))
 				n++
 			}
 		}

@@ -236,3 +236,15 @@ func (r *Notify) ClearPhones(ctx context.Context, before time.Time, limit int) (
 	n, err := res.RowsAffected()
 	return int(n), wrap(err, "clear notification phones")
 }
+
+// ClearTurnPhones forgets the phones of turns finished before cutoff
+// (turns_phone_finished_idx finds them).
+func (r *Notify) ClearTurnPhones(ctx context.Context, finishedBefore time.Time, limit int) (int, error) {
+	res, err := r.db.IDB(ctx).NewRaw(`UPDATE turns SET phone = NULL WHERE id IN (
+		SELECT id FROM turns WHERE phone IS NOT NULL AND finished_at < ? ORDER BY finished_at LIMIT ?)`, finishedBefore, limit).Exec(ctx)
+	if err != nil {
+		return 0, wrap(err, "clear turn phones")
+	}
+	n, err := res.RowsAffected()
+	return int(n), wrap(err, "clear turn phones")
+}

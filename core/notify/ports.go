@@ -80,6 +80,9 @@ type Repository interface {
 	// ClearPhones forgets the numbers of messages created before cutoff
 	// (privacy: turns finish, their numbers go); it returns how many.
 	ClearPhones(ctx context.Context, before time.Time, limit int) (int, error)
+	// ClearTurnPhones forgets the phone of turns that finished before
+	// cutoff; it returns how many.
+	ClearTurnPhones(ctx context.Context, finishedBefore time.Time, limit int) (int, error)
 }
 
 // NearState is where a waiting turn stands with its near-the-front

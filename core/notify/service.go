@@ -620,15 +620,26 @@ func (s *Service) List(ctx context.Context, turnID string) ([]Message, error) {
 	return ms, err
 }
 
-// ClearPhones forgets the numbers of messages older than keep.
+// ClearPhones forgets, in one batch of at most limit rows of each, the
+// numbers of messages created more than keep ago and the phones of turns
+// finished more than keep ago; it returns how many rows it changed.
 func (s *Service) ClearPhones(ctx context.Context, keep time.Duration, limit int) (int, error) {
-	var n int
+	var n, m int
+	cutoff := s.clock.Now().Add(-keep)
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		var err error
-		n, err = s.repo.ClearPhones(ctx, s.clock.Now().Add(-keep), limit)
+		n, err = s.repo.ClearPhones(ctx, cutoff, limit)
 		return err
 	})
-	return n, err
+	if err != nil {
+		return n, err
+	}
+	err = s.uow.Do(ctx, func(ctx context.Context) error {
+		var err error
+		m, err = s.repo.ClearTurnPhones(ctx, cutoff, limit)
+		return err
+	})
+	return n + m, err
 }
 
 // notFound reports a repository's or a port's "no such record".

@@ -9,6 +9,7 @@ import (
 
 	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/turns"
 )
 
 // NotifyHarness is a fresh notify repository, the unit of work it joins,
@@ -154,6 +155,41 @@ func RunNotify(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 		b, _ := h.Repo.Get(ctx, recent.ID)
 		if n != 1 || a.To != "" || b.To != recent.To {
 			t.Fatalf("cleared %d: old %q, recent %q", n, a.To, b.To)
+		}
+	})
+
+	t.Run("finished turns forget their phone after the cutoff, the others keep it", func(t *testing.T) {
+		h := newHarness(t)
+		o := h.Owners.Seed(t)
+		finished, recent, waiting := h.Owners.Turn(t, o, o.QueueID), h.Owners.Turn(t, o, o.QueueID), h.Owners.Turn(t, o, o.QueueID2)
+		old, late := now.Add(-48*time.Hour), now.Add(-time.Hour)
+		for _, c := range []struct {
+			tu turns.Turn
+			at *time.Time
+		}{{finished, &old}, {recent, &late}, {waiting, nil}} {
+			tu := c.tu
+			tu.Phone = platform.Ptr("+34600111222")
+			if c.at != nil {
+				tu.Status, tu.FinishedAt, tu.ReopenTo = turns.Completed, c.at, turns.Waiting
+			}
+			if err := h.UoW.Do(ctx, func(ctx context.Context) error { return h.Owners.Turns.Update(ctx, tu) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var n int
+		err := h.UoW.Do(ctx, func(ctx context.Context) error {
+			var err error
+			n, err = h.Repo.ClearTurnPhones(ctx, now.Add(-24*time.Hour), 100)
+			return err
+		})
+		if err != nil || n != 1 {
+			t.Fatalf("cleared %d (%v), want 1", n, err)
+		}
+		for id, want := range map[string]bool{finished.ID: false, recent.ID: true, waiting.ID: true} {
+			got, err := h.Owners.Turns.Get(ctx, id)
+			if err != nil || (got.Phone != nil) != want {
+				t.Errorf("turn %s: phone %v, want kept %v (%v)", id, got.Phone, want, err)
+			}
 		}
 	})
 

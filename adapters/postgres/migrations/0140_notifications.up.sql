@@ -69,3 +69,7 @@ CREATE TABLE notification_settings (
     account_id  text NOT NULL,
     settings    jsonb NOT NULL
 );
+
+-- Privacy: the periodic job notify.clear_phones forgets the phone of turns
+-- finished more than notify.keep_phones ago; this finds them.
+CREATE INDEX turns_phone_finished_idx ON turns (finished_at) WHERE phone IS NOT NULL;
