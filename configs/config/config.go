@@ -19,6 +19,7 @@ import (
 	"github.com/knadh/koanf/v2"
 
 	"github.com/qms-dev/qms/configs"
+	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/stream"
 )
 
@@ -206,6 +207,14 @@ func (n Notify) validate() error {
 	}
 	if n.KeepPhones <= 0 {
 		return fmt.Errorf("config: QMS_NOTIFY_KEEP_PHONES (notify.keep_phones) must be positive, got %s", n.KeepPhones)
+	}
+	for _, m := range strings.Split(n.Moments, ",") {
+		if m = strings.TrimSpace(m); m != "" && !slices.Contains(notify.Moments, m) {
+			return fmt.Errorf("config: QMS_NOTIFY_MOMENTS (notify.moments) names %q, not one of %s", m, strings.Join(notify.Moments, ", "))
+		}
+	}
+	if !slices.Contains(notify.Languages, n.Language) {
+		return fmt.Errorf("config: QMS_NOTIFY_LANGUAGE (notify.language) must be one of %s, got %q", strings.Join(notify.Languages, ", "), n.Language)
 	}
 	if n.Attempts < 1 || n.Attempts > 25 {
 		return fmt.Errorf("config: QMS_NOTIFY_ATTEMPTS (notify.attempts) must be between 1 and 25, got %d", n.Attempts)
