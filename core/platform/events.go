@@ -18,7 +18,13 @@ const (
 	EventQueueClosed          = "queue.closed"
 	EventAppointmentScheduled = "appointment.scheduled"
 	EventAppointmentCompleted = "appointment.completed"
-	// EventNotificationStatus is not of spec section 6: a customer
+
+	// Beyond section 6 (compatible additions, docs/queues.md): help on
+	// the ticket page, and a turn waiting past its queue's SLA.
+	EventTurnHelpRequested = "turn.help_requested"
+	EventTurnHelpAnswered  = "turn.help_answered"
+	EventTurnSLABreached   = "turn.sla_breached"
+	// EventNotificationStatus is not of spec section 6 either: a customer
 	// message (core/notify) changed status (docs/notifications.md).
 	EventNotificationStatus = "notification.status"
 )
@@ -27,6 +33,7 @@ const (
 var EventNames = []string{
 	EventTurnCreated, EventTurnCalled, EventTurnCompleted, EventTurnCancelled, EventTurnReopened,
 	EventQueueOpened, EventQueueClosed, EventAppointmentScheduled, EventAppointmentCompleted,
+	EventTurnHelpRequested, EventTurnHelpAnswered, EventTurnSLABreached,
 	EventNotificationStatus,
 }
 
