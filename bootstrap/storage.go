@@ -18,6 +18,7 @@ import (
 	"github.com/qms-dev/qms/adapters/riverjobs"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/events"
+	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	core "github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/ports"
@@ -53,7 +54,7 @@ var postgresAdapters = fx.Module("postgres",
 				SecretKey: cfg.Webhooks.SecretKey, OldSecretKeys: cfg.OldSecretKeys(),
 				Jobs: riverjobs.Options{
 					Workers:           cfg.Jobs.Workers,
-					QueueWorkers:      map[string]int{core.JobQueue: cfg.Webhooks.Workers},
+					QueueWorkers:      map[string]int{core.JobQueue: cfg.Webhooks.Workers, notify.JobQueue: cfg.Notify.Workers},
 					FetchCooldown:     cfg.Jobs.FetchCooldown,
 					FetchPollInterval: cfg.Jobs.FetchPollInterval,
 				}})

@@ -117,6 +117,13 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 			return StreamNotifierHarness{UoW: s.UoW, Bus: Subscribe(s), Notifier: s.StreamNotifier, Account: NewAccount(t, s)}
 		})
 	})
+	t.Run("Notify", func(t *testing.T) {
+		t.Parallel()
+		RunNotify(t, func(t *testing.T) NotifyHarness {
+			s := newSet(t)
+			return NotifyHarness{Repo: s.Notify, UoW: s.UoW, Owners: OwnersOf(s), Concurrent: o.concurrent}
+		})
+	})
 	t.Run("JoinLinks", func(t *testing.T) {
 		t.Parallel()
 		RunJoinLinks(t, func(t *testing.T) JoinLinksHarness {
