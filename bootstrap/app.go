@@ -26,6 +26,7 @@ import (
 	"github.com/qms-dev/qms/modules/accounts"
 	"github.com/qms-dev/qms/modules/analytics"
 	"github.com/qms-dev/qms/modules/appointments"
+	"github.com/qms-dev/qms/modules/counter"
 	"github.com/qms-dev/qms/modules/display"
 	"github.com/qms-dev/qms/modules/entities"
 	"github.com/qms-dev/qms/modules/metrics"
@@ -72,6 +73,7 @@ var Modules = []fx.Option{
 	stream.Module,
 	display.Module,
 	ticket.Module,
+	counter.Module,
 	retention.Module,
 }
 

@@ -97,7 +97,7 @@ func TestPagesUseOnlyCataloguedKeys(t *testing.T) {
 	prefix := regexp.MustCompile(`\b(?:t|plural)\("([a-z]+\.[A-Za-z_.]*\.)" \+`)
 	literal := regexp.MustCompile(`"([a-z]+\.[A-Za-z_.]+[A-Za-z_])"`)
 	var prefixes []string
-	for _, dir := range []string{"../displayhttp/web", "../tickethttp/web"} {
+	for _, dir := range []string{"../displayhttp/web", "../tickethttp/web", "../counterhttp/web"} {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			t.Fatal(err)

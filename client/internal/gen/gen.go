@@ -19,15 +19,18 @@ import (
 // Excluded operations have no SDK method, each for the reason given. The
 // coverage test checks this list against the document too.
 var Excluded = map[string]string{
-	"getDisplayPage":     "the board's HTML page, for a browser",
-	"getDisplayAsset":    "the board page's script and style sheet, for a browser",
-	"getMetrics":         "Prometheus text for a scraper, not for integrators",
-	"getTicketPage":      "the customer's ticket page, for a browser",
-	"getTicketAsset":     "the ticket page's script and style sheet, for a browser",
-	"getPageStrings":     "the waiting-room pages' strings and the script choosing them, for a browser",
-	"getTicketQRCodeSVG": "an image to print or show, not JSON",
-	"getTicketQRCodePNG": "an image to print or show, not JSON",
-	"streamTicket":       "the customer's ticket page's stream, for a browser (GetTicket reads the same ticket)",
+	"getDisplayPage":       "the board's HTML page, for a browser",
+	"getDisplayAsset":      "the board page's script and style sheet, for a browser",
+	"getMetrics":           "Prometheus text for a scraper, not for integrators",
+	"getTicketPage":        "the customer's ticket page, for a browser",
+	"getTicketAsset":       "the ticket page's script and style sheet, for a browser",
+	"getPageStrings":       "the waiting-room pages' strings and the script choosing them, for a browser",
+	"getTicketQRCodeSVG":   "an image to print or show, not JSON",
+	"getTicketQRCodePNG":   "an image to print or show, not JSON",
+	"streamTicket":         "the customer's ticket page's stream, for a browser (GetTicket reads the same ticket)",
+	"getCounterPage":       "the staff console's HTML page, for a browser",
+	"getCounterAsset":      "the staff console's script and style sheet, for a browser",
+	"streamCounterConsole": "the staff console's stream, for a browser (GetCounterConsole reads the same console)",
 }
 
 // Handwritten operations have methods written by hand in the client
