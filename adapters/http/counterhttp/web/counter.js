@@ -18,6 +18,7 @@
   var selected = null;   // the turn picked in the line, else the station's
   var pressing = false;  // a press is on its way
   var armed = null;      // the turn a first Del armed for cancelling
+  var lastPress = null;  // the last button pressed, its turn, and when
   var source = null;
   var retryDelay = 1000;
   var retryTimer = null;
@@ -354,6 +355,40 @@
       b.setAttribute("aria-disabled", String(!ok));
     });
     text($("focus-hint"), selected && r ? t("counter.hintSelected") : "");
+    var next = con.waiting[0];
+    $("next-up").hidden = !!r || !next;
+    if (!r && next) {
+      var nu = $("next-up");
+      nu.textContent = "";
+      nu.appendChild(document.createTextNode(t("counter.nextUp") + " "));
+      nu.appendChild(el("strong", null, next.displayCode));
+      nu.appendChild(document.createTextNode(" · " + prioName(next.priority) + " · " + ago(next.createdAt)));
+    }
+    loadHistory(r);
+  }
+
+  // The focused turn's history at the counters: read again when the turn
+  // or what the console knows of it changes.
+  var historyOf = null;
+  function loadHistory(r) {
+    var sig = r ? r.id + "/" + r.status + "/" + r.callCount + "/" + r.priority : null;
+    if (sig === historyOf) { return; }
+    historyOf = sig;
+    $("history").hidden = true;
+    if (!r) { return; }
+    fetch(base + "/turns/" + encodeURIComponent(r.id) + "/presses", { cache: "no-store" }).then(function (res) {
+      return res.ok ? res.json() : null;
+    }).then(function (data) {
+      if (!data || historyOf !== sig) { return; }
+      var ol = $("history-list");
+      ol.textContent = "";
+      data.data.forEach(function (p) {
+        var st = p.stationId ? (con.stations.filter(function (s) { return s.id === p.stationId; })[0] || {}).label : null;
+        var who = p.linkId === con.link.id ? t("counter.thisCounter") : t("counter.otherCounter");
+        ol.appendChild(el("li", null, i18n.time(new Date(p.at)) + " · " + t(actLabel[p.action] || p.action) + (st ? " · " + st : "") + " · " + who));
+      });
+      $("history").hidden = !data.data.length;
+    }, function () {});
   }
 
   function renderStations() {
@@ -425,6 +460,16 @@
     if (act === "priority") { return openPriority(); }
     if (act === "forward") { return openForward(); }
     var r2 = focused();
+    // A second press of the same button on the same turn within half a
+    // second is the same intent (a double click, a bouncing key), even
+    // when the first press was already answered.
+    var now = performance.now();
+    var target = act === "next" ? null : r2.id;
+    if (lastPress && lastPress.act === act && lastPress.turn === target && now - lastPress.at < 500) {
+      probe.ignored++;
+      return;
+    }
+    lastPress = { act: act, turn: target, at: now };
     if (act === "cancel") {
       if (armed !== r2.id) {
         armed = r2.id;
