@@ -373,9 +373,9 @@ func TestCounterConsoleLanguagesInChromium(t *testing.T) {
 	q := newCounterQueue(t, app, "Langues")
 	app.API(http.MethodPost, "/queue-runs/"+q.RunID+"/turns", map[string]any{"formResponse": map[string]any{"reason": "Pickup"}}).Must(http.StatusCreated, nil)
 	for lang, want := range map[string][]string{
-		"fr": {"Appeler le suivant", "En attente", "Poste"},
-		"es": {"Llamar al siguiente", "En espera", "Puesto"},
-		"pt": {"Chamar o próximo", "Aguardando", "Posto"},
+		"fr": {"Appeler le suivant", "En attente", "Poste", "1 en attente · 1 personne", "En direct"},
+		"es": {"Llamar al siguiente", "En espera", "Puesto", "1 en espera · 1 persona", "En directo"},
+		"pt": {"Chamar o próximo", "Aguardando", "Posto", "1 aguardando · 1 pessoa", "Ao vivo"},
 	} {
 		l := newCounterLink(t, app, q.ID, map[string]any{"language": lang})
 		nav, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -423,7 +423,10 @@
     document.title = t("counter.title", { queue: con.queue.name });
     text($("queue"), con.queue.name);
     text($("run"), !con.run ? "" : con.run.status !== "OPEN" ? t("counter.runClosed") : !con.run.intakeOpen ? t("counter.intakeClosed") : "");
-    text($("counts"), t("counter.counts", { waiting: i18n.number(con.waiting.length), people: i18n.number(con.people) }));
+    text($("counts"), t("counter.waitingCount", { n: i18n.number(con.waiting.length) }) + " · " +
+      i18n.plural("counter.peopleCount", con.people, { n: i18n.number(con.people) }));
+    // The connection's words, in the console's language once it is known.
+    if (probe.state === "live" || probe.state === "reconnecting") { setState(probe.state); }
     text($("link-label"), con.link.label || "");
     text($("updated"), t("counter.updated", { time: i18n.time(new Date(con.generatedAt)) }));
     if (selected && !find(selected)) { selected = null; }
