@@ -353,6 +353,26 @@ func TestCounterConsoleInChromium(t *testing.T) {
 		fits(t, tablet, "tablet 800x1280")
 		docsShot(t, tablet, "counter-tablet-portrait.png")
 
+		// The server restarts (PostgreSQL: the same database, the same
+		// address): the console says the connection is lost, reconnects by
+		// itself and works on.
+		if app.Config.Storage == "postgres" {
+			addr := strings.TrimPrefix(app.BaseURL, "http://")
+			app.Stop()
+			waitConsole(t, laptop, 10*time.Second, "the connection lost",
+				`window.qmsCounter.state === "reconnecting" && `+jsHas("#connection", "Connection lost"))
+			checkContrast(t, laptop, "laptop, connection lost", "#connection.connection.down")
+			key, account := app.Key, app.AccountID
+			app = apptest.PostgresAt(t, app.Config.Database.URL, apptest.WithConfig(func(c *config.Config) {
+				c.RateLimit.PerMinute = 100000
+				c.HTTP.Addr = addr
+			}))
+			app.Key, app.AccountID = key, account // the same account, in the same database
+			waitConsole(t, laptop, 20*time.Second, "the reconnection", `window.qmsCounter.state === "live"`)
+			keys(t, laptop, "s")
+			waitConsole(t, laptop, 6*time.Second, "a press after the restart", consoleFocus(target.Code, "Being served"))
+		}
+
 		// Revoked: the open console says so within its 2 s check.
 		app.API(http.MethodDelete, "/counter-links/"+tabletLink.ID, nil).Must(http.StatusOK, nil)
 		waitConsole(t, tablet, 5*time.Second, "the revocation", `!document.querySelector("#message").hidden && `+jsHas("#message-title", "revoked"))
