@@ -218,6 +218,9 @@
       if (!rows.length) { box.appendChild(el("p", "none", t("counter.none"))); return; }
       var table = el("table", "turns");
       table.setAttribute("aria-labelledby", titleId);
+      // A grid: its rows are picked (aria-selected), with the arrows.
+      table.setAttribute("role", "grid");
+      table.setAttribute("aria-readonly", "true");
       table.dataset.group = key;
       var head = el("tr");
       var cols = key === "waiting" ? ["counter.col.position", "counter.col.turn", "counter.col.priority", "counter.col.waited", "counter.col.people"]
