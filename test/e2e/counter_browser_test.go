@@ -415,3 +415,42 @@ func TestCounterConsoleLanguagesInChromium(t *testing.T) {
 		cancel()
 	}
 }
+
+// TestCounterConsoleFollowsTheFlowInChromium opens the console of a queue
+// that tracks no service, allows no reopen, forwards nothing and serves at
+// once on next (callOnNext off): no Start, Reopen or Forward button; next
+// serves the turn at once and C completes it.
+func TestCounterConsoleFollowsTheFlowInChromium(t *testing.T) {
+	ctx := browser(t)
+	app := apptest.Memory(t, apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 100000 }))
+	var e struct{ ID string }
+	app.API(http.MethodPost, "/entities", map[string]any{"name": "Branch Quick"}).Must(http.StatusCreated, &e)
+	var q struct {
+		ID   string
+		Runs []struct{ ID string }
+	}
+	app.API(http.MethodPost, "/queues", map[string]any{"entityId": e.ID, "name": "Quick", "type": "TURN",
+		"dispatchFlow": map[string]any{"trackService": false, "allowReopen": false}}).Must(http.StatusCreated, &q)
+	app.API(http.MethodPost, "/queue-runs/"+q.Runs[0].ID+"/turns", map[string]any{}).Must(http.StatusCreated, nil)
+	l := newCounterLink(t, app, q.ID, map[string]any{})
+	nav, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Run(nav, chromedp.EmulateViewport(1366, 768), chromedp.Navigate(l.URL)); err != nil {
+		t.Fatal(err)
+	}
+	waitConsole(t, nav, 10*time.Second, "the console", `window.qmsCounter && window.qmsCounter.state === "live" && !document.querySelector("#console").hidden`)
+	hidden := func(act string) string { return `document.querySelector('button[data-act="` + act + `"]').hidden` }
+	waitConsole(t, nav, time.Second, "the flow's buttons", hidden("start")+" && "+hidden("reopen")+" && "+hidden("forward")+
+		` && !`+hidden("complete")+` && !document.querySelector('table[data-group="finished"]') && `+jsHas("#station", "No station"))
+	keys(t, nav, "n")
+	waitConsole(t, nav, 5*time.Second, "next without a station", consoleFocus("1", "Called"))
+	keys(t, nav, "c")
+	waitConsole(t, nav, 5*time.Second, "complete without start", `document.querySelector("#focus-turn").hidden && `+jsHas("#counts", "0 waiting"))
+
+	// callOnNext off (and service tracked): next serves at once.
+	app.API(http.MethodPut, "/queues/"+q.ID+"/dispatch-flow", map[string]any{"callOnNext": false, "trackService": true}).Must(http.StatusOK, nil)
+	app.API(http.MethodPost, "/queue-runs/"+q.Runs[0].ID+"/turns", map[string]any{}).Must(http.StatusCreated, nil)
+	waitConsole(t, nav, 5*time.Second, "the new flow", `!`+hidden("start")+` && `+jsHas("#counts", "1 waiting"))
+	keys(t, nav, "n")
+	waitConsole(t, nav, 5*time.Second, "served on next", consoleFocus("2", "Being served"))
+}
