@@ -445,7 +445,7 @@ func TestCounterConsoleFollowsTheFlowInChromium(t *testing.T) {
 	keys(t, nav, "n")
 	waitConsole(t, nav, 5*time.Second, "next without a station", consoleFocus("1", "Called"))
 	keys(t, nav, "c")
-	waitConsole(t, nav, 5*time.Second, "complete without start", `document.querySelector("#focus-turn").hidden && `+jsHas("#counts", "0 waiting"))
+	waitConsole(t, nav, 5*time.Second, "complete without start", `window.qmsCounter.presses[1]?.status === 201 && document.querySelector("#focus-turn").hidden && `+jsHas("#counts", "0 waiting"))
 
 	// callOnNext off (and service tracked): next serves at once.
 	app.API(http.MethodPut, "/queues/"+q.ID+"/dispatch-flow", map[string]any{"callOnNext": false, "trackService": true}).Must(http.StatusOK, nil)

@@ -19,6 +19,8 @@
   var pressing = false;  // a press is on its way
   var armed = null;      // the turn a first Del armed for cancelling
   var lastPress = null;  // the last button pressed, its turn, and when
+  var pressingAct = null; // the button of the press on its way
+  var queued = null;      // a button pressed while another's press was on its way
   var source = null;
   var retryDelay = 1000;
   var retryTimer = null;
@@ -27,7 +29,7 @@
 
   // Exposed for the browser tests and for whoever debugs a counter.
   var probe = window.qmsCounter = {
-    state: "connecting", consoles: 0, presses: [], ignored: 0, lastError: null, announced: "", focus: null
+    state: "connecting", consoles: 0, stale: 0, presses: [], ignored: 0, lastError: null, announced: "", focus: null
   };
 
   // The shortcuts, in the order the help lists them.
@@ -127,6 +129,10 @@
   }
 
   function apply(c) {
+    // A press's answer and the stream's frames race each other: a read
+    // older than the one shown is dropped, so a late answer never puts
+    // back a line that has moved on since.
+    if (con && Date.parse(c.generatedAt) < Date.parse(con.generatedAt)) { probe.stale++; return; }
     probe.consoles++;
     var first = !con;
     con = c;
@@ -455,6 +461,13 @@
 
   function trigger(act) {
     if (!con) { return; }
+    if (pressing) {
+      // Another button while a press is on its way (N then C at once):
+      // it runs when the answer is in, on the turn as it is then. The same
+      // button again is the double click the key already guards.
+      if (act === pressingAct) { probe.ignored++; } else { queued = act; }
+      return;
+    }
     var b = buttonOf(act);
     if (!b || b.hidden) { return; }
     if (b.getAttribute("aria-disabled") === "true") {
@@ -489,6 +502,7 @@
     var body = { action: act === "recall" ? "call" : act };
     if (act !== "next") { body.turnId = r2.id; }
     if ((act === "next" || act === "call" || act === "recall") && station) { body.stationId = station; }
+    pressingAct = act;
     press(b, body);
   }
 
@@ -518,7 +532,11 @@
       return explain(res, body).then(function (msg) { if (onDone) { onDone(res, msg); } });
     }).then(function () {
       pressing = false;
+      pressingAct = null;
       busy.forEach(function (b) { b.removeAttribute("aria-busy"); });
+      var next = queued;
+      queued = null;
+      if (next) { trigger(next); }
     });
   }
 
