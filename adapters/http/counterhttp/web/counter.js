@@ -132,7 +132,7 @@
     // A press's answer and the stream's frames race each other: a read
     // older than the one shown is dropped, so a late answer never puts
     // back a line that has moved on since.
-    if (con && Date.parse(c.generatedAt) < Date.parse(con.generatedAt)) { probe.stale++; return; }
+    if (con && Date.parse(c.generatedAt) < Date.parse(con.generatedAt)) { probe.stale++; return false; }
     probe.consoles++;
     var first = !con;
     con = c;
@@ -524,7 +524,9 @@
         var r = res.data.result;
         if (body.action === "next" || body.action === "call") { selected = null; }
         if (body.action === "walk-in" && r.turn) { selected = r.turn.id; }
-        apply(res.data.console);
+        // Drawn again even when the answer was older than a frame the
+        // stream brought meanwhile: the pick above must show.
+        if (apply(res.data.console) === false && con) { render(); }
         if (r.turn) { announce(done(body.action, r.turn)); }
         if (onDone) { onDone(null); }
         return;
