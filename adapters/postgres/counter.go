@@ -118,8 +118,13 @@ func (r *CounterLinks) ListLinks(ctx context.Context, queueID string, page platf
 	return out, nil
 }
 
-// CountLiveLinks counts the queue's unrevoked links.
+// CountLiveLinks counts the queue's unrevoked links, holding the count
+// until the unit of work ends (holdCount), so MaxLinksPerQueue holds
+// under concurrent creates.
 func (r *CounterLinks) CountLiveLinks(ctx context.Context, queueID string) (int, error) {
+	if err := r.db.holdCount(ctx, "counter_links", queueID); err != nil {
+		return 0, err
+	}
 	n, err := r.db.IDB(ctx).NewSelect().Model((*counterLinkRow)(nil)).Where("queue_id = ? AND revoked_at IS NULL", queueID).Count(ctx)
 	return int(n), wrap(err, "count counter links")
 }

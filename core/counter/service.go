@@ -25,7 +25,9 @@ type Repository interface {
 	// ListLinks returns up to page.Limit+1 links of the queue after
 	// page.After, ordered by id.
 	ListLinks(ctx context.Context, queueID string, page platform.PageRequest) ([]Link, error)
-	// CountLiveLinks counts the queue's unrevoked links.
+	// CountLiveLinks counts the queue's unrevoked links, and holds the
+	// count until the unit of work ends (no other link of the queue is
+	// made meanwhile), so MaxLinksPerQueue holds under concurrency.
 	CountLiveLinks(ctx context.Context, queueID string) (int, error)
 	// ClaimPress stores p unless its link already has a press with p's
 	// key; then it returns that press and claimed false. Two claims of
