@@ -47,7 +47,8 @@ type rateReturn struct {
 // bucket) by the next lease of the key from this process, in the same
 // statement. So the total charged never exceeds the limit (no overshoot,
 // across any number of processes), and what one process may hold back from
-// the others is its unused slice of a key, at most a second's share of the
+// the others is its unused slices of a key (the current second's and the
+// one leased ahead, see ahead), each at most a second's share of the
 // limit, until its next lease of that key (undershoot).
 type RateLimiter struct {
 	db *DB
