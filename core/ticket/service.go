@@ -23,6 +23,21 @@ type Repository interface {
 	// other link of the turn is made meanwhile), so MaxLinksPerTurn holds
 	// under concurrency.
 	CountByTurn(ctx context.Context, turnID string) (int, error)
+
+	// CreateHelp stores a new help request unless its turn has an OPEN
+	// one; it reports whether it stored this one.
+	CreateHelp(ctx context.Context, h HelpRequest) (bool, error)
+	GetHelp(ctx context.Context, id string) (HelpRequest, error)
+	// GetHelpForUpdate locks the request until the unit of work ends.
+	GetHelpForUpdate(ctx context.Context, id string) (HelpRequest, error)
+	UpdateHelp(ctx context.Context, h HelpRequest) error
+	// CountHelpOfTurn counts a turn's help requests.
+	CountHelpOfTurn(ctx context.Context, turnID string) (int, error)
+	// HelpOfTurn returns a turn's help requests by id (oldest first).
+	HelpOfTurn(ctx context.Context, turnID string) ([]HelpRequest, error)
+	// ListHelp returns up to page.Limit+1 help requests of the run after
+	// page.After by id, only those of status when it is not empty.
+	ListHelp(ctx context.Context, runID, status string, page platform.PageRequest) ([]HelpRequest, error)
 }
 
 // Turns is what the page needs of the turns module: the turn's view, and
@@ -61,16 +76,18 @@ type Service struct {
 	places   Places
 	branches Branches
 	uow      platform.UnitOfWork
+	events   platform.EventSink
 	clock    platform.Clock
 	after    time.Duration
 }
 
 // NewService builds the service.
-func NewService(repo Repository, ts Turns, ps Places, bs Branches, uow platform.UnitOfWork, clock platform.Clock, opts Options) *Service {
+func NewService(repo Repository, ts Turns, ps Places, bs Branches, uow platform.UnitOfWork, events platform.EventSink,
+	clock platform.Clock, opts Options) *Service {
 	if opts.ExpireAfter <= 0 {
 		opts.ExpireAfter = DefaultExpireAfter
 	}
-	return &Service{repo: repo, turns: ts, places: ps, branches: bs, uow: uow, clock: clock, after: opts.ExpireAfter}
+	return &Service{repo: repo, turns: ts, places: ps, branches: bs, uow: uow, events: events, clock: clock, after: opts.ExpireAfter}
 }
 
 // ExpireAfter is how long links stay open after their turn finished.
@@ -184,6 +201,19 @@ func (s *Service) Ticket(ctx context.Context, l Link, t turns.View) (Ticket, err
 	if t.Station != nil {
 		label := t.Station.Label
 		out.Station = &label
+	}
+	asked, err := s.repo.HelpOfTurn(ctx, t.ID)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("ticket: reading help requests: %w", err)
+	}
+	var last *HelpRequest
+	if len(asked) > 0 {
+		last = &asked[len(asked)-1]
+	}
+	out.Help = helpOf(q, t, last)
+	if turns.ShowsSecurity(q) {
+		code := turns.SecurityCode(t.ID)
+		out.SecurityCode = &code
 	}
 	return out, nil
 }
