@@ -427,9 +427,11 @@ func (k *keySlice) decision(allowed bool, sec int64) ports.RateDecision {
 	unused := k.left + k.nextLeft
 	// Tokens waiting to be handed back, or on their way back, are still
 	// counted in the snapshot though no request spent them.
-	for _, r := range append(k.ret[:], k.out[:]...) {
-		if r.n > 0 && r.sec >= sec-ports.RateWindowSeconds {
-			unused += r.n
+	for _, rs := range [2]*[2]rateReturn{&k.ret, &k.out} {
+		for _, r := range rs {
+			if r.n > 0 && r.sec >= sec-ports.RateWindowSeconds {
+				unused += r.n
+			}
 		}
 	}
 	return k.decisionAt(allowed, k.limit, sec, unused)
