@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
+	"github.com/qms-dev/qms/adapters/http/i18nweb"
 	"github.com/qms-dev/qms/adapters/http/streamhttp"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/display"
@@ -120,23 +121,28 @@ var boardEvents = []string{
 var boardScopes = accounts.NewScopeSet([]accounts.Scope{accounts.ScopeTurnsRead, accounts.ScopeQueuesRead})
 
 // RegisterBoard mounts the public board routes on app: the page, its
-// assets, its JSON read and its stream. limit is the rate limit of
-// unauthenticated routes (by client address).
+// assets, its JSON read and its stream. limit is the rate limit of the
+// routes a token opens (server.TokenLimit: per token, and per client
+// address for the whole waiting room); the assets have none.
 func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit fiber.Handler, log *slog.Logger, opts Options) {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 5 * time.Second
 	}
-	assets, err := fs.Sub(webFiles, "web")
+	web, err := fs.Sub(webFiles, "web")
 	if err != nil {
 		panic(err)
 	}
-	page, err := fs.ReadFile(assets, "board.html")
+	page, err := fs.ReadFile(web, "board.html")
 	if err != nil {
 		panic(err)
 	}
+	// The page links to its files by versioned addresses, cached for good;
+	// they are not rate limited.
+	assets := httpx.NewAssets(web, ".", Prefix+"/assets/")
+	page = i18nweb.Assets().Versioned(assets.Versioned(page))
 	// Assets first: /display/assets/board.js must not be taken for a
 	// token's board read.
-	app.Get(Prefix+"/assets/:file", limit, httpx.Assets(assets))
+	app.Get(Prefix+"/assets/:file", assets.Handler())
 	app.Get(Prefix+"/:token", limit, func(c *fiber.Ctx) error {
 		// The page is the same for every live token: it reads the token
 		// from its address and asks the server what to show; a revoked or

@@ -18,6 +18,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
 	"github.com/qms-dev/qms/adapters/http/openapi"
+	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/ports"
@@ -31,7 +32,17 @@ type Server struct {
 	AdminToken string
 	// Addr is the address the listener is bound to, known after start.
 	Addr string
+	// Tokens is the budget of the keyless routes a token opens (ticket
+	// pages, display boards, join and counter links): see TokenLimit.
+	Tokens httpx.TokenBudget
 }
+
+// TokenLimit is the rate limit of a keyless route opened by the token in
+// its route parameter param: per token (budget names the kind: "ticket",
+// "display", "join"...) and per client address for all such routes
+// together (docs/live.md, "Rate limits of the waiting room"). Static
+// files need none (httpx.AssetSet).
+func (s *Server) TokenLimit(budget, param string) fiber.Handler { return s.Tokens.Limit(budget, param) }
 
 // Params are the server's dependencies.
 type Params struct {
@@ -75,7 +86,10 @@ func New(p Params, lc fx.Lifecycle) *Server {
 		}
 		return httpx.OK(c, fiber.Map{"status": "ready"})
 	})
-	srv := &Server{App: app, AdminToken: string(p.Token), Cursors: httpx.NewCursors(cursorSecret(p.Config, string(p.Token)))}
+	srv := &Server{App: app, AdminToken: string(p.Token), Cursors: httpx.NewCursors(cursorSecret(p.Config, string(p.Token))),
+		Tokens: httpx.TokenBudget{Address: p.Limiter, Tokens: memory.NewRateLimiter(),
+			PerAddress: max(p.Config.RateLimit.WaitingRoomPerMinute, p.Config.RateLimit.PerMinute),
+			PerToken:   p.Config.RateLimit.PerTokenPerMinute, Now: p.Clock.Now}}
 	// The published contract needs no key, so it is mounted before the
 	// authenticated group; it is still rate limited, by client address.
 	app.Get(openapi.Path, httpx.RateLimit(p.Limiter, p.Config.RateLimit.PerMinute, p.Clock.Now), openapi.Handler())

@@ -21,6 +21,7 @@ import (
 	qrcode "github.com/skip2/go-qrcode"
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
+	"github.com/qms-dev/qms/adapters/http/i18nweb"
 	"github.com/qms-dev/qms/adapters/http/streamhttp"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/platform"
@@ -97,22 +98,26 @@ func securityHeaders(c *fiber.Ctx) {
 }
 
 // RegisterPage mounts the public ticket routes on app. limit is the rate
-// limit of the display boards (by client address): a ticket page is a
-// waiting-room screen too, and rides their budget.
+// limit of the routes a link opens (server.TokenLimit: per link, and per
+// client address for the whole waiting room).
 func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fiber.Handler, log *slog.Logger, opts Options) {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 5 * time.Second
 	}
-	assets, err := fs.Sub(webFiles, "web")
+	web, err := fs.Sub(webFiles, "web")
 	if err != nil {
 		panic(err)
 	}
-	page, err := fs.ReadFile(assets, "ticket.html")
+	page, err := fs.ReadFile(web, "ticket.html")
 	if err != nil {
 		panic(err)
 	}
+	// The page links to its files by versioned addresses, cached for good;
+	// they are not rate limited (every phone of a waiting room loads them).
+	assets := httpx.NewAssets(web, ".", Prefix+"/assets/")
+	page = i18nweb.Assets().Versioned(assets.Versioned(page))
 	// Assets first: /ticket/assets/ticket.js is not a link.
-	app.Get(Prefix+"/assets/:file", limit, httpx.Assets(assets))
+	app.Get(Prefix+"/assets/:file", assets.Handler())
 	app.Get(Prefix+"/:token", limit, func(c *fiber.Ctx) error {
 		// The same page for every link: it reads the link from its
 		// address and asks the server what to show.
