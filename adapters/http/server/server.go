@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -32,6 +33,7 @@ type Server struct {
 	AdminToken string
 	// Addr is the address the listener is bound to, known after start.
 	Addr string
+	listener *guarded
 	// Tokens is the budget of the keyless routes a token opens (ticket
 	// pages, display boards, join and counter links): see TokenLimit.
 	Tokens httpx.TokenBudget
@@ -57,6 +59,8 @@ type Params struct {
 	Token   AdminToken
 	// Metrics, when the metrics module runs, records every request.
 	Metrics fiber.Handler `name:"http_metrics" optional:"true"`
+	// Shutdowner ends the process when the listener fails for good.
+	Shutdowner fx.Shutdowner
 }
 
 // AdminToken is the effective admin token (configured or generated).
@@ -95,6 +99,7 @@ func New(p Params, lc fx.Lifecycle) *Server {
 	app.Get(openapi.Path, httpx.RateLimit(p.Limiter, p.Config.RateLimit.PerMinute, p.Clock.Now), openapi.Handler())
 	srv.API = app.Group("/api/v1", httpx.Guard(p.Auth, p.Limiter, p.Config.RateLimit.PerMinute, p.Clock.Now))
 
+	var stopping atomic.Bool
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			app.Use(httpx.NotFound())
@@ -103,15 +108,29 @@ func New(p Params, lc fx.Lifecycle) *Server {
 				return fmt.Errorf("listen on %s (QMS_HTTP_ADDR): %w", p.Config.HTTP.Addr, err)
 			}
 			srv.Addr = ln.Addr().String()
+			files := raiseFileLimit()
+			maxConns := hc.MaxConnections
+			if maxConns == 0 {
+				maxConns = connectionCap(files)
+			}
+			g := newGuarded(ln, maxConns, p.Log)
+			srv.listener = g
 			go func() {
-				if err := app.Listener(ln); err != nil {
-					p.Log.Error("http server stopped", "err", err)
+				err := app.Listener(g)
+				if stopping.Load() {
+					return
 				}
+				// The listener stopped while the process was not: it would
+				// stay up holding its streams and accepting nothing. End it,
+				// so that its supervisor starts it again.
+				p.Log.Error("http: the listener stopped for good; ending the process", "err", err)
+				_ = p.Shutdowner.Shutdown(fx.ExitCode(1))
 			}()
-			p.Log.Info("listening", "addr", srv.Addr)
+			p.Log.Info("listening", "addr", srv.Addr, "maxConnections", maxConns, "fileLimit", files)
 			return nil
 		},
 		OnStop: func(ctx context.Context) error {
+			stopping.Store(true)
 			// Stop accepting, close idle connections, let requests in
 			// flight finish; a second before the stop's deadline (the
 			// shutdown timeout), close whatever is still open, so that
@@ -131,6 +150,26 @@ func New(p Params, lc fx.Lifecycle) *Server {
 		},
 	})
 	return srv
+}
+
+// OpenConnections is the number of connections open now (0 before the
+// server starts).
+func (s *Server) OpenConnections() int {
+	if s.listener == nil {
+		return 0
+	}
+	return s.listener.Open()
+}
+
+// connectionCap is the connections the server holds at once with files
+// open files allowed: a tenth of them (at least 128) is left for the
+// database pool, the log and the rest, so that an accept never fails for
+// want of a file descriptor. Unknown (0): no cap to speak of.
+func connectionCap(files int) int {
+	if files <= 0 {
+		return 1 << 20
+	}
+	return max(files-max(files/10, 128), 16)
 }
 
 // cursorSecret is the configured cursor key, or one derived from the admin
