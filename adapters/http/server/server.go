@@ -32,7 +32,7 @@ type Server struct {
 	Cursors    httpx.Cursors
 	AdminToken string
 	// Addr is the address the listener is bound to, known after start.
-	Addr string
+	Addr     string
 	listener *guarded
 	// Tokens is the budget of the keyless routes a token opens (ticket
 	// pages, display boards, join and counter links): see TokenLimit.
