@@ -26,6 +26,7 @@ type Repository interface {
 // the customer's own cancel, through the same rules as any cancel.
 type Turns interface {
 	Get(ctx context.Context, accountID, id string) (turns.View, error)
+	List(ctx context.Context, accountID, runID string, f turns.ListFilter, page platform.PageRequest) (platform.Page[turns.View], error)
 	CancelFor(ctx context.Context, accountID, id, reason string) (turns.View, error)
 }
 
@@ -159,6 +160,120 @@ func (s *Service) Ticket(ctx context.Context, l Link, t turns.View) (Ticket, err
 	if err != nil {
 		return Ticket{}, fmt.Errorf("ticket: reading the branch: %w", err)
 	}
+	return s.ticketOf(l, t, q, run, ent), nil
+}
+
+// RunView is one run's tickets as of one of its events: what every ticket
+// page of the run open in this process is drawn from (stream.Runs builds
+// it once per event, not once per page).
+type RunView struct {
+	Queue  queues.Queue
+	Run    queues.Run
+	Branch entities.Entity
+	// Waiting are the views of the run's waiting turns (position, wait
+	// estimate), by turn id.
+	Waiting map[string]turns.View
+	// Changed is the view of the turn the event named, when it is not
+	// waiting (called, finished): nil otherwise.
+	Changed *turns.View
+}
+
+// BuildRun reads a run's view after an event naming turnID ("" for none):
+// the queue, run and branch, the waiting line, and the named turn.
+func (s *Service) BuildRun(ctx context.Context, accountID, runID, turnID string) (*RunView, error) {
+	run, err := s.places.GetRun(ctx, accountID, runID)
+	if err != nil {
+		return nil, fmt.Errorf("ticket: reading the run: %w", err)
+	}
+	q, err := s.places.GetQueue(ctx, accountID, run.QueueID)
+	if err != nil {
+		return nil, fmt.Errorf("ticket: reading the queue: %w", err)
+	}
+	ent, err := s.branches.Get(ctx, accountID, q.EntityID)
+	if err != nil {
+		return nil, fmt.Errorf("ticket: reading the branch: %w", err)
+	}
+	rv := &RunView{Queue: q, Run: run, Branch: ent, Waiting: map[string]turns.View{}}
+	page := platform.PageRequest{Limit: platform.MaxPageLimit}
+	for {
+		p, err := s.turns.List(ctx, accountID, runID, turns.ListFilter{Statuses: []turns.Status{turns.Waiting}}, page)
+		if err != nil {
+			return nil, fmt.Errorf("ticket: reading the line: %w", err)
+		}
+		for _, v := range p.Items {
+			rv.Waiting[v.ID] = v
+		}
+		if p.Next == "" {
+			break
+		}
+		page.After = p.Next
+	}
+	if _, waiting := rv.Waiting[turnID]; turnID != "" && !waiting {
+		v, err := s.turns.Get(ctx, accountID, turnID)
+		switch {
+		case platform.IsCode(err, platform.CodeNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("ticket: reading the turn: %w", err)
+		default:
+			rv.Changed = &v
+		}
+	}
+	return rv, nil
+}
+
+// Own is a turn's latest view given the run's view: from the line while
+// it waits, the run's changed turn when it is that one, else t (the turn
+// has not changed since).
+func (rv *RunView) Own(t turns.View) turns.View {
+	if v, ok := rv.Waiting[t.ID]; ok {
+		return v
+	}
+	if rv.Changed != nil && rv.Changed.ID == t.ID {
+		return *rv.Changed
+	}
+	return t
+}
+
+// TicketOf is what the page shows for the link's turn t, drawn from the
+// run's view without a read.
+func (s *Service) TicketOf(l Link, t turns.View, rv *RunView) Ticket {
+	return s.ticketOf(l, t, rv.Queue, rv.Run, rv.Branch)
+}
+
+// Expired reports whether the link of turn t has expired at now.
+func (s *Service) Expired(t turns.View) bool {
+	exp := ExpiresAt(t.FinishedAt, s.after)
+	return exp != nil && !s.clock.Now().Before(*exp)
+}
+
+// ResolveLink returns the link whose value is given, without its turn:
+// 404 INVALID_TICKET_LINK when there is none.
+func (s *Service) ResolveLink(ctx context.Context, value string) (Link, error) {
+	if !LooksLikeValue(value) {
+		return Link{}, invalidLink()
+	}
+	l, err := s.repo.GetByHash(ctx, Hash(value))
+	if platform.IsCode(err, platform.CodeNotFound) {
+		return Link{}, invalidLink()
+	}
+	if err != nil {
+		return Link{}, fmt.Errorf("ticket: reading a link: %w", err)
+	}
+	return l, nil
+}
+
+func invalidLink() error {
+	return platform.NewError(platform.KindNotFound, CodeInvalidTicketLink, "this ticket link is not valid", nil)
+}
+
+// ExpiredError is the error of a link whose turn finished more than
+// ExpireAfter ago.
+func (s *Service) ExpiredError(t turns.View) error {
+	return platform.NewError(platform.KindNotFound, CodeTicketLinkExpired,
+		"this ticket has ended and its link has expired", map[string]any{"expiredAt": *ExpiresAt(t.FinishedAt, s.after)})
+}
+
+func (s *Service) ticketOf(l Link, t turns.View, q queues.Queue, run queues.Run, ent entities.Entity) Ticket {
 	out := Ticket{
 		DisplayCode: t.DisplayCode, Status: t.Status,
 		Queue:    Place{Name: q.Name, Subtitle: q.Subtitle},
@@ -182,7 +297,7 @@ func (s *Service) Ticket(ctx context.Context, l Link, t turns.View) (Ticket, err
 		label := t.Station.Label
 		out.Station = &label
 	}
-	return out, nil
+	return out
 }
 
 // Read resolves a link and reads its ticket.

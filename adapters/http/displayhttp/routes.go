@@ -10,6 +10,7 @@ package displayhttp
 import (
 	"context"
 	"embed"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"strings"
@@ -168,58 +169,89 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 		}
 		return httpx.OK(c, b)
 	})
-	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
-		value := strings.Clone(c.Params("token"))
-		ctx := c.UserContext()
-		t, err := svc.Resolve(ctx, value)
-		if err != nil {
-			return err
-		}
-		// Subscribe before reading the board: a change between the two
-		// arrives as an event, never falls in between.
-		sub, err := hub.Subscribe(ctx, stream.Request{AccountID: t.AccountID,
-			Filter: stream.Filter{Scopes: boardScopes, RunID: t.RunID, Names: boardEvents}})
-		if err != nil {
-			return err
-		}
-		b, err := svc.Board(ctx, t)
-		if err != nil {
-			sub.Close()
-			return err
-		}
-		return streamhttp.Serve(c, sub, streamhttp.SSE{
-			Heartbeat: opts.Heartbeat,
-			First:     &streamhttp.Frame{Event: "board", Data: boardMessage{Board: b}},
-			Message: func(e stream.Entry) (string, any, error) {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				b, err := svc.Board(ctx, t)
-				if err != nil {
-					log.Warn("display: reading a board failed", "err", err)
-					return "", nil, err
-				}
-				tr := &trigger{Event: e.Event.Name}
+	runs := stream.NewRuns(hub, boardScopes, boardEvents,
+		func(ctx context.Context, accountID, runID string, e *stream.Entry) (*runBoard, error) {
+			b, err := svc.RunBoard(ctx, accountID, runID)
+			if err != nil {
+				return nil, err
+			}
+			rb := &runBoard{board: b}
+			if e != nil {
+				rb.trigger = &trigger{Event: e.Event.Name}
 				if turns.IsEvent(e.Event.Name) {
 					var ref turns.EventRef
 					if err := e.Event.Decode(&ref); err != nil {
-						return "", nil, err
+						return nil, err
 					}
-					tr.TurnID, tr.DisplayCode = ref.TurnID, ref.DisplayCode
+					rb.trigger.TurnID, rb.trigger.DisplayCode = ref.TurnID, ref.DisplayCode
 				}
-				return "board", boardMessage{Board: b, Trigger: tr}, nil
-			},
-			Check: func() error {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_, err := svc.Resolve(ctx, value)
+			}
+			return rb, nil
+		}, stream.RunsOptions{Logger: log})
+	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
+		return serveBoard(c, svc, runs, strings.Clone(c.Params("token")), log, opts)
+	})
+}
+
+// runBoard is a run's board after one of its events, built once for all
+// of the run's boards in this process (stream.Runs), with the event that
+// changed it.
+type runBoard struct {
+	board   display.Board
+	trigger *trigger
+}
+
+// serveBoard streams a token's board: the whole board when it connects,
+// then again after every change of the run, drawn from the board the
+// run's group built once. The token is checked again at every heartbeat
+// (a revocation raises no event): a revoked board ends within it.
+func serveBoard(c *fiber.Ctx, svc *display.Service, runs *stream.Runs[*runBoard], value string, log *slog.Logger, opts Options) error {
+	ctx := c.UserContext()
+	t, err := svc.Resolve(ctx, value)
+	if err != nil {
+		return err
+	}
+	m, first, err := runs.Join(ctx, t.AccountID, t.RunID)
+	if err != nil {
+		return err
+	}
+	streamhttp.Open(c, 0, func(ctx context.Context, w *streamhttp.Writer) {
+		defer m.Close()
+		w.Event("", "board", boardMessage{Board: first.View.board.For(t)})
+		if !w.Flush() {
+			return
+		}
+		for {
+			u, err := m.Next(ctx, opts.Heartbeat)
+			switch {
+			case err == nil:
+				w.Event(u.Entry.Event.ID, "board", boardMessage{Board: u.View.board.For(t), Trigger: u.View.trigger})
+			case errors.Is(err, stream.ErrIdle):
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				fresh, err := svc.Resolve(cctx, value)
+				cancel()
 				if platform.IsCode(err, display.CodeDisplayTokenRevoked) || platform.IsCode(err, display.CodeInvalidDisplayToken) {
-					return &streamhttp.Ended{Event: "revoked", Message: "this display link has been revoked"}
+					w.Event("", "revoked", map[string]any{"message": "this display link has been revoked"})
+					w.Flush()
+					return
 				}
 				if err != nil {
 					log.Warn("display: checking a token failed; the board goes on", "err", err)
+				} else {
+					t = fresh // its options, changed meanwhile, show at the next change
 				}
-				return nil
-			},
-		})
+				w.Comment("heartbeat")
+			case ctx.Err() != nil:
+				return // the client went away
+			default:
+				streamhttp.WriteEnd(w, err, "")
+				w.Flush()
+				return
+			}
+			if !w.Flush() {
+				return
+			}
+		}
 	})
+	return nil
 }

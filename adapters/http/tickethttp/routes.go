@@ -11,6 +11,7 @@ package tickethttp
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -27,6 +28,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
 	"github.com/qms-dev/qms/core/ticket"
+	"github.com/qms-dev/qms/core/turns"
 )
 
 //go:embed web
@@ -37,8 +39,9 @@ const Prefix = "/ticket"
 
 // Options tune the ticket stream.
 type Options struct {
-	// Heartbeat is how often an idle stream sends a heartbeat and checks
-	// that its link still stands. Default 5 s.
+	// Heartbeat is how often an idle stream sends a heartbeat (and checks
+	// whether its link has expired, without a read). Default
+	// streamhttp.DefaultHeartbeat (15 s).
 	Heartbeat time.Duration
 }
 
@@ -102,7 +105,7 @@ func securityHeaders(c *fiber.Ctx) {
 // client address for the whole waiting room).
 func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fiber.Handler, log *slog.Logger, opts Options) {
 	if opts.Heartbeat <= 0 {
-		opts.Heartbeat = 5 * time.Second
+		opts.Heartbeat = streamhttp.DefaultHeartbeat
 	}
 	web, err := fs.Sub(webFiles, "web")
 	if err != nil {
@@ -175,61 +178,93 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 		c.Set(fiber.HeaderContentType, "image/png")
 		return c.Send(b)
 	})
-	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
-		value := strings.Clone(c.Params("token"))
-		ctx := c.UserContext()
-		l, t, err := svc.Resolve(ctx, value)
-		if err != nil {
-			return err
-		}
-		// Subscribe before reading the ticket: a change between the two
-		// arrives as an event, never falls in between.
-		sub, err := hub.Subscribe(ctx, stream.Request{AccountID: l.AccountID,
-			Filter: stream.Filter{Scopes: streamScopes, RunID: l.RunID, Names: runEvents}})
-		if err != nil {
-			return err
-		}
-		tk, err := svc.Ticket(ctx, l, t)
-		if err != nil {
-			sub.Close()
-			return err
-		}
-		ended := func(err error) error {
-			if platform.IsCode(err, ticket.CodeTicketLinkExpired) || platform.IsCode(err, ticket.CodeInvalidTicketLink) {
-				return &streamhttp.Ended{Event: "expired", Message: "this ticket has ended and its link has expired"}
+	runs := stream.NewRuns(hub, streamScopes, runEvents,
+		func(ctx context.Context, accountID, runID string, e *stream.Entry) (*ticket.RunView, error) {
+			var turnID string
+			if e != nil && turns.IsEvent(e.Event.Name) {
+				var ref turns.EventRef
+				if err := e.Event.Decode(&ref); err != nil {
+					return nil, fmt.Errorf("ticket: reading event %s: %w", e.Event.ID, err)
+				}
+				turnID = ref.TurnID
 			}
-			return nil
-		}
-		return streamhttp.Serve(c, sub, streamhttp.SSE{
-			Heartbeat: opts.Heartbeat,
-			First:     &streamhttp.Frame{Event: "ticket", Data: message{Ticket: tk}},
-			Message: func(stream.Entry) (string, any, error) {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				_, tk, err := svc.Read(ctx, value)
-				if e := ended(err); e != nil {
-					return "", nil, e
-				}
-				if err != nil {
-					log.Warn("ticket: reading a ticket failed", "err", err)
-					return "", nil, err
-				}
-				return "ticket", message{Ticket: tk}, nil
-			},
-			Check: func() error {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_, _, err := svc.Resolve(ctx, value)
-				if e := ended(err); e != nil {
-					return e
-				}
-				if err != nil {
-					log.Warn("ticket: checking a link failed; the stream goes on", "err", err)
-				}
-				return nil
-			},
-		})
+			return svc.BuildRun(ctx, accountID, runID, turnID)
+		}, stream.RunsOptions{Logger: log})
+	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
+		return serveTicket(c, svc, runs, strings.Clone(c.Params("token")), opts)
 	})
+}
+
+// serveTicket streams a link's ticket: the ticket when it connects, then
+// again after every event of its run, each drawn from the run's view that
+// stream.Runs built once for every ticket page of the run in this process
+// (no read of storage per page and event). The link is read once, when it
+// connects; its expiry is a time (its turn's finish plus ExpireAfter),
+// checked at every event and heartbeat without a read.
+func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.RunView], value string, opts Options) error {
+	ctx := c.UserContext()
+	l, err := svc.ResolveLink(ctx, value)
+	if err != nil {
+		return err
+	}
+	m, first, err := runs.Join(ctx, l.AccountID, l.RunID)
+	if err != nil {
+		return err
+	}
+	own, ok := first.View.Waiting[l.TurnID]
+	if !ok {
+		// Not waiting: its own view (called, finished: maybe expired).
+		if _, own, err = svc.Resolve(ctx, value); err != nil {
+			m.Close()
+			return err
+		}
+		own = first.View.Own(own)
+	}
+	if svc.Expired(own) {
+		m.Close()
+		return svc.ExpiredError(own)
+	}
+	streamhttp.Open(c, 0, func(ctx context.Context, w *streamhttp.Writer) {
+		defer m.Close()
+		w.Event("", "ticket", message{Ticket: svc.TicketOf(l, own, first.View)})
+		if !w.Flush() {
+			return
+		}
+		expired := func() bool {
+			if !svc.Expired(own) {
+				return false
+			}
+			w.Event("", "expired", map[string]any{"message": "this ticket has ended and its link has expired"})
+			w.Flush()
+			return true
+		}
+		for {
+			u, err := m.Next(ctx, opts.Heartbeat)
+			switch {
+			case err == nil:
+				own = u.View.Own(own)
+				if expired() {
+					return
+				}
+				w.Event(u.Entry.Event.ID, "ticket", message{Ticket: svc.TicketOf(l, own, u.View)})
+			case errors.Is(err, stream.ErrIdle):
+				if expired() {
+					return
+				}
+				w.Comment("heartbeat")
+			case ctx.Err() != nil:
+				return // the client went away
+			default:
+				streamhttp.WriteEnd(w, err, "")
+				w.Flush()
+				return
+			}
+			if !w.Flush() {
+				return
+			}
+		}
+	})
+	return nil
 }
 
 // svgOf draws a QR bitmap (its quiet zone included) as SVG: one path of
