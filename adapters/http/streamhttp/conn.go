@@ -54,16 +54,21 @@ func hijack(c *fiber.Ctx, body func(ctx context.Context, w *Writer)) {
 	c.Status(fiber.StatusOK)
 	head := responseHead(c)
 	rc := c.Context()
+	// The connection itself, not the one fasthttp hands the hijack
+	// handler: that one reads through a pooled buffer fasthttp takes back
+	// (and nils) as soon as the handler returns, while the reader below may
+	// still be returning from its read.
+	raw := rc.Conn()
 	rc.HijackSetNoResponse(true)
-	rc.Hijack(func(conn net.Conn) {
+	rc.Hijack(func(net.Conn) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
 			var b [1]byte
-			_, _ = conn.Read(b[:])
+			_, _ = raw.Read(b[:])
 			cancel()
 		}()
-		w := &Writer{w: bufio.NewWriterSize(conn, 512), conn: conn}
+		w := &Writer{w: bufio.NewWriterSize(raw, 512), conn: raw}
 		_, _ = w.w.Write(head)
 		body(ctx, w)
 		_ = w.Flush()
