@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/qms-dev/qms/core/accounts"
@@ -197,6 +198,7 @@ func (g *runGroup[V]) run() {
 		for m := range g.members {
 			select {
 			case m.ch <- u:
+				m.wake()
 			default:
 				delete(g.members, m)
 				m.end(ErrOverflow)
@@ -295,11 +297,59 @@ func (g *runGroup[V]) expire() {
 // Member is one screen of a run: it receives every view of the run after
 // the one it joined with.
 type Member[V any] struct {
-	group *runGroup[V]
-	ch    chan *Update[V]
-	gone  chan struct{}
-	once  sync.Once
-	err   error
+	group  *runGroup[V]
+	ch     chan *Update[V]
+	gone   chan struct{}
+	once   sync.Once
+	err    error
+	notify atomic.Pointer[func()]
+}
+
+// OnUpdate sets f to be called (from the group's goroutine: it must not
+// block) after each update is queued for the member and when it ends: a
+// stream that waits on something else than Next (its connection) wakes
+// up by it, and takes what is pending with TryNext.
+func (m *Member[V]) OnUpdate(f func()) { m.notify.Store(&f) }
+
+func (m *Member[V]) wake() {
+	if f := m.notify.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// TryNext returns the next pending update without waiting: nil, nil when
+// there is none; nil and the error that ended the member once the updates
+// queued before it ended are taken.
+func (m *Member[V]) TryNext() (*Update[V], error) {
+	select {
+	case u := <-m.ch:
+		return u, nil
+	default:
+	}
+	select {
+	case <-m.gone:
+		select {
+		case u := <-m.ch:
+			return u, nil
+		default:
+		}
+		return nil, m.err
+	default:
+		return nil, nil
+	}
+}
+
+// Pending reports whether TryNext has something to return.
+func (m *Member[V]) Pending() bool {
+	if len(m.ch) > 0 {
+		return true
+	}
+	select {
+	case <-m.gone:
+		return true
+	default:
+		return false
+	}
 }
 
 // Next returns the run's next view. It returns ErrIdle when none came
@@ -342,5 +392,6 @@ func (m *Member[V]) end(err error) {
 	m.once.Do(func() {
 		m.err = err
 		close(m.gone)
+		m.wake()
 	})
 }

@@ -10,7 +10,6 @@ package displayhttp
 import (
 	"context"
 	"embed"
-	"errors"
 	"io/fs"
 	"log/slog"
 	"strings"
@@ -215,43 +214,44 @@ func serveBoard(c *fiber.Ctx, svc *display.Service, runs *stream.Runs[*runBoard]
 	if err != nil {
 		return err
 	}
-	streamhttp.Open(c, 0, func(ctx context.Context, w *streamhttp.Writer) {
-		defer m.Close()
-		w.Event("", "board", boardMessage{Board: first.View.board.For(t)})
-		if !w.Flush() {
-			return
-		}
-		for {
-			u, err := m.Next(ctx, opts.Heartbeat)
-			switch {
-			case err == nil:
+	firstBoard := &boardMessage{Board: first.View.board.For(t)}
+	streamhttp.OpenLoop(c, 0, opts.Heartbeat, streamhttp.Loop{
+		Bind:    func(wake func()) { m.OnUpdate(wake) },
+		Pending: m.Pending,
+		Step: func(w *streamhttp.Writer) bool {
+			if firstBoard != nil {
+				w.Event("", "board", *firstBoard)
+				firstBoard = nil
+			}
+			for {
+				u, err := m.TryNext()
+				switch {
+				case err != nil:
+					streamhttp.WriteEnd(w, err, "")
+					return true
+				case u == nil:
+					return false
+				}
 				w.Event(u.Entry.Event.ID, "board", boardMessage{Board: u.View.board.For(t), Trigger: u.View.trigger})
-			case errors.Is(err, stream.ErrIdle):
-				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				fresh, err := svc.Resolve(cctx, value)
-				cancel()
-				if platform.IsCode(err, display.CodeDisplayTokenRevoked) || platform.IsCode(err, display.CodeInvalidDisplayToken) {
-					w.Event("", "revoked", map[string]any{"message": "this display link has been revoked"})
-					w.Flush()
-					return
-				}
-				if err != nil {
-					log.Warn("display: checking a token failed; the board goes on", "err", err)
-				} else {
-					t = fresh // its options, changed meanwhile, show at the next change
-				}
-				w.Comment("heartbeat")
-			case ctx.Err() != nil:
-				return // the client went away
-			default:
-				streamhttp.WriteEnd(w, err, "")
-				w.Flush()
-				return
 			}
-			if !w.Flush() {
-				return
+		},
+		Beat: func(w *streamhttp.Writer) bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			fresh, err := svc.Resolve(ctx, value)
+			cancel()
+			if platform.IsCode(err, display.CodeDisplayTokenRevoked) || platform.IsCode(err, display.CodeInvalidDisplayToken) {
+				w.Event("", "revoked", map[string]any{"message": "this display link has been revoked"})
+				return true
 			}
-		}
+			if err != nil {
+				log.Warn("display: checking a token failed; the board goes on", "err", err)
+			} else {
+				t = fresh // its options, changed meanwhile, show at the next change
+			}
+			w.Comment("heartbeat")
+			return false
+		},
+		Close: m.Close,
 	})
 	return nil
 }

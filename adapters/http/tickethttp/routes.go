@@ -11,7 +11,6 @@ package tickethttp
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -224,45 +223,47 @@ func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.Ru
 		m.Close()
 		return svc.ExpiredError(own)
 	}
-	streamhttp.Open(c, 0, func(ctx context.Context, w *streamhttp.Writer) {
-		defer m.Close()
-		w.Event("", "ticket", message{Ticket: svc.TicketOf(l, own, first.View)})
-		if !w.Flush() {
-			return
+	ft := svc.TicketOf(l, own, first.View)
+	firstTicket := &ft
+	expired := func(w *streamhttp.Writer) bool {
+		if !svc.Expired(own) {
+			return false
 		}
-		expired := func() bool {
-			if !svc.Expired(own) {
-				return false
+		w.Event("", "expired", map[string]any{"message": "this ticket has ended and its link has expired"})
+		return true
+	}
+	streamhttp.OpenLoop(c, 0, opts.Heartbeat, streamhttp.Loop{
+		Bind:    func(wake func()) { m.OnUpdate(wake) },
+		Pending: m.Pending,
+		Step: func(w *streamhttp.Writer) bool {
+			if firstTicket != nil {
+				w.Event("", "ticket", message{Ticket: *firstTicket})
+				firstTicket = nil
 			}
-			w.Event("", "expired", map[string]any{"message": "this ticket has ended and its link has expired"})
-			w.Flush()
-			return true
-		}
-		for {
-			u, err := m.Next(ctx, opts.Heartbeat)
-			switch {
-			case err == nil:
+			for {
+				u, err := m.TryNext()
+				switch {
+				case err != nil:
+					streamhttp.WriteEnd(w, err, "")
+					return true
+				case u == nil:
+					return false
+				}
 				own = u.View.Own(own)
-				if expired() {
-					return
+				if expired(w) {
+					return true
 				}
 				w.Event(u.Entry.Event.ID, "ticket", message{Ticket: svc.TicketOf(l, own, u.View)})
-			case errors.Is(err, stream.ErrIdle):
-				if expired() {
-					return
-				}
-				w.Comment("heartbeat")
-			case ctx.Err() != nil:
-				return // the client went away
-			default:
-				streamhttp.WriteEnd(w, err, "")
-				w.Flush()
-				return
 			}
-			if !w.Flush() {
-				return
+		},
+		Beat: func(w *streamhttp.Writer) bool {
+			if expired(w) {
+				return true
 			}
-		}
+			w.Comment("heartbeat")
+			return false
+		},
+		Close: m.Close,
 	})
 	return nil
 }
