@@ -34,9 +34,11 @@ type Runs[V any] struct {
 	groups map[runKey]*runGroup[V]
 }
 
-// BuildFunc builds a run's view: after the event e of the run, or, with e
-// nil, the view as the run is now (when the group starts).
-type BuildFunc[V any] func(ctx context.Context, accountID, runID string, e *Entry) (V, error)
+// BuildFunc builds a run's view as the run is now: after its events es
+// (nil when the group starts). es holds more than one event when several
+// arrived while the previous view was being built: one build then serves
+// them all, so a group never falls more than a build behind its run.
+type BuildFunc[V any] func(ctx context.Context, accountID, runID string, es []Entry) (V, error)
 
 // RunsOptions tune Runs. Zero values take the defaults.
 type RunsOptions struct {
@@ -52,13 +54,18 @@ type RunsOptions struct {
 }
 
 // Update is one view of a run, shared by every member of the run: Entry is
-// the event it follows (nil for the view a group starts with).
+// the event it follows (nil for the view a group starts with). Events that
+// arrived together share one view, built after the last of them: each
+// member still gets one update per event, in order.
 type Update[V any] struct {
 	Entry *Entry
 	View  V
 }
 
 type runKey struct{ account, run string }
+
+// maxCoalesce bounds the events one build serves.
+const maxCoalesce = 64
 
 // NewRuns builds a Runs over hub: a group follows its run's events named
 // names, read with scopes, and builds its view with build.
@@ -187,22 +194,35 @@ func (g *runGroup[V]) run() {
 			g.end(err)
 			return
 		}
-		v, err := g.buildRetrying(ctx, &e)
+		// What else has arrived meanwhile is built in the same view.
+		es := []Entry{e}
+		for len(es) < maxCoalesce {
+			more, err := sub.Next(ctx, 0)
+			if err != nil {
+				break // ErrIdle: nothing more now; an end shows next round
+			}
+			es = append(es, more)
+		}
+		v, err := g.buildRetrying(ctx, es)
 		if err != nil {
 			g.end(err)
 			return
 		}
-		u := &Update[V]{Entry: &e, View: v}
 		g.mu.Lock()
-		g.last = u
-		for m := range g.members {
-			select {
-			case m.ch <- u:
-				m.wake()
-			default:
-				delete(g.members, m)
-				m.end(ErrOverflow)
+		for i := range es {
+			u := &Update[V]{Entry: &es[i], View: v}
+			g.last = u
+			for m := range g.members {
+				select {
+				case m.ch <- u:
+				default:
+					delete(g.members, m)
+					m.end(ErrOverflow)
+				}
 			}
+		}
+		for m := range g.members {
+			m.wake()
 		}
 		g.mu.Unlock()
 	}
@@ -211,12 +231,12 @@ func (g *runGroup[V]) run() {
 // buildRetrying builds a view, retrying a failed build (storage away for a
 // moment) after 100 ms doubling to 1 s, for up to 10 s: members wait
 // rather than all reconnecting at once.
-func (g *runGroup[V]) buildRetrying(ctx context.Context, e *Entry) (V, error) {
+func (g *runGroup[V]) buildRetrying(ctx context.Context, es []Entry) (V, error) {
 	wait := errorMin
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		v, err := g.runs.build(bctx, g.key.account, g.key.run, e)
+		v, err := g.runs.build(bctx, g.key.account, g.key.run, es)
 		cancel()
 		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
 			return v, err

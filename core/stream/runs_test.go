@@ -19,15 +19,15 @@ type countingBuild struct {
 	fail   atomic.Bool
 }
 
-func (b *countingBuild) build(_ context.Context, accountID, runID string, e *stream.Entry) (string, error) {
+func (b *countingBuild) build(_ context.Context, accountID, runID string, es []stream.Entry) (string, error) {
 	b.builds.Add(1)
 	if b.fail.Load() {
 		return "", errors.New("storage away")
 	}
-	if e == nil {
+	if es == nil {
 		return accountID + "/" + runID + ":first", nil
 	}
-	return e.Event.ID, nil
+	return es[len(es)-1].Event.ID, nil
 }
 
 func nextUpdate(t *testing.T, m *stream.Member[string]) *stream.Update[string] {
@@ -66,18 +66,25 @@ func TestRunsBuildOncePerEventForEveryMember(t *testing.T) {
 		ids = append(ids, w.emit(turnCalled("acc_1", "que_1", "run_1"))...)
 		w.emit(turnCalled("acc_1", "que_2", "run_2"))
 	}
+	index := map[string]int{}
+	for i, id := range ids {
+		index[id] = i
+	}
 	for _, m := range members {
-		for _, want := range ids {
-			if u := nextUpdate(t, m); u.View != want || u.Entry.Event.ID != want {
-				t.Fatalf("got %q (entry %s), want %s", u.View, u.Entry.Event.ID, want)
+		for i, want := range ids {
+			// Events that arrived together share the view built after
+			// the last of them: never one from before the event.
+			u := nextUpdate(t, m)
+			if v, ok := index[u.View]; u.Entry.Event.ID != want || !ok || v < i {
+				t.Fatalf("got %q (entry %s), want entry %s with its view or a later one", u.View, u.Entry.Event.ID, want)
 			}
 		}
 		if _, err := m.Next(context.Background(), 50*time.Millisecond); !errors.Is(err, stream.ErrIdle) {
 			t.Fatalf("want nothing more: %v", err)
 		}
 	}
-	if n := b.builds.Load(); n != 1+5 {
-		t.Fatalf("%d builds for 5 events and 100 screens, want 6", n)
+	if n := b.builds.Load(); n > 1+5 {
+		t.Fatalf("%d builds for 5 events and 100 screens, want at most 6", n)
 	}
 }
 
@@ -215,10 +222,10 @@ func TestRunsConcurrentJoinsAndLeaves(t *testing.T) {
 						t.Error(err)
 						break
 					}
-					if seen[u.View] {
-						t.Errorf("%s twice", u.View)
+					if seen[u.Entry.Event.ID] {
+						t.Errorf("%s twice", u.Entry.Event.ID)
 					}
-					seen[u.View] = true
+					seen[u.Entry.Event.ID] = true
 				}
 				m.Close()
 			}

@@ -173,14 +173,14 @@ type RunView struct {
 	// Waiting are the views of the run's waiting turns (position, wait
 	// estimate), by turn id.
 	Waiting map[string]turns.View
-	// Changed is the view of the turn the event named, when it is not
-	// waiting (called, finished): nil otherwise.
-	Changed *turns.View
+	// Changed are the views of the turns the events named that are not
+	// waiting (called, finished), by turn id.
+	Changed map[string]turns.View
 }
 
-// BuildRun reads a run's view after an event naming turnID ("" for none):
-// the queue, run and branch, the waiting line, and the named turn.
-func (s *Service) BuildRun(ctx context.Context, accountID, runID, turnID string) (*RunView, error) {
+// BuildRun reads a run's view after events naming turnIDs: the queue, run
+// and branch, the waiting line, and the named turns that are not in it.
+func (s *Service) BuildRun(ctx context.Context, accountID, runID string, turnIDs []string) (*RunView, error) {
 	run, err := s.places.GetRun(ctx, accountID, runID)
 	if err != nil {
 		return nil, fmt.Errorf("ticket: reading the run: %w", err)
@@ -208,14 +208,23 @@ func (s *Service) BuildRun(ctx context.Context, accountID, runID, turnID string)
 		}
 		page.After = p.Next
 	}
-	if _, waiting := rv.Waiting[turnID]; turnID != "" && !waiting {
-		v, err := s.turns.Get(ctx, accountID, turnID)
+	for _, id := range turnIDs {
+		if _, waiting := rv.Waiting[id]; waiting || id == "" {
+			continue
+		}
+		if _, done := rv.Changed[id]; done {
+			continue
+		}
+		v, err := s.turns.Get(ctx, accountID, id)
 		switch {
 		case platform.IsCode(err, platform.CodeNotFound):
 		case err != nil:
 			return nil, fmt.Errorf("ticket: reading the turn: %w", err)
 		default:
-			rv.Changed = &v
+			if rv.Changed == nil {
+				rv.Changed = map[string]turns.View{}
+			}
+			rv.Changed[id] = v
 		}
 	}
 	return rv, nil
@@ -228,8 +237,8 @@ func (rv *RunView) Own(t turns.View) turns.View {
 	if v, ok := rv.Waiting[t.ID]; ok {
 		return v
 	}
-	if rv.Changed != nil && rv.Changed.ID == t.ID {
-		return *rv.Changed
+	if v, ok := rv.Changed[t.ID]; ok {
+		return v
 	}
 	return t
 }

@@ -169,35 +169,34 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 		return httpx.OK(c, b)
 	})
 	runs := stream.NewRuns(hub, boardScopes, boardEvents,
-		func(ctx context.Context, accountID, runID string, e *stream.Entry) (*runBoard, error) {
+		func(ctx context.Context, accountID, runID string, _ []stream.Entry) (*runBoard, error) {
 			b, err := svc.RunBoard(ctx, accountID, runID)
 			if err != nil {
 				return nil, err
 			}
-			rb := &runBoard{board: b}
-			if e != nil {
-				rb.trigger = &trigger{Event: e.Event.Name}
-				if turns.IsEvent(e.Event.Name) {
-					var ref turns.EventRef
-					if err := e.Event.Decode(&ref); err != nil {
-						return nil, err
-					}
-					rb.trigger.TurnID, rb.trigger.DisplayCode = ref.TurnID, ref.DisplayCode
-				}
-			}
-			return rb, nil
+			return &runBoard{board: b}, nil
 		}, stream.RunsOptions{Logger: log})
 	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
 		return serveBoard(c, svc, runs, strings.Clone(c.Params("token")), log, opts)
 	})
 }
 
-// runBoard is a run's board after one of its events, built once for all
-// of the run's boards in this process (stream.Runs), with the event that
-// changed it.
+// runBoard is a run's board after its events, built once for all of the
+// run's boards in this process (stream.Runs).
 type runBoard struct {
-	board   display.Board
-	trigger *trigger
+	board display.Board
+}
+
+// triggerOf is the event that changed a board, as the page is told it.
+func triggerOf(e *stream.Entry) *trigger {
+	tr := &trigger{Event: e.Event.Name}
+	if turns.IsEvent(e.Event.Name) {
+		var ref turns.EventRef
+		if err := e.Event.Decode(&ref); err == nil {
+			tr.TurnID, tr.DisplayCode = ref.TurnID, ref.DisplayCode
+		}
+	}
+	return tr
 }
 
 // serveBoard streams a token's board: the whole board when it connects,
@@ -232,7 +231,7 @@ func serveBoard(c *fiber.Ctx, svc *display.Service, runs *stream.Runs[*runBoard]
 				case u == nil:
 					return false
 				}
-				w.Event(u.Entry.Event.ID, "board", boardMessage{Board: u.View.board.For(t), Trigger: u.View.trigger})
+				w.Event(u.Entry.Event.ID, "board", boardMessage{Board: u.View.board.For(t), Trigger: triggerOf(u.Entry)})
 			}
 		},
 		Beat: func(w *streamhttp.Writer) bool {

@@ -178,16 +178,18 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 		return c.Send(b)
 	})
 	runs := stream.NewRuns(hub, streamScopes, runEvents,
-		func(ctx context.Context, accountID, runID string, e *stream.Entry) (*ticket.RunView, error) {
-			var turnID string
-			if e != nil && turns.IsEvent(e.Event.Name) {
-				var ref turns.EventRef
-				if err := e.Event.Decode(&ref); err != nil {
-					return nil, fmt.Errorf("ticket: reading event %s: %w", e.Event.ID, err)
+		func(ctx context.Context, accountID, runID string, es []stream.Entry) (*ticket.RunView, error) {
+			var turnIDs []string
+			for _, e := range es {
+				if turns.IsEvent(e.Event.Name) {
+					var ref turns.EventRef
+					if err := e.Event.Decode(&ref); err != nil {
+						return nil, fmt.Errorf("ticket: reading event %s: %w", e.Event.ID, err)
+					}
+					turnIDs = append(turnIDs, ref.TurnID)
 				}
-				turnID = ref.TurnID
 			}
-			return svc.BuildRun(ctx, accountID, runID, turnID)
+			return svc.BuildRun(ctx, accountID, runID, turnIDs)
 		}, stream.RunsOptions{Logger: log})
 	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
 		return serveTicket(c, svc, runs, strings.Clone(c.Params("token")), opts)
