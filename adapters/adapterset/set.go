@@ -27,6 +27,7 @@ import (
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
+	"github.com/qms-dev/qms/core/join"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
@@ -63,6 +64,7 @@ type Set struct {
 	Calls           display.Calls
 	DisplayTokens   display.Repository
 	TicketLinks     ticket.Repository
+	JoinLinks       join.Repository
 	RateLimiter     ports.RateLimiter
 	Pruner          ports.Pruner
 	JobRunner       ports.JobRunner
@@ -119,7 +121,7 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 		memory.NewAccessCodes(s), memory.NewAccessCodeTurns(s, tr),
 		wf, wf, an, wh, ev, // Workflow, Forwards, Analytics, Webhooks, Events
 		log, log, log, // StreamLog, StreamNotifier, Calls
-		memory.NewDisplayTokens(s), tl, rl,
+		memory.NewDisplayTokens(s), tl, memory.NewJoinLinks(s), rl,
 		memory.NewPruner(s, ev, wh, tr, qs, wf, rl, tl),
 		runner, runner, // JobRunner, Jobs
 		[]events.Subscriber{log}, // EventCopies
@@ -145,7 +147,7 @@ func Postgres(db *postgres.DB, o Options) (Set, error) {
 		postgres.NewAccessCodes(db), postgres.NewAccessCodeTurns(db),
 		wf, wf, postgres.NewAnalytics(db), wh, postgres.NewEvents(db),
 		log, postgres.NewStreamNotifier(db), log, // StreamLog, StreamNotifier, Calls
-		postgres.NewDisplayTokens(db), postgres.NewTicketLinks(db), postgres.NewRateLimiter(db),
+		postgres.NewDisplayTokens(db), postgres.NewTicketLinks(db), postgres.NewJoinLinks(db), postgres.NewRateLimiter(db),
 		postgres.NewPruner(db),
 		runner, runner, // JobRunner, Jobs
 		nil, // EventCopies: PostgreSQL reads the stream from its own tables

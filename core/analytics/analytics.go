@@ -21,11 +21,74 @@ const (
 	DefaultDays = 30
 )
 
-// Window is one queue's period: [From, To).
+// Window is one queue's period: [From, To), and the queue's SLA targets
+// in seconds (nil: no target), whose shares the storage counts.
 type Window struct {
-	QueueID string
-	From    time.Time
-	To      time.Time
+	QueueID           string
+	From              time.Time
+	To                time.Time
+	MaxWaitSeconds    *float64
+	MaxServiceSeconds *float64
+}
+
+// windowOf is q's window [from, to) with its SLA targets.
+func windowOf(q queues.Queue, from, to time.Time) Window {
+	w := Window{QueueID: q.ID, From: from, To: to}
+	if m := q.SLA.MaxWaitMinutes; m != nil {
+		w.MaxWaitSeconds = platform.Ptr(float64(*m) * 60)
+	}
+	if m := q.SLA.MaxServiceMinutes; m != nil {
+		w.MaxServiceSeconds = platform.Ptr(float64(*m) * 60)
+	}
+	return w
+}
+
+// SLAShares are the period's turns within a queue's sla targets
+// (docs/queues.md): Wait over the turns called in the period (waited at
+// most sla.maxWaitMinutes from taking the turn to the call), Service over
+// the turns completed in it with a service time (served within
+// sla.maxServiceMinutes). Each is null when the queue has no such target;
+// in the total, each sums the queues that have it. The targets in effect
+// now apply to the whole period.
+type SLAShares struct {
+	Wait    *SLAShare `json:"wait"`
+	Service *SLAShare `json:"service"`
+}
+
+// SLAShare is one target's share: Within of Measured turns met it; Share
+// is Within/Measured (null when none was measured). TargetMinutes is the
+// queue's target (null in the total, where queues' targets differ).
+type SLAShare struct {
+	TargetMinutes *int     `json:"targetMinutes"`
+	Measured      int      `json:"measured"`
+	Within        int      `json:"within"`
+	Share         *float64 `json:"share"`
+}
+
+// finish sets Share from the counts.
+func (s *SLAShare) finish(target *int) {
+	if s == nil {
+		return
+	}
+	s.TargetMinutes = target
+	if s.Measured > 0 {
+		s.Share = platform.Ptr(float64(s.Within) / float64(s.Measured))
+	}
+}
+
+// finishSLA completes the shares the storage counted: the targets, the
+// ratios; nil when neither target applied.
+func finishSLA(sh *SLAShares, sla *queues.SLA) *SLAShares {
+	if sh == nil || sh.Wait == nil && sh.Service == nil {
+		return nil
+	}
+	var wait, svc *int
+	if sla != nil {
+		wait, svc = sla.MaxWaitMinutes, sla.MaxServiceMinutes
+	}
+	sh.Wait.finish(wait)
+	sh.Service.finish(svc)
+	return sh
 }
 
 // Live is what the storage counts of a queue right now.
@@ -70,6 +133,10 @@ type Stats struct {
 	// period. Service: the service time of turns completed in the period.
 	Wait    Durations `json:"wait"`
 	Service Durations `json:"service"`
+	// SLA is the share of these turns within the queue's sla targets;
+	// null when it has none. The storage counts Measured and Within of
+	// each target its window names; the service completes the rest.
+	SLA *SLAShares `json:"sla"`
 }
 
 // Repository computes the aggregates. Implementations must aggregate in
@@ -105,6 +172,9 @@ type QueueDashboard struct {
 	ServedToday                int      `json:"servedToday"`
 	NoShowsToday               int      `json:"noShowsToday"`
 	AverageServiceSecondsToday *float64 `json:"averageServiceSecondsToday"`
+	// SLAToday is today's share of turns within the queue's sla targets
+	// (null when it has none).
+	SLAToday *SLAShares `json:"slaToday"`
 }
 
 // Dashboard is GET /analytics/dashboard.
@@ -201,7 +271,7 @@ func (s *Service) Dashboard(ctx context.Context, accountID string) (Dashboard, e
 	for i, q := range qs {
 		local := now.In(q.Zone())
 		from, to := localDays(local, local, q.Zone())
-		windows[i] = Window{QueueID: q.ID, From: from, To: to}
+		windows[i] = windowOf(q, from, to)
 	}
 	out := Dashboard{GeneratedAt: now, Queues: make([]QueueDashboard, len(qs))}
 	if len(qs) == 0 {
@@ -216,6 +286,7 @@ func (s *Service) Dashboard(ctx context.Context, accountID string) (Dashboard, e
 		out.Queues[i] = QueueDashboard{
 			QueueID: q.ID, QueueName: q.Name, Timezone: q.Zone().String(), Today: now.In(q.Zone()).Format(time.DateOnly),
 			Live: live[q.ID], ServedToday: st.Served, NoShowsToday: st.NoShows, AverageServiceSecondsToday: st.Service.AverageSeconds,
+			SLAToday: finishSLA(st.SLA, &q.SLA),
 		}
 	}
 	return out, nil
@@ -245,11 +316,16 @@ func (in SummaryInput) Validate(now time.Time) (Period, error) {
 	okTo, okFrom := true, true
 	if in.To != nil {
 		p.To, okTo = v.Date("to", *in.To)
+		okTo = okTo && inRange(&v, "to", p.To)
 		p.ToToday = false
 	}
 	p.From = p.To.AddDate(0, 0, -(DefaultDays - 1))
+	if p.From.Before(FirstDate) {
+		p.From = FirstDate // a default never reaches before the first date
+	}
 	if in.From != nil {
 		p.From, okFrom = v.Date("from", *in.From)
+		okFrom = okFrom && inRange(&v, "from", p.From)
 		p.FromSet = true
 	}
 	if okTo && okFrom {
@@ -261,6 +337,25 @@ func (in SummaryInput) Validate(now time.Time) (Period, error) {
 		}
 	}
 	return p, v.Err()
+}
+
+// The dates a period may name. A local day is turned into instants in the
+// queue's zone (UTC-12 to UTC+14), and the answer states them: these are
+// the dates whose instants stay within the years 1-9999 in every zone,
+// which JSON (RFC 3339) and PostgreSQL's timestamps both represent. A
+// date outside is 400 (rule range), not a 500 at the calendar's ends.
+var (
+	FirstDate = time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC)
+	LastDate  = time.Date(9999, 12, 30, 0, 0, 0, 0, time.UTC)
+)
+
+// inRange fails path when d is outside FirstDate..LastDate.
+func inRange(v *platform.Validator, path string, d time.Time) bool {
+	if d.Before(FirstDate) || d.After(LastDate) {
+		v.Fail(path, "range", "must be a date from %s to %s", FirstDate.Format(time.DateOnly), LastDate.Format(time.DateOnly))
+		return false
+	}
+	return true
 }
 
 // daysOf counts the dates from..to, both included.
@@ -304,12 +399,13 @@ func (s *Service) Summary(ctx context.Context, accountID string, in SummaryInput
 		if end.Before(start) {
 			end = start // from after this queue's today: nothing to count
 		}
-		windows[i] = Window{QueueID: q.ID, From: start, To: end}
+		windows[i] = windowOf(q, start, end)
 		out.Queues[i] = QueueSummary{QueueID: q.ID, QueueName: q.Name, Timezone: q.Zone().String(), PeriodStart: start, PeriodEnd: end}
 		if i == 0 || from.Before(first) {
 			first = from
 		}
-		if i == 0 || to.After(last) {
+		// An empty period (from after the queue's today) adds no date.
+		if !to.Before(from) && (last.IsZero() || to.After(last)) {
 			last = to
 		}
 		if i == 0 || start.Before(out.Total.PeriodStart) {
@@ -323,7 +419,15 @@ func (s *Service) Summary(ctx context.Context, accountID string, in SummaryInput
 		first, last = p.window(queues.Queue{}, now) // UTC days
 		out.Total.PeriodStart, out.Total.PeriodEnd = localDays(first, last, time.UTC)
 	}
-	out.From, out.To, out.Days = first.Format(time.DateOnly), last.Format(time.DateOnly), max(daysOf(first, last), 1)
+	// Never backwards: when from is after the today of every queue (west
+	// of UTC, from=<UTC today> alone), the answer names the day asked,
+	// to = from and days 1, like a period in the future, and each queue's
+	// periodStart = periodEnd says it counted nothing. days stays at least
+	// 1, as the v1 document promises.
+	if last.IsZero() || last.Before(first) {
+		last = first
+	}
+	out.From, out.To, out.Days = first.Format(time.DateOnly), last.Format(time.DateOnly), daysOf(first, last)
 	if len(qs) == 0 {
 		return out, nil
 	}
@@ -332,8 +436,11 @@ func (s *Service) Summary(ctx context.Context, accountID string, in SummaryInput
 		return Summary{}, err
 	}
 	for i := range out.Queues {
-		out.Queues[i].Stats = per[out.Queues[i].QueueID]
+		st := per[out.Queues[i].QueueID]
+		st.SLA = finishSLA(st.SLA, &qs[i].SLA)
+		out.Queues[i].Stats = st
 	}
+	total.SLA = finishSLA(total.SLA, nil)
 	out.Total.Stats = total
 	return out, nil
 }

@@ -23,7 +23,9 @@ type Repository interface {
 	// ListByRun returns up to page.Limit+1 tokens of the run after
 	// page.After, ordered by id.
 	ListByRun(ctx context.Context, runID string, page platform.PageRequest) ([]Token, error)
-	// CountLive counts the run's unrevoked tokens.
+	// CountLive counts the run's unrevoked tokens, and holds the count
+	// until the unit of work ends (no other token of the run is made
+	// meanwhile), so MaxTokensPerRun holds under concurrency.
 	CountLive(ctx context.Context, runID string) (int, error)
 }
 
@@ -266,12 +268,13 @@ func (s *Service) RunBoard(ctx context.Context, accountID, runID string) (Board,
 		stations[st.ID] = BoardStation{ID: st.ID, Label: st.Label}
 	}
 	b := Board{
-		Queue:       BoardQueue{ID: q.ID, Name: q.Name, Subtitle: q.Subtitle},
-		Run:         BoardRun{ID: run.ID, Status: run.Status, IntakeOpen: run.IntakeOpen},
-		Columns:     columns(q),
-		Calling:     []BoardTurn{},
-		Recent:      []BoardTurn{},
-		GeneratedAt: s.clock.Now(),
+		Queue:        BoardQueue{ID: q.ID, Name: q.Name, Subtitle: q.Subtitle},
+		Run:          BoardRun{ID: run.ID, Status: run.Status, IntakeOpen: run.IntakeOpen},
+		Columns:      columns(q),
+		ShowSecurity: turns.ShowsSecurity(q),
+		Calling:      []BoardTurn{},
+		Recent:       []BoardTurn{},
+		GeneratedAt:  s.clock.Now(),
 	}
 
 	page := platform.PageRequest{Limit: platform.MaxPageLimit}
@@ -283,6 +286,9 @@ func (s *Service) RunBoard(ctx context.Context, accountID, runID string) (Board,
 		}
 		for _, v := range p.Items {
 			bt := BoardTurn{TurnID: v.ID, DisplayCode: v.DisplayCode, CalledAt: v.CalledAt, Columns: map[string]string{}}
+			if b.ShowSecurity {
+				bt.SecurityCode = platform.Ptr(turns.SecurityCode(v.ID))
+			}
 			if v.Station != nil {
 				bt.Station = &BoardStation{ID: v.Station.ID, Label: v.Station.Label}
 			}
@@ -302,6 +308,12 @@ func (s *Service) RunBoard(ctx context.Context, accountID, runID string) (Board,
 	sort.SliceStable(b.Calling, func(i, j int) bool { return later(b.Calling[i].CalledAt, b.Calling[j].CalledAt) })
 
 	page = platform.PageRequest{Limit: platform.MaxPageLimit}
+	var over *int
+	var maxWait time.Duration
+	if m := q.SLA.MaxWaitMinutes; m != nil {
+		over, maxWait = new(int), time.Duration(*m)*time.Minute
+		b.Waiting.OverSLA, b.Waiting.MaxWaitMinutes = over, m
+	}
 	var last *turns.View
 	var ahead []turns.View
 	for {
@@ -312,6 +324,9 @@ func (s *Service) RunBoard(ctx context.Context, accountID, runID string) (Board,
 		for i := range p.Items {
 			v := p.Items[i]
 			b.Waiting.Count++
+			if over != nil && !b.GeneratedAt.Before(v.CreatedAt.Add(maxWait)) {
+				*over++
+			}
 			if v.Position != nil {
 				ahead = append(ahead, v)
 			}

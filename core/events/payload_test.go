@@ -10,6 +10,7 @@ import (
 	"github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
 )
 
@@ -25,6 +26,9 @@ var payloads = map[string]any{
 	platform.EventQueueClosed:          queues.QueueClosed{QueueID: "que_1", QueueRunID: "run_1", QueueName: "Main", Status: "CLOSED"},
 	platform.EventAppointmentScheduled: appointments.AppointmentScheduled{AppointmentID: "apt_1", QueueRunID: "run_1", SlotStart: "2026-03-08T09:00:00Z"},
 	platform.EventAppointmentCompleted: appointments.AppointmentCompleted{AppointmentID: "apt_1", QueueRunID: "run_1", Status: "COMPLETED"},
+	platform.EventTurnHelpRequested:    ticket.HelpRequestedData{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", HelpRequestID: "hlp_1", QueueID: "que_1"},
+	platform.EventTurnSLABreached:      turns.TurnSLABreached{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", MaxWaitMinutes: 10, Status: "WAITING"},
+	platform.EventTurnHelpAnswered:     ticket.HelpAnsweredData{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", HelpRequestID: "hlp_1", QueueID: "que_1", Reply: "On my way"},
 }
 
 // members names the members of the spec (section 6 and "Event data

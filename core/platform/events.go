@@ -18,12 +18,19 @@ const (
 	EventQueueClosed          = "queue.closed"
 	EventAppointmentScheduled = "appointment.scheduled"
 	EventAppointmentCompleted = "appointment.completed"
+
+	// Beyond section 6 (compatible additions, docs/queues.md): help on
+	// the ticket page, and a turn waiting past its queue's SLA.
+	EventTurnHelpRequested = "turn.help_requested"
+	EventTurnHelpAnswered  = "turn.help_answered"
+	EventTurnSLABreached   = "turn.sla_breached"
 )
 
 // EventNames lists every event a webhook endpoint can subscribe to.
 var EventNames = []string{
 	EventTurnCreated, EventTurnCalled, EventTurnCompleted, EventTurnCancelled, EventTurnReopened,
 	EventQueueOpened, EventQueueClosed, EventAppointmentScheduled, EventAppointmentCompleted,
+	EventTurnHelpRequested, EventTurnHelpAnswered, EventTurnSLABreached,
 }
 
 // IsEventName reports whether name is an event of spec section 6.

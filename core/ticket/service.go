@@ -18,8 +18,26 @@ type Repository interface {
 	// GetByHash returns the link whose value hashes to hash (platform
 	// NotFound when none).
 	GetByHash(ctx context.Context, hash string) (Link, error)
-	// CountByTurn counts a turn's links.
+	// CountByTurn counts a turn's links. Called in a unit of work that
+	// may then create one, it holds the count until the unit ends (no
+	// other link of the turn is made meanwhile), so MaxLinksPerTurn holds
+	// under concurrency.
 	CountByTurn(ctx context.Context, turnID string) (int, error)
+
+	// CreateHelp stores a new help request unless its turn has an OPEN
+	// one; it reports whether it stored this one.
+	CreateHelp(ctx context.Context, h HelpRequest) (bool, error)
+	GetHelp(ctx context.Context, id string) (HelpRequest, error)
+	// GetHelpForUpdate locks the request until the unit of work ends.
+	GetHelpForUpdate(ctx context.Context, id string) (HelpRequest, error)
+	UpdateHelp(ctx context.Context, h HelpRequest) error
+	// CountHelpOfTurn counts a turn's help requests.
+	CountHelpOfTurn(ctx context.Context, turnID string) (int, error)
+	// HelpOfTurn returns a turn's help requests by id (oldest first).
+	HelpOfTurn(ctx context.Context, turnID string) ([]HelpRequest, error)
+	// ListHelp returns up to page.Limit+1 help requests of the run after
+	// page.After by id, only those of status when it is not empty.
+	ListHelp(ctx context.Context, runID, status string, page platform.PageRequest) ([]HelpRequest, error)
 }
 
 // Turns is what the page needs of the turns module: the turn's view, and
@@ -59,16 +77,18 @@ type Service struct {
 	places   Places
 	branches Branches
 	uow      platform.UnitOfWork
+	events   platform.EventSink
 	clock    platform.Clock
 	after    time.Duration
 }
 
 // NewService builds the service.
-func NewService(repo Repository, ts Turns, ps Places, bs Branches, uow platform.UnitOfWork, clock platform.Clock, opts Options) *Service {
+func NewService(repo Repository, ts Turns, ps Places, bs Branches, uow platform.UnitOfWork, events platform.EventSink,
+	clock platform.Clock, opts Options) *Service {
 	if opts.ExpireAfter <= 0 {
 		opts.ExpireAfter = DefaultExpireAfter
 	}
-	return &Service{repo: repo, turns: ts, places: ps, branches: bs, uow: uow, clock: clock, after: opts.ExpireAfter}
+	return &Service{repo: repo, turns: ts, places: ps, branches: bs, uow: uow, events: events, clock: clock, after: opts.ExpireAfter}
 }
 
 // ExpireAfter is how long links stay open after their turn finished.
@@ -160,7 +180,23 @@ func (s *Service) Ticket(ctx context.Context, l Link, t turns.View) (Ticket, err
 	if err != nil {
 		return Ticket{}, fmt.Errorf("ticket: reading the branch: %w", err)
 	}
-	return s.ticketOf(l, t, q, run, ent), nil
+	last, err := s.LastHelp(ctx, t.ID)
+	if err != nil {
+		return Ticket{}, err
+	}
+	return s.ticketOf(l, t, q, run, ent, last), nil
+}
+
+// LastHelp is a turn's latest help request, nil for none.
+func (s *Service) LastHelp(ctx context.Context, turnID string) (*HelpRequest, error) {
+	asked, err := s.repo.HelpOfTurn(ctx, turnID)
+	if err != nil {
+		return nil, fmt.Errorf("ticket: reading help requests: %w", err)
+	}
+	if len(asked) == 0 {
+		return nil, nil
+	}
+	return &asked[len(asked)-1], nil
 }
 
 // RunView is one run's tickets as of one of its events: what every ticket
@@ -176,6 +212,10 @@ type RunView struct {
 	// Changed are the views of the turns the events named that are not
 	// waiting (called, finished), by turn id.
 	Changed map[string]turns.View
+	// Help are the latest help requests (nil: none) of the turns the
+	// events named, by turn id: a help request changes only with an event
+	// naming its turn.
+	Help map[string]*HelpRequest
 }
 
 // BuildRun reads a run's view after events naming turnIDs: the queue, run
@@ -209,10 +249,18 @@ func (s *Service) BuildRun(ctx context.Context, accountID, runID string, turnIDs
 		page.After = p.Next
 	}
 	for _, id := range turnIDs {
-		if _, waiting := rv.Waiting[id]; waiting || id == "" {
+		if _, done := rv.Help[id]; done || id == "" {
 			continue
 		}
-		if _, done := rv.Changed[id]; done {
+		last, err := s.LastHelp(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if rv.Help == nil {
+			rv.Help = map[string]*HelpRequest{}
+		}
+		rv.Help[id] = last
+		if _, waiting := rv.Waiting[id]; waiting {
 			continue
 		}
 		v, err := s.turns.Get(ctx, accountID, id)
@@ -243,10 +291,19 @@ func (rv *RunView) Own(t turns.View) turns.View {
 	return t
 }
 
-// TicketOf is what the page shows for the link's turn t, drawn from the
-// run's view without a read.
-func (s *Service) TicketOf(l Link, t turns.View, rv *RunView) Ticket {
-	return s.ticketOf(l, t, rv.Queue, rv.Run, rv.Branch)
+// TicketOf is what the page shows for the link's turn t with its latest
+// help request last, drawn from the run's view without a read.
+func (s *Service) TicketOf(l Link, t turns.View, rv *RunView, last *HelpRequest) Ticket {
+	return s.ticketOf(l, t, rv.Queue, rv.Run, rv.Branch, last)
+}
+
+// OwnHelp is a turn's latest help request given the run's view: the
+// view's when an event named the turn, else last (unchanged since).
+func (rv *RunView) OwnHelp(turnID string, last *HelpRequest) *HelpRequest {
+	if h, ok := rv.Help[turnID]; ok {
+		return h
+	}
+	return last
 }
 
 // Expired reports whether the link of turn t has expired at now.
@@ -282,7 +339,9 @@ func (s *Service) ExpiredError(t turns.View) error {
 		"this ticket has ended and its link has expired", map[string]any{"expiredAt": *ExpiresAt(t.FinishedAt, s.after)})
 }
 
-func (s *Service) ticketOf(l Link, t turns.View, q queues.Queue, run queues.Run, ent entities.Entity) Ticket {
+// ticketOf is what the page shows, from what was read: last is the turn's
+// latest help request (nil for none).
+func (s *Service) ticketOf(l Link, t turns.View, q queues.Queue, run queues.Run, ent entities.Entity, last *HelpRequest) Ticket {
 	out := Ticket{
 		DisplayCode: t.DisplayCode, Status: t.Status,
 		Queue:    Place{Name: q.Name, Subtitle: q.Subtitle},
@@ -305,6 +364,11 @@ func (s *Service) ticketOf(l Link, t turns.View, q queues.Queue, run queues.Run,
 	if t.Station != nil {
 		label := t.Station.Label
 		out.Station = &label
+	}
+	out.Help = helpOf(q, t, last)
+	if turns.ShowsSecurity(q) {
+		code := turns.SecurityCode(t.ID)
+		out.SecurityCode = &code
 	}
 	return out
 }

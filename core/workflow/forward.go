@@ -102,6 +102,10 @@ type ForwardRepository interface {
 type Turns interface {
 	Turn(ctx context.Context, accountID, id string) (turns.Turn, error)
 	Admit(ctx context.Context, accountID, runID string, a turns.Admission) (turns.Turn, error)
+	// Get is a turn's full view; CancelFor cancels a turn for a reason
+	// (a transfer's source turn), in the caller's unit of work.
+	Get(ctx context.Context, accountID, id string) (turns.View, error)
+	CancelFor(ctx context.Context, accountID, id, reason string) (turns.View, error)
 }
 
 // QueueStore is what forwarding reads of queues and runs; the

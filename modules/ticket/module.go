@@ -25,12 +25,12 @@ import (
 var Module = fx.Module("ticket",
 	fx.Provide(
 		func(repo core.Repository, ts *turns.Service, qs *queues.Service, es *entities.Service, uow platform.UnitOfWork,
-			clock platform.Clock, cfg *config.Config) *core.Service {
-			return core.NewService(repo, ts, qs, es, uow, clock, core.Options{ExpireAfter: cfg.Tickets.ExpireAfter})
+			events platform.EventSink, clock platform.Clock, cfg *config.Config) *core.Service {
+			return core.NewService(repo, ts, qs, es, uow, events, clock, core.Options{ExpireAfter: cfg.Tickets.ExpireAfter})
 		},
 	),
 	fx.Invoke(func(srv *server.Server, svc *core.Service, hub *stream.Hub, log *slog.Logger) {
-		tickethttp.RegisterAPI(srv.API, svc)
+		tickethttp.RegisterAPI(srv.API, svc, srv.Cursors)
 		// A ticket page is a waiting-room screen: keyless, limited per
 		// link and per client address for the whole waiting room (its
 		// phones share the venue's address); static files not at all.

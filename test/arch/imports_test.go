@@ -22,6 +22,7 @@ var coreEdges = map[string][]string{
 	"core/appointments": {"core/queues", "core/turns"},
 	"core/display":      {"core/queues", "core/turns"},
 	"core/entities":     {"core/location"},
+	"core/join":         {"core/display", "core/entities", "core/location", "core/queues", "core/ticket", "core/turns"},
 	"core/queues":       {"core/entities", "core/location"},
 	"core/stream":       {"core/accounts"},
 	"core/ticket":       {"core/display", "core/entities", "core/queues", "core/turns"},

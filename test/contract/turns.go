@@ -72,6 +72,7 @@ func (w *turnsWorld) turn(t *testing.T, mod func(*turns.Turn)) turns.Turn {
 
 func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 	ctx := context.Background()
+	runTurnMarks(t, newHarness)
 
 	t.Run("create and get keep every field", func(t *testing.T) {
 		w := newTurnsWorld(t, newHarness(t))

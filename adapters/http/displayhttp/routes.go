@@ -114,6 +114,8 @@ type trigger struct {
 var boardEvents = []string{
 	platform.EventTurnCreated, platform.EventTurnCalled, platform.EventTurnCompleted, platform.EventTurnCancelled,
 	platform.EventTurnReopened, platform.EventQueueOpened, platform.EventQueueClosed,
+	// A turn passing the queue's wait target changes the board's overSla.
+	platform.EventTurnSLABreached,
 }
 
 // boardScopes let a board's subscription read turn and queue events (of

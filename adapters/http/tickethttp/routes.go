@@ -55,9 +55,12 @@ type created struct {
 // pageURL is the page's address for a link value.
 func pageURL(c *fiber.Ctx, value string) string { return httpx.PublicBase(c) + Prefix + "/" + value }
 
-// RegisterAPI mounts the link route on the authenticated /api/v1 router.
-// Making a link needs turns:write: the link can cancel the turn.
-func RegisterAPI(r fiber.Router, svc *ticket.Service) {
+// RegisterAPI mounts the link route and the staff side of help on the
+// authenticated /api/v1 router. Making a link needs turns:write: the link
+// can cancel the turn. Reading help requests needs turns:read, answering
+// one turns:write.
+func RegisterAPI(r fiber.Router, svc *ticket.Service, cur httpx.Cursors) {
+	registerHelpAPI(r, svc, cur)
 	r.Post("/turns/:turnId/ticket-links", httpx.Require(accounts.ScopeTurnsWrite), func(c *fiber.Ctx) error {
 		var in ticket.CreateInput
 		if err := httpx.Decode(c, &in); err != nil {
@@ -82,6 +85,7 @@ type message struct {
 var runEvents = []string{
 	platform.EventTurnCreated, platform.EventTurnCalled, platform.EventTurnCompleted, platform.EventTurnCancelled,
 	platform.EventTurnReopened, platform.EventQueueOpened, platform.EventQueueClosed,
+	ticket.EventHelpRequested, ticket.EventHelpAnswered,
 }
 
 // streamScopes let a ticket's subscription read turn and queue events (of
@@ -122,15 +126,35 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 	app.Get(Prefix+"/assets/:file", assets.Handler())
 	app.Get(Prefix+"/:token", limit, func(c *fiber.Ctx) error {
 		// The same page for every link: it reads the link from its
-		// address and asks the server what to show.
+		// address and asks the server what to show. An unknown or expired
+		// link answers 404, as its reads do (docs/live.md), so browsers,
+		// crawlers and link checkers see a dead link; the page still says
+		// what happened in words (its script reads why, in the link's
+		// language). When the link cannot be checked (storage away) the
+		// page is served as 200 and finds out by itself.
 		securityHeaders(c)
 		c.Set(fiber.HeaderContentType, "text/html; charset=utf-8")
 		c.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+		if _, _, err := svc.Resolve(c.UserContext(), strings.Clone(c.Params("token"))); err != nil {
+			if platform.IsCode(err, ticket.CodeTicketLinkExpired) || platform.IsCode(err, ticket.CodeInvalidTicketLink) {
+				c.Status(fiber.StatusNotFound)
+			} else {
+				log.Warn("ticket: checking a ticket link failed; serving the page", "err", err)
+			}
+		}
 		return c.Send(page)
 	})
 	app.Get(Prefix+"/:token/state", limit, func(c *fiber.Ctx) error {
 		securityHeaders(c)
 		_, tk, err := svc.Read(c.UserContext(), strings.Clone(c.Params("token")))
+		if err != nil {
+			return err
+		}
+		return httpx.OK(c, tk)
+	})
+	app.Post(Prefix+"/:token/help", limit, func(c *fiber.Ctx) error {
+		securityHeaders(c)
+		tk, err := svc.AskHelp(c.UserContext(), strings.Clone(c.Params("token")))
 		if err != nil {
 			return err
 		}
@@ -225,7 +249,12 @@ func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.Ru
 		m.Close()
 		return svc.ExpiredError(own)
 	}
-	ft := svc.TicketOf(l, own, first.View)
+	help, err := svc.LastHelp(ctx, l.TurnID)
+	if err != nil {
+		m.Close()
+		return err
+	}
+	ft := svc.TicketOf(l, own, first.View, help)
 	firstTicket := &ft
 	expired := func(w *streamhttp.Writer) bool {
 		if !svc.Expired(own) {
@@ -252,10 +281,11 @@ func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.Ru
 					return false
 				}
 				own = u.View.Own(own)
+				help = u.View.OwnHelp(own.ID, help)
 				if expired(w) {
 					return true
 				}
-				w.Event(u.Entry.Event.ID, "ticket", message{Ticket: svc.TicketOf(l, own, u.View)})
+				w.Event(u.Entry.Event.ID, "ticket", message{Ticket: svc.TicketOf(l, own, u.View, help)})
 			}
 		},
 		Beat: func(w *streamhttp.Writer) bool {
@@ -287,3 +317,7 @@ func svgOf(bits [][]bool) string {
 	b.WriteString(`"/></svg>`)
 	return b.String()
 }
+
+// QRCodeSVG draws a QR bitmap as the ticket page's QR codes are drawn
+// (the join page's poster and kiosk use it too).
+func QRCodeSVG(bits [][]bool) string { return svgOf(bits) }
