@@ -26,10 +26,12 @@ import (
 	"github.com/qms-dev/qms/modules/accounts"
 	"github.com/qms-dev/qms/modules/analytics"
 	"github.com/qms-dev/qms/modules/appointments"
+	"github.com/qms-dev/qms/modules/counter"
 	"github.com/qms-dev/qms/modules/display"
 	"github.com/qms-dev/qms/modules/entities"
 	"github.com/qms-dev/qms/modules/join"
 	"github.com/qms-dev/qms/modules/metrics"
+	"github.com/qms-dev/qms/modules/notify"
 	"github.com/qms-dev/qms/modules/queues"
 	"github.com/qms-dev/qms/modules/retention"
 	"github.com/qms-dev/qms/modules/stream"
@@ -74,7 +76,9 @@ var Modules = []fx.Option{
 	display.Module,
 	ticket.Module,
 	join.Module,
+	counter.Module,
 	retention.Module,
+	notify.Module,
 }
 
 // New builds the application for cfg. Start it with app.Start and stop it

@@ -18,6 +18,7 @@ import (
 	"github.com/qms-dev/qms/adapters/riverjobs"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/events"
+	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	core "github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/ports"
@@ -40,6 +41,7 @@ var memoryAdapters = fx.Module("memory",
 		},
 	),
 	providePorts,
+	giveUpMetrics,
 	fx.Invoke(runJobs, subscribeCopies),
 	fx.Invoke(notifiedInProcess),
 )
@@ -52,7 +54,7 @@ var postgresAdapters = fx.Module("postgres",
 				SecretKey: cfg.Webhooks.SecretKey, OldSecretKeys: cfg.OldSecretKeys(),
 				Jobs: riverjobs.Options{
 					Workers:           cfg.Jobs.Workers,
-					QueueWorkers:      map[string]int{core.JobQueue: cfg.Webhooks.Workers},
+					QueueWorkers:      map[string]int{core.JobQueue: cfg.Webhooks.Workers, notify.JobQueue: cfg.Notify.Workers},
 					FetchCooldown:     cfg.Jobs.FetchCooldown,
 					FetchPollInterval: cfg.Jobs.FetchPollInterval,
 				}})
@@ -61,6 +63,7 @@ var postgresAdapters = fx.Module("postgres",
 		fx.Annotate(postgresCollectors, fx.ResultTags(`group:"`+ports.GroupMetrics+`,flatten"`)),
 	),
 	providePorts,
+	giveUpMetrics,
 	fx.Invoke(runJobs, subscribeCopies),
 	fx.Invoke(listenAuth),
 	fx.Invoke(sealPlainSecrets),
@@ -147,9 +150,9 @@ type jobKinds struct {
 // runJobs registers every module's job kinds and runs the workers with the
 // application. Registered after the storage, so it stops before the pool
 // closes.
-func runJobs(lc fx.Lifecycle, runner ports.JobRunner, kinds jobKinds) {
+func runJobs(lc fx.Lifecycle, runner ports.JobRunner, kinds jobKinds, gu *giveUps) {
 	for _, k := range kinds.Kinds {
-		runner.Register(k)
+		runner.Register(gu.wrap(k))
 	}
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error { return runner.Start(context.Background()) },

@@ -24,10 +24,12 @@ import (
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/analytics"
 	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/counter"
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/join"
+	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
@@ -65,6 +67,8 @@ type Set struct {
 	DisplayTokens   display.Repository
 	TicketLinks     ticket.Repository
 	JoinLinks       join.Repository
+	Notify          notify.Repository
+	CounterLinks    counter.Repository
 	RateLimiter     ports.RateLimiter
 	Pruner          ports.Pruner
 	JobRunner       ports.JobRunner
@@ -121,7 +125,7 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 		memory.NewAccessCodes(s), memory.NewAccessCodeTurns(s, tr),
 		wf, wf, an, wh, ev, // Workflow, Forwards, Analytics, Webhooks, Events
 		log, log, log, // StreamLog, StreamNotifier, Calls
-		memory.NewDisplayTokens(s), tl, memory.NewJoinLinks(s), rl,
+		memory.NewDisplayTokens(s), tl, memory.NewJoinLinks(s), memory.NewNotify(s, tr), memory.NewCounterLinks(s), rl,
 		memory.NewPruner(s, ev, wh, tr, qs, wf, rl, tl),
 		runner, runner, // JobRunner, Jobs
 		[]events.Subscriber{log}, // EventCopies
@@ -147,7 +151,8 @@ func Postgres(db *postgres.DB, o Options) (Set, error) {
 		postgres.NewAccessCodes(db), postgres.NewAccessCodeTurns(db),
 		wf, wf, postgres.NewAnalytics(db), wh, postgres.NewEvents(db),
 		log, postgres.NewStreamNotifier(db), log, // StreamLog, StreamNotifier, Calls
-		postgres.NewDisplayTokens(db), postgres.NewTicketLinks(db), postgres.NewJoinLinks(db), postgres.NewRateLimiter(db),
+		postgres.NewDisplayTokens(db), postgres.NewTicketLinks(db), postgres.NewJoinLinks(db), postgres.NewNotify(db), postgres.NewCounterLinks(db),
+		postgres.NewRateLimiter(db),
 		postgres.NewPruner(db),
 		runner, runner, // JobRunner, Jobs
 		nil, // EventCopies: PostgreSQL reads the stream from its own tables

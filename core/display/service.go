@@ -41,6 +41,14 @@ type Turns interface {
 	List(ctx context.Context, accountID, runID string, f turns.ListFilter, page platform.PageRequest) (platform.Page[turns.View], error)
 }
 
+// Joining counts the checked-in appointments of a HYBRID run waiting to
+// join its line (their time came while the run was closed): people in the
+// room the board counts as waiting. The appointments repository provides
+// it.
+type Joining interface {
+	CountJoining(ctx context.Context, runID string, now time.Time) (int, error)
+}
+
 // Calls reads past calls from the event log.
 type Calls interface {
 	// RecentCalls returns the run's last turn.called events, newest first,
@@ -56,7 +64,13 @@ type Service struct {
 	calls  Calls
 	uow    platform.UnitOfWork
 	clock  platform.Clock
+	// joining, when set, counts appointments waiting to join (UseJoining).
+	joining Joining
 }
+
+// UseJoining makes the board's waiting count include the appointments
+// waiting to join the line. Call it while wiring.
+func (s *Service) UseJoining(j Joining) { s.joining = j }
 
 // NewService builds the service.
 func NewService(repo Repository, qs Queues, ts Turns, calls Calls, uow platform.UnitOfWork, clock platform.Clock) *Service {
@@ -338,6 +352,15 @@ func (s *Service) RunBoard(ctx context.Context, accountID, runID string) (Board,
 			break
 		}
 		page.After = p.Next
+	}
+	if s.joining != nil {
+		// Checked in for an appointment, due, and the run closed: they
+		// wait in the room and join the line when it opens (issue 23).
+		n, err := s.joining.CountJoining(ctx, run.ID, s.clock.Now())
+		if err != nil {
+			return Board{}, err
+		}
+		b.Waiting.Count += n
 	}
 	sort.SliceStable(ahead, func(i, j int) bool { return *ahead[i].Position < *ahead[j].Position })
 	b.Waiting.Next = []string{}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/ticket"
@@ -29,6 +30,7 @@ var payloads = map[string]any{
 	platform.EventTurnHelpRequested:    ticket.HelpRequestedData{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", HelpRequestID: "hlp_1", QueueID: "que_1"},
 	platform.EventTurnSLABreached:      turns.TurnSLABreached{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", MaxWaitMinutes: 10, Status: "WAITING"},
 	platform.EventTurnHelpAnswered:     ticket.HelpAnsweredData{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", HelpRequestID: "hlp_1", QueueID: "que_1", Reply: "On my way"},
+	platform.EventNotificationStatus:   notify.StatusChanged{NotificationID: "ntf_1", TurnID: "turn_1", QueueRunID: "run_1", Status: "SENT"},
 }
 
 // members names the members of the spec (section 6 and "Event data

@@ -24,6 +24,9 @@ const (
 	EventTurnHelpRequested = "turn.help_requested"
 	EventTurnHelpAnswered  = "turn.help_answered"
 	EventTurnSLABreached   = "turn.sla_breached"
+	// EventNotificationStatus is not of spec section 6 either: a customer
+	// message (core/notify) changed status (docs/notifications.md).
+	EventNotificationStatus = "notification.status"
 )
 
 // EventNames lists every event a webhook endpoint can subscribe to.
@@ -31,6 +34,7 @@ var EventNames = []string{
 	EventTurnCreated, EventTurnCalled, EventTurnCompleted, EventTurnCancelled, EventTurnReopened,
 	EventQueueOpened, EventQueueClosed, EventAppointmentScheduled, EventAppointmentCompleted,
 	EventTurnHelpRequested, EventTurnHelpAnswered, EventTurnSLABreached,
+	EventNotificationStatus,
 }
 
 // IsEventName reports whether name is an event of spec section 6.

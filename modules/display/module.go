@@ -10,6 +10,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/displayhttp"
 	"github.com/qms-dev/qms/adapters/http/server"
+	"github.com/qms-dev/qms/core/appointments"
 	core "github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
@@ -23,6 +24,8 @@ var Module = fx.Module("display",
 		func(s *queues.Service) core.Queues { return s },
 		func(s *turns.Service) core.Turns { return s },
 	),
+	// The board counts HYBRID appointments waiting to join as waiting.
+	fx.Invoke(func(svc *core.Service, apts appointments.Repository) { svc.UseJoining(apts) }),
 	fx.Invoke(func(srv *server.Server, svc *core.Service, hub *stream.Hub, log *slog.Logger) {
 		displayhttp.RegisterAPI(srv.API, svc, srv.Cursors)
 		// The boards take no key: they are rate limited per token, and per

@@ -104,6 +104,13 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 			return TicketLinksHarness{Repo: s.TicketLinks, UoW: s.UoW, Owners: OwnersOf(s)}
 		})
 	})
+	t.Run("CounterLinks", func(t *testing.T) {
+		t.Parallel()
+		RunCounterLinks(t, func(t *testing.T) CounterLinksHarness {
+			s := newSet(t)
+			return CounterLinksHarness{Repo: s.CounterLinks, UoW: s.UoW, Owners: OwnersOf(s)}
+		})
+	})
 	eventLogOf := func(t *testing.T) EventLogHarness {
 		s := newSet(t)
 		return EventLogHarness{UoW: s.UoW, Log: eventLog(t, s), Stream: s.StreamLog, Calls: s.Calls,
@@ -115,6 +122,13 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 		RunStreamNotifier(t, func(t *testing.T) StreamNotifierHarness {
 			s := newSet(t)
 			return StreamNotifierHarness{UoW: s.UoW, Bus: Subscribe(s), Notifier: s.StreamNotifier, Account: NewAccount(t, s)}
+		})
+	})
+	t.Run("Notify", func(t *testing.T) {
+		t.Parallel()
+		RunNotify(t, func(t *testing.T) NotifyHarness {
+			s := newSet(t)
+			return NotifyHarness{Repo: s.Notify, UoW: s.UoW, Owners: OwnersOf(s), Concurrent: o.concurrent}
 		})
 	})
 	t.Run("JoinLinks", func(t *testing.T) {
