@@ -14,7 +14,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: run build image test test-domain test-integration lint openapi-check bench load load-webhooks fuzz history clean
+.PHONY: run build image test test-domain test-integration lint openapi-check bench load load-screens load-webhooks fuzz history clean
 
 ## run: start qms on its embedded in-memory storage (prints a key and a curl line)
 run:
@@ -71,6 +71,10 @@ bench:
 ## load: qms side by side with its ceilings (P1-P3 of issue 16: fiber hello-world, pgbench), with latency percentiles
 load:
 	test/load/ratios.sh . $(or $(LOAD_MODES),all)
+
+## load-screens: N live ticket pages and a board per queue on one process, 20 calls/s, then a reconnect storm (issue 32); prints the docs/scaling.md table (SCREENS_MODES, SCREENS_SIZES)
+load-screens:
+	test/load/screens/table.sh . "$(or $(SCREENS_MODES),memory postgres)" "$(or $(SCREENS_SIZES),1000 5000 10000)"
 
 ## load-webhooks: webhooks at a paced load (10 endpoints, 100 events/s = 1,000 deliveries/s, 30 s per step), stepping up to the highest sustained rate (issue 16 item 5)
 load-webhooks:

@@ -116,12 +116,24 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err := app.Start(ctx); err != nil {
 		return err
 	}
-	<-ctx.Done()
+	var failed error
+	select {
+	case <-ctx.Done():
+	case sig := <-app.Wait():
+		// A component ended the process (the HTTP listener failed for
+		// good): stop, and exit non-zero so that a supervisor restarts it.
+		if sig.ExitCode != 0 {
+			failed = fmt.Errorf("qms: stopping after a failure (exit code %d); see the log", sig.ExitCode)
+		}
+	}
 	// The whole stop, HTTP connections and jobs included, fits in the
 	// shutdown timeout.
 	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
 	defer cancel()
-	return app.Stop(stopCtx)
+	if err := app.Stop(stopCtx); err != nil {
+		return err
+	}
+	return failed
 }
 
 func migrate(args []string, stderr io.Writer) error {

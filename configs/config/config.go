@@ -49,6 +49,11 @@ type Config struct {
 		TrustedProxies []string `koanf:"trusted_proxies"`
 		// RequestTimeout bounds each request's work (event streams exempt).
 		RequestTimeout time.Duration `koanf:"request_timeout"`
+		// MaxConnections caps the connections open at once; past it a new
+		// one is answered 503 and closed. 0: derived from the process's
+		// file limit (RLIMIT_NOFILE), leaving room for the database and
+		// the rest.
+		MaxConnections int `koanf:"max_connections"`
 	} `koanf:"http"`
 	Storage  string `koanf:"storage"`
 	Database struct {
@@ -68,6 +73,13 @@ type Config struct {
 	} `koanf:"admin"`
 	RateLimit struct {
 		PerMinute int `koanf:"per_minute"`
+		// PerTokenPerMinute is the budget of one token-opened keyless
+		// route's token (a ticket link, a display board); WaitingRoomPerMinute
+		// what one client address may spend on all of them together (never
+		// less than PerMinute). See docs/live.md, "Rate limits of the
+		// waiting room".
+		PerTokenPerMinute    int `koanf:"per_token_per_minute"`
+		WaitingRoomPerMinute int `koanf:"waiting_room_per_minute"`
 	} `koanf:"ratelimit"`
 	Webhooks struct {
 		AllowPrivate bool   `koanf:"allow_private"`
@@ -503,6 +515,15 @@ func (c *Config) Validate() error {
 	}
 	if c.RateLimit.PerMinute <= 0 {
 		return fmt.Errorf("config: QMS_RATELIMIT_PER_MINUTE (ratelimit.per_minute) must be a positive integer, got %d", c.RateLimit.PerMinute)
+	}
+	if c.RateLimit.PerTokenPerMinute <= 0 {
+		return fmt.Errorf("config: QMS_RATELIMIT_PER_TOKEN_PER_MINUTE (ratelimit.per_token_per_minute) must be a positive integer, got %d", c.RateLimit.PerTokenPerMinute)
+	}
+	if c.RateLimit.WaitingRoomPerMinute <= 0 {
+		return fmt.Errorf("config: QMS_RATELIMIT_WAITING_ROOM_PER_MINUTE (ratelimit.waiting_room_per_minute) must be a positive integer, got %d", c.RateLimit.WaitingRoomPerMinute)
+	}
+	if c.HTTP.MaxConnections < 0 {
+		return fmt.Errorf("config: QMS_HTTP_MAX_CONNECTIONS (http.max_connections) must be 0 (from the file limit) or positive, got %d", c.HTTP.MaxConnections)
 	}
 	if c.Admin.AuthFailuresPerMinute <= 0 {
 		return fmt.Errorf("config: QMS_ADMIN_AUTH_FAILURES_PER_MINUTE (admin.auth_failures_per_minute) must be a positive integer, got %d", c.Admin.AuthFailuresPerMinute)

@@ -247,14 +247,32 @@ func (s *Service) Resolve(ctx context.Context, value string) (Token, error) {
 
 // Board reads what the token's screen shows now.
 func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
-	q, err := s.queues.GetQueue(ctx, t.AccountID, t.QueueID)
+	b, err := s.RunBoard(ctx, t.AccountID, t.RunID)
 	if err != nil {
 		return Board{}, err
 	}
-	run, err := s.queues.GetRun(ctx, t.AccountID, t.RunID)
+	return b.For(t), nil
+}
+
+// For is the board as the token's screen shows it: with its options.
+func (b Board) For(t Token) Board {
+	b.Options = t.Options
+	return b
+}
+
+// RunBoard reads what every board of the run shows now, the screens'
+// options aside (see For): the board streams build it once per event of
+// the run for all of the run's boards.
+func (s *Service) RunBoard(ctx context.Context, accountID, runID string) (Board, error) {
+	run, err := s.queues.GetRun(ctx, accountID, runID)
 	if err != nil {
 		return Board{}, err
 	}
+	q, err := s.queues.GetQueue(ctx, accountID, run.QueueID)
+	if err != nil {
+		return Board{}, err
+	}
+	t := Token{AccountID: accountID, QueueID: run.QueueID, RunID: runID}
 	sts, err := s.queues.ListStations(ctx, t.AccountID, q.ID)
 	if err != nil {
 		return Board{}, err
@@ -270,7 +288,6 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 		ShowSecurity: turns.ShowsSecurity(q),
 		Calling:      []BoardTurn{},
 		Recent:       []BoardTurn{},
-		Options:      t.Options,
 		GeneratedAt:  s.clock.Now(),
 	}
 

@@ -44,6 +44,7 @@ type Repository interface {
 // the customer's own cancel, through the same rules as any cancel.
 type Turns interface {
 	Get(ctx context.Context, accountID, id string) (turns.View, error)
+	List(ctx context.Context, accountID, runID string, f turns.ListFilter, page platform.PageRequest) (platform.Page[turns.View], error)
 	CancelFor(ctx context.Context, accountID, id, reason string) (turns.View, error)
 }
 
@@ -179,6 +180,168 @@ func (s *Service) Ticket(ctx context.Context, l Link, t turns.View) (Ticket, err
 	if err != nil {
 		return Ticket{}, fmt.Errorf("ticket: reading the branch: %w", err)
 	}
+	last, err := s.LastHelp(ctx, t.ID)
+	if err != nil {
+		return Ticket{}, err
+	}
+	return s.ticketOf(l, t, q, run, ent, last), nil
+}
+
+// LastHelp is a turn's latest help request, nil for none.
+func (s *Service) LastHelp(ctx context.Context, turnID string) (*HelpRequest, error) {
+	asked, err := s.repo.HelpOfTurn(ctx, turnID)
+	if err != nil {
+		return nil, fmt.Errorf("ticket: reading help requests: %w", err)
+	}
+	if len(asked) == 0 {
+		return nil, nil
+	}
+	return &asked[len(asked)-1], nil
+}
+
+// RunView is one run's tickets as of one of its events: what every ticket
+// page of the run open in this process is drawn from (stream.Runs builds
+// it once per event, not once per page).
+type RunView struct {
+	Queue  queues.Queue
+	Run    queues.Run
+	Branch entities.Entity
+	// Waiting are the views of the run's waiting turns (position, wait
+	// estimate), by turn id.
+	Waiting map[string]turns.View
+	// Changed are the views of the turns the events named that are not
+	// waiting (called, finished), by turn id.
+	Changed map[string]turns.View
+	// Help are the latest help requests (nil: none) of the turns the
+	// events named, by turn id: a help request changes only with an event
+	// naming its turn.
+	Help map[string]*HelpRequest
+}
+
+// BuildRun reads a run's view after events naming turnIDs: the queue, run
+// and branch, the waiting line, and the named turns that are not in it.
+func (s *Service) BuildRun(ctx context.Context, accountID, runID string, turnIDs []string) (*RunView, error) {
+	run, err := s.places.GetRun(ctx, accountID, runID)
+	if err != nil {
+		return nil, fmt.Errorf("ticket: reading the run: %w", err)
+	}
+	q, err := s.places.GetQueue(ctx, accountID, run.QueueID)
+	if err != nil {
+		return nil, fmt.Errorf("ticket: reading the queue: %w", err)
+	}
+	ent, err := s.branches.Get(ctx, accountID, q.EntityID)
+	if err != nil {
+		return nil, fmt.Errorf("ticket: reading the branch: %w", err)
+	}
+	rv := &RunView{Queue: q, Run: run, Branch: ent, Waiting: map[string]turns.View{}}
+	page := platform.PageRequest{Limit: platform.MaxPageLimit}
+	for {
+		p, err := s.turns.List(ctx, accountID, runID, turns.ListFilter{Statuses: []turns.Status{turns.Waiting}}, page)
+		if err != nil {
+			return nil, fmt.Errorf("ticket: reading the line: %w", err)
+		}
+		for _, v := range p.Items {
+			rv.Waiting[v.ID] = v
+		}
+		if p.Next == "" {
+			break
+		}
+		page.After = p.Next
+	}
+	for _, id := range turnIDs {
+		if _, done := rv.Help[id]; done || id == "" {
+			continue
+		}
+		last, err := s.LastHelp(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if rv.Help == nil {
+			rv.Help = map[string]*HelpRequest{}
+		}
+		rv.Help[id] = last
+		if _, waiting := rv.Waiting[id]; waiting {
+			continue
+		}
+		v, err := s.turns.Get(ctx, accountID, id)
+		switch {
+		case platform.IsCode(err, platform.CodeNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("ticket: reading the turn: %w", err)
+		default:
+			if rv.Changed == nil {
+				rv.Changed = map[string]turns.View{}
+			}
+			rv.Changed[id] = v
+		}
+	}
+	return rv, nil
+}
+
+// Own is a turn's latest view given the run's view: from the line while
+// it waits, the run's changed turn when it is that one, else t (the turn
+// has not changed since).
+func (rv *RunView) Own(t turns.View) turns.View {
+	if v, ok := rv.Waiting[t.ID]; ok {
+		return v
+	}
+	if v, ok := rv.Changed[t.ID]; ok {
+		return v
+	}
+	return t
+}
+
+// TicketOf is what the page shows for the link's turn t with its latest
+// help request last, drawn from the run's view without a read.
+func (s *Service) TicketOf(l Link, t turns.View, rv *RunView, last *HelpRequest) Ticket {
+	return s.ticketOf(l, t, rv.Queue, rv.Run, rv.Branch, last)
+}
+
+// OwnHelp is a turn's latest help request given the run's view: the
+// view's when an event named the turn, else last (unchanged since).
+func (rv *RunView) OwnHelp(turnID string, last *HelpRequest) *HelpRequest {
+	if h, ok := rv.Help[turnID]; ok {
+		return h
+	}
+	return last
+}
+
+// Expired reports whether the link of turn t has expired at now.
+func (s *Service) Expired(t turns.View) bool {
+	exp := ExpiresAt(t.FinishedAt, s.after)
+	return exp != nil && !s.clock.Now().Before(*exp)
+}
+
+// ResolveLink returns the link whose value is given, without its turn:
+// 404 INVALID_TICKET_LINK when there is none.
+func (s *Service) ResolveLink(ctx context.Context, value string) (Link, error) {
+	if !LooksLikeValue(value) {
+		return Link{}, invalidLink()
+	}
+	l, err := s.repo.GetByHash(ctx, Hash(value))
+	if platform.IsCode(err, platform.CodeNotFound) {
+		return Link{}, invalidLink()
+	}
+	if err != nil {
+		return Link{}, fmt.Errorf("ticket: reading a link: %w", err)
+	}
+	return l, nil
+}
+
+func invalidLink() error {
+	return platform.NewError(platform.KindNotFound, CodeInvalidTicketLink, "this ticket link is not valid", nil)
+}
+
+// ExpiredError is the error of a link whose turn finished more than
+// ExpireAfter ago.
+func (s *Service) ExpiredError(t turns.View) error {
+	return platform.NewError(platform.KindNotFound, CodeTicketLinkExpired,
+		"this ticket has ended and its link has expired", map[string]any{"expiredAt": *ExpiresAt(t.FinishedAt, s.after)})
+}
+
+// ticketOf is what the page shows, from what was read: last is the turn's
+// latest help request (nil for none).
+func (s *Service) ticketOf(l Link, t turns.View, q queues.Queue, run queues.Run, ent entities.Entity, last *HelpRequest) Ticket {
 	out := Ticket{
 		DisplayCode: t.DisplayCode, Status: t.Status,
 		Queue:    Place{Name: q.Name, Subtitle: q.Subtitle},
@@ -202,20 +365,12 @@ func (s *Service) Ticket(ctx context.Context, l Link, t turns.View) (Ticket, err
 		label := t.Station.Label
 		out.Station = &label
 	}
-	asked, err := s.repo.HelpOfTurn(ctx, t.ID)
-	if err != nil {
-		return Ticket{}, fmt.Errorf("ticket: reading help requests: %w", err)
-	}
-	var last *HelpRequest
-	if len(asked) > 0 {
-		last = &asked[len(asked)-1]
-	}
 	out.Help = helpOf(q, t, last)
 	if turns.ShowsSecurity(q) {
 		code := turns.SecurityCode(t.ID)
 		out.SecurityCode = &code
 	}
-	return out, nil
+	return out
 }
 
 // Read resolves a link and reads its ticket.

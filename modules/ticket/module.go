@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/fx"
 
-	"github.com/qms-dev/qms/adapters/http/httpx"
 	"github.com/qms-dev/qms/adapters/http/i18nweb"
 	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/adapters/http/tickethttp"
@@ -20,7 +19,6 @@ import (
 	"github.com/qms-dev/qms/core/stream"
 	core "github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
-	"github.com/qms-dev/qms/ports"
 )
 
 // Module provides the ticket service and mounts its routes.
@@ -31,14 +29,12 @@ var Module = fx.Module("ticket",
 			return core.NewService(repo, ts, qs, es, uow, events, clock, core.Options{ExpireAfter: cfg.Tickets.ExpireAfter})
 		},
 	),
-	fx.Invoke(func(srv *server.Server, svc *core.Service, hub *stream.Hub, lim ports.RateLimiter, cfg *config.Config,
-		clock platform.Clock, log *slog.Logger) {
+	fx.Invoke(func(srv *server.Server, svc *core.Service, hub *stream.Hub, log *slog.Logger) {
 		tickethttp.RegisterAPI(srv.API, svc, srv.Cursors)
-		// A ticket page is a waiting-room screen: keyless, limited by
-		// client address in the display boards' budget (one budget for a
-		// lobby's screens and phones, apart from other keyless traffic).
-		limit := httpx.RateLimitBudget(lim, cfg.RateLimit.PerMinute, clock.Now, "display")
-		i18nweb.Register(srv.App, limit)
-		tickethttp.RegisterPage(srv.App, svc, hub, limit, log.With("module", "ticket"), tickethttp.Options{})
+		// A ticket page is a waiting-room screen: keyless, limited per
+		// link and per client address for the whole waiting room (its
+		// phones share the venue's address); static files not at all.
+		i18nweb.Register(srv.App)
+		tickethttp.RegisterPage(srv.App, svc, hub, srv.TokenLimit("ticket", "token"), log.With("module", "ticket"), tickethttp.Options{})
 	}),
 )

@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/bootstrap"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/accounts"
@@ -41,7 +42,9 @@ type App struct {
 	// Fiber is the process's HTTP app, for benchmarks that call its
 	// handler without a socket in between.
 	Fiber *fiber.App
-	stop  func()
+	// Server is the process's HTTP server (its open connections).
+	Server *server.Server
+	stop   func()
 }
 
 // Settings is what an Option can change before start.
@@ -149,7 +152,7 @@ func start(t testing.TB, storage, url string, opts ...Option) *App {
 	if err := app.Start(ctx); err != nil {
 		t.Fatalf("apptest: start: %v", err)
 	}
-	a := &App{T: t, BaseURL: "http://" + srv.Addr, Config: cfg, Fiber: srv.App}
+	a := &App{T: t, BaseURL: "http://" + srv.Addr, Config: cfg, Fiber: srv.App, Server: srv}
 	a.stop = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
+	"github.com/qms-dev/qms/adapters/http/i18nweb"
 	"github.com/qms-dev/qms/adapters/http/streamhttp"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/display"
@@ -122,23 +123,28 @@ var boardEvents = []string{
 var boardScopes = accounts.NewScopeSet([]accounts.Scope{accounts.ScopeTurnsRead, accounts.ScopeQueuesRead})
 
 // RegisterBoard mounts the public board routes on app: the page, its
-// assets, its JSON read and its stream. limit is the rate limit of
-// unauthenticated routes (by client address).
+// assets, its JSON read and its stream. limit is the rate limit of the
+// routes a token opens (server.TokenLimit: per token, and per client
+// address for the whole waiting room); the assets have none.
 func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit fiber.Handler, log *slog.Logger, opts Options) {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 5 * time.Second
 	}
-	assets, err := fs.Sub(webFiles, "web")
+	web, err := fs.Sub(webFiles, "web")
 	if err != nil {
 		panic(err)
 	}
-	page, err := fs.ReadFile(assets, "board.html")
+	page, err := fs.ReadFile(web, "board.html")
 	if err != nil {
 		panic(err)
 	}
+	// The page links to its files by versioned addresses, cached for good;
+	// they are not rate limited.
+	assets := httpx.NewAssets(web, ".", Prefix+"/assets/")
+	page = i18nweb.Assets().Versioned(assets.Versioned(page))
 	// Assets first: /display/assets/board.js must not be taken for a
 	// token's board read.
-	app.Get(Prefix+"/assets/:file", limit, httpx.Assets(assets))
+	app.Get(Prefix+"/assets/:file", assets.Handler())
 	app.Get(Prefix+"/:token", limit, func(c *fiber.Ctx) error {
 		// The page is the same for every live token: it reads the token
 		// from its address and asks the server what to show; a revoked or
@@ -164,58 +170,89 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 		}
 		return httpx.OK(c, b)
 	})
+	runs := stream.NewRuns(hub, boardScopes, boardEvents,
+		func(ctx context.Context, accountID, runID string, _ []stream.Entry) (*runBoard, error) {
+			b, err := svc.RunBoard(ctx, accountID, runID)
+			if err != nil {
+				return nil, err
+			}
+			return &runBoard{board: b}, nil
+		}, stream.RunsOptions{Logger: log})
 	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
-		value := strings.Clone(c.Params("token"))
-		ctx := c.UserContext()
-		t, err := svc.Resolve(ctx, value)
-		if err != nil {
-			return err
-		}
-		// Subscribe before reading the board: a change between the two
-		// arrives as an event, never falls in between.
-		sub, err := hub.Subscribe(ctx, stream.Request{AccountID: t.AccountID,
-			Filter: stream.Filter{Scopes: boardScopes, RunID: t.RunID, Names: boardEvents}})
-		if err != nil {
-			return err
-		}
-		b, err := svc.Board(ctx, t)
-		if err != nil {
-			sub.Close()
-			return err
-		}
-		return streamhttp.Serve(c, sub, streamhttp.SSE{
-			Heartbeat: opts.Heartbeat,
-			First:     &streamhttp.Frame{Event: "board", Data: boardMessage{Board: b}},
-			Message: func(e stream.Entry) (string, any, error) {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				b, err := svc.Board(ctx, t)
-				if err != nil {
-					log.Warn("display: reading a board failed", "err", err)
-					return "", nil, err
-				}
-				tr := &trigger{Event: e.Event.Name}
-				if turns.IsEvent(e.Event.Name) {
-					var ref turns.EventRef
-					if err := e.Event.Decode(&ref); err != nil {
-						return "", nil, err
-					}
-					tr.TurnID, tr.DisplayCode = ref.TurnID, ref.DisplayCode
-				}
-				return "board", boardMessage{Board: b, Trigger: tr}, nil
-			},
-			Check: func() error {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_, err := svc.Resolve(ctx, value)
-				if platform.IsCode(err, display.CodeDisplayTokenRevoked) || platform.IsCode(err, display.CodeInvalidDisplayToken) {
-					return &streamhttp.Ended{Event: "revoked", Message: "this display link has been revoked"}
-				}
-				if err != nil {
-					log.Warn("display: checking a token failed; the board goes on", "err", err)
-				}
-				return nil
-			},
-		})
+		return serveBoard(c, svc, runs, strings.Clone(c.Params("token")), log, opts)
 	})
+}
+
+// runBoard is a run's board after its events, built once for all of the
+// run's boards in this process (stream.Runs).
+type runBoard struct {
+	board display.Board
+}
+
+// triggerOf is the event that changed a board, as the page is told it.
+func triggerOf(e *stream.Entry) *trigger {
+	tr := &trigger{Event: e.Event.Name}
+	if turns.IsEvent(e.Event.Name) {
+		var ref turns.EventRef
+		if err := e.Event.Decode(&ref); err == nil {
+			tr.TurnID, tr.DisplayCode = ref.TurnID, ref.DisplayCode
+		}
+	}
+	return tr
+}
+
+// serveBoard streams a token's board: the whole board when it connects,
+// then again after every change of the run, drawn from the board the
+// run's group built once. The token is checked again at every heartbeat
+// (a revocation raises no event): a revoked board ends within it.
+func serveBoard(c *fiber.Ctx, svc *display.Service, runs *stream.Runs[*runBoard], value string, log *slog.Logger, opts Options) error {
+	ctx := c.UserContext()
+	t, err := svc.Resolve(ctx, value)
+	if err != nil {
+		return err
+	}
+	m, first, err := runs.Join(ctx, t.AccountID, t.RunID)
+	if err != nil {
+		return err
+	}
+	firstBoard := &boardMessage{Board: first.View.board.For(t)}
+	streamhttp.OpenLoop(c, 0, opts.Heartbeat, streamhttp.Loop{
+		Bind:    func(wake func()) { m.OnUpdate(wake) },
+		Pending: m.Pending,
+		Step: func(w *streamhttp.Writer) bool {
+			if firstBoard != nil {
+				w.Event("", "board", *firstBoard)
+				firstBoard = nil
+			}
+			for {
+				u, err := m.TryNext()
+				switch {
+				case err != nil:
+					streamhttp.WriteEnd(w, err, "")
+					return true
+				case u == nil:
+					return false
+				}
+				w.Event(u.Entry.Event.ID, "board", boardMessage{Board: u.View.board.For(t), Trigger: triggerOf(u.Entry)})
+			}
+		},
+		Beat: func(w *streamhttp.Writer) bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			fresh, err := svc.Resolve(ctx, value)
+			cancel()
+			if platform.IsCode(err, display.CodeDisplayTokenRevoked) || platform.IsCode(err, display.CodeInvalidDisplayToken) {
+				w.Event("", "revoked", map[string]any{"message": "this display link has been revoked"})
+				return true
+			}
+			if err != nil {
+				log.Warn("display: checking a token failed; the board goes on", "err", err)
+			} else {
+				t = fresh // its options, changed meanwhile, show at the next change
+			}
+			w.Comment("heartbeat")
+			return false
+		},
+		Close: m.Close,
+	})
+	return nil
 }

@@ -90,6 +90,10 @@ func NewApp(cfg AppConfig) *fiber.App {
 		Immutable: true,
 	})
 	applyTimeouts(app.Server(), cfg.Timeouts)
+	// Event streams hijack their connections and close them themselves
+	// (streamhttp), so fasthttp frees each request's context at once
+	// instead of holding it for the stream's life.
+	app.Server().KeepHijackedConns = true
 	ignoreLostConnections(app.Server())
 	app.Use(clientAddress(cfg.Proxies), AssignRequestID(), AccessLog(log), Recover(log), Deadline(cfg.RequestTimeout), CheckRequestText())
 	return app

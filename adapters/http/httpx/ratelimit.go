@@ -76,29 +76,40 @@ func spenderOf(l ports.RateLimiter, perMinute int, now func() time.Time, budget 
 		t := now()
 		d, err := l.Allow(c.UserContext(), key, perMinute, t)
 		if err != nil {
-			Logger(c).LogAttrs(c.UserContext(), slog.LevelWarn, "rate limiter failed; request allowed",
-				slog.String("requestId", RequestID(c)), slog.String("error", err.Error()))
+			limiterFailed(c, err)
 			return nil
 		}
-		remaining := max(d.Remaining, 0)
-		h := &c.Response().Header
-		// The numbers are spelled into a buffer on the stack: fasthttp
-		// copies header values, and strconv's strings were three of a
-		// GET's allocations (issue 16).
-		var num [20]byte
-		h.SetBytesV(HeaderRateLimit, strconv.AppendInt(num[:0], int64(d.Limit), 10))
-		h.SetBytesV(HeaderRateRemaining, strconv.AppendInt(num[:0], int64(remaining), 10))
-		h.SetBytesV(HeaderRateReset, strconv.AppendInt(num[:0], d.Reset.Unix(), 10))
-		if !d.Allowed {
-			// Round up: retrying at the floor would land in the same window.
-			wait := int64(max((d.Reset.Sub(t)+time.Second-1)/time.Second, 1))
-			h.Set(HeaderRetryAfter, strconv.FormatInt(wait, 10))
-			return platform.NewError(platform.KindRateLimited, platform.CodeRateLimited,
-				fmt.Sprintf("rate limit of %d requests per minute exceeded; retry in %d seconds", d.Limit, wait),
-				map[string]any{"limit": d.Limit, "retryAfter": wait, "reset": d.Reset.Unix()})
-		}
-		return nil
+		return applyDecision(c, d, t)
 	}
+}
+
+// limiterFailed logs a limiter's failure; the request goes on.
+func limiterFailed(c *fiber.Ctx, err error) {
+	Logger(c).LogAttrs(c.UserContext(), slog.LevelWarn, "rate limiter failed; request allowed",
+		slog.String("requestId", RequestID(c)), slog.String("error", err.Error()))
+}
+
+// applyDecision sets the rate headers of d and returns the 429 of a
+// refused request (nil when allowed).
+func applyDecision(c *fiber.Ctx, d ports.RateDecision, t time.Time) error {
+	remaining := max(d.Remaining, 0)
+	h := &c.Response().Header
+	// The numbers are spelled into a buffer on the stack: fasthttp
+	// copies header values, and strconv's strings were three of a
+	// GET's allocations (issue 16).
+	var num [20]byte
+	h.SetBytesV(HeaderRateLimit, strconv.AppendInt(num[:0], int64(d.Limit), 10))
+	h.SetBytesV(HeaderRateRemaining, strconv.AppendInt(num[:0], int64(remaining), 10))
+	h.SetBytesV(HeaderRateReset, strconv.AppendInt(num[:0], d.Reset.Unix(), 10))
+	if !d.Allowed {
+		// Round up: retrying at the floor would land in the same window.
+		wait := int64(max((d.Reset.Sub(t)+time.Second-1)/time.Second, 1))
+		h.Set(HeaderRetryAfter, strconv.FormatInt(wait, 10))
+		return platform.NewError(platform.KindRateLimited, platform.CodeRateLimited,
+			fmt.Sprintf("rate limit of %d requests per minute exceeded; retry in %d seconds", d.Limit, wait),
+			map[string]any{"limit": d.Limit, "retryAfter": wait, "reset": d.Reset.Unix()})
+	}
+	return nil
 }
 
 // Guard is Auth followed by RateLimit, with one difference: a request whose

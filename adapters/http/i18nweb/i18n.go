@@ -9,11 +9,11 @@ import (
 	"embed"
 	"encoding/json"
 	"io/fs"
-	"strings"
+	"sync"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/adapters/http/httpx"
 )
 
 //go:embed web
@@ -31,30 +31,17 @@ func Files() fs.FS {
 	return sub
 }
 
-// Register mounts GET /i18n/{file} on app, rate limited by limit (the
-// display boards' budget: only their pages load these).
-func Register(app *fiber.App, limit fiber.Handler) {
-	files := Files()
-	app.Get(Prefix+"/:file", limit, func(c *fiber.Ctx) error {
-		name := c.Params("file")
-		var ctype, path string
-		switch {
-		case name == "i18n.js":
-			ctype, path = "text/javascript; charset=utf-8", name
-		case strings.HasSuffix(name, ".json") && !strings.ContainsAny(name, "/\\"):
-			ctype, path = "application/json; charset=utf-8", "i18n/"+name
-		default:
-			return platform.NotFound("catalogue", name)
-		}
-		b, err := fs.ReadFile(files, path)
-		if err != nil {
-			return platform.NotFound("catalogue", name)
-		}
-		c.Set(fiber.HeaderContentType, ctype)
-		c.Set(fiber.HeaderCacheControl, "public, max-age=300")
-		c.Set("X-Content-Type-Options", "nosniff")
-		return c.Send(b)
-	})
+// Assets are the served files (the catalogues and i18n.js) under
+// /i18n/: the pages link to i18n.js by its versioned address
+// (Assets().Versioned(page)), and the script asks for the catalogues with
+// the same version.
+var Assets = sync.OnceValue(func() *httpx.AssetSet { return httpx.NewAssets(Files(), ".", Prefix+"/") })
+
+// Register mounts GET /i18n/{file} on app. Static files are not rate
+// limited: every phone of a waiting room behind one address loads them,
+// and browsers cache them (versioned, ETag).
+func Register(app *fiber.App) {
+	app.Get(Prefix+"/:file", Assets().Handler())
 }
 
 // Keys are the keys of the English catalogue, which every other has too.

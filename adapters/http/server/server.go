@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
 	"github.com/qms-dev/qms/adapters/http/openapi"
+	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/ports"
@@ -31,8 +33,19 @@ type Server struct {
 	Cursors    httpx.Cursors
 	AdminToken string
 	// Addr is the address the listener is bound to, known after start.
-	Addr string
+	Addr     string
+	listener *guarded
+	// Tokens is the budget of the keyless routes a token opens (ticket
+	// pages, display boards, join and counter links): see TokenLimit.
+	Tokens httpx.TokenBudget
 }
+
+// TokenLimit is the rate limit of a keyless route opened by the token in
+// its route parameter param: per token (budget names the kind: "ticket",
+// "display", "join"...) and per client address for all such routes
+// together (docs/live.md, "Rate limits of the waiting room"). Static
+// files need none (httpx.AssetSet).
+func (s *Server) TokenLimit(budget, param string) fiber.Handler { return s.Tokens.Limit(budget, param) }
 
 // Params are the server's dependencies.
 type Params struct {
@@ -47,6 +60,8 @@ type Params struct {
 	Token   AdminToken
 	// Metrics, when the metrics module runs, records every request.
 	Metrics fiber.Handler `name:"http_metrics" optional:"true"`
+	// Shutdowner ends the process when the listener fails for good.
+	Shutdowner fx.Shutdowner
 }
 
 // AdminToken is the effective admin token (configured or generated).
@@ -82,12 +97,16 @@ func New(p Params, lc fx.Lifecycle) *Server {
 		}
 		return httpx.OK(c, fiber.Map{"status": "ready"})
 	})
-	srv := &Server{App: app, AdminToken: string(p.Token), Cursors: httpx.NewCursors(cursorSecret(p.Config, string(p.Token)))}
+	srv := &Server{App: app, AdminToken: string(p.Token), Cursors: httpx.NewCursors(cursorSecret(p.Config, string(p.Token))),
+		Tokens: httpx.TokenBudget{Address: p.Limiter, Tokens: memory.NewRateLimiter(),
+			PerAddress: max(p.Config.RateLimit.WaitingRoomPerMinute, p.Config.RateLimit.PerMinute),
+			PerToken:   p.Config.RateLimit.PerTokenPerMinute, Now: p.Clock.Now}}
 	// The published contract needs no key, so it is mounted before the
 	// authenticated group; it is still rate limited, by client address.
 	app.Get(openapi.Path, httpx.RateLimit(p.Limiter, p.Config.RateLimit.PerMinute, p.Clock.Now), openapi.Handler())
 	srv.API = app.Group("/api/v1", httpx.Guard(p.Auth, p.Limiter, p.Config.RateLimit.PerMinute, p.Clock.Now))
 
+	var stopping atomic.Bool
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			app.Use(httpx.NotFound())
@@ -96,15 +115,29 @@ func New(p Params, lc fx.Lifecycle) *Server {
 				return fmt.Errorf("listen on %s (QMS_HTTP_ADDR): %w", p.Config.HTTP.Addr, err)
 			}
 			srv.Addr = ln.Addr().String()
+			files := raiseFileLimit()
+			maxConns := hc.MaxConnections
+			if maxConns == 0 {
+				maxConns = connectionCap(files)
+			}
+			g := newGuarded(ln, maxConns, p.Log)
+			srv.listener = g
 			go func() {
-				if err := app.Listener(ln); err != nil {
-					p.Log.Error("http server stopped", "err", err)
+				err := app.Listener(g)
+				if stopping.Load() {
+					return
 				}
+				// The listener stopped while the process was not: it would
+				// stay up holding its streams and accepting nothing. End it,
+				// so that its supervisor starts it again.
+				p.Log.Error("http: the listener stopped for good; ending the process", "err", err)
+				_ = p.Shutdowner.Shutdown(fx.ExitCode(1))
 			}()
-			p.Log.Info("listening", "addr", srv.Addr)
+			p.Log.Info("listening", "addr", srv.Addr, "maxConnections", maxConns, "fileLimit", files)
 			return nil
 		},
 		OnStop: func(ctx context.Context) error {
+			stopping.Store(true)
 			// Stop accepting, close idle connections, let requests in
 			// flight finish; a second before the stop's deadline (the
 			// shutdown timeout), close whatever is still open, so that
@@ -124,6 +157,26 @@ func New(p Params, lc fx.Lifecycle) *Server {
 		},
 	})
 	return srv
+}
+
+// OpenConnections is the number of connections open now (0 before the
+// server starts).
+func (s *Server) OpenConnections() int {
+	if s.listener == nil {
+		return 0
+	}
+	return s.listener.Open()
+}
+
+// connectionCap is the connections the server holds at once with files
+// open files allowed: a tenth of them (at least 128) is left for the
+// database pool, the log and the rest, so that an accept never fails for
+// want of a file descriptor. Unknown (0): no cap to speak of.
+func connectionCap(files int) int {
+	if files <= 0 {
+		return 1 << 20
+	}
+	return max(files-max(files/10, 128), 16)
 }
 
 // cursorSecret is the configured cursor key, or one derived from the admin

@@ -2,6 +2,7 @@ package streamhttp
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/valyala/fasthttp"
 
 	"github.com/qms-dev/qms/core/stream"
 )
@@ -91,8 +91,10 @@ type Ended struct {
 func (e *Ended) Error() string { return e.Event + ": " + e.Message }
 
 // Serve answers c with the subscription as text/event-stream and returns
-// at once; the events are written after the handler returns, until the
-// subscription ends or the client goes away. Serve owns sub and closes it.
+// at once; the events are written after the handler returns, on the
+// hijacked connection (see hijack), until the subscription ends or the
+// client goes away, which is noticed at once. Serve owns sub and closes
+// it.
 //
 // Each domain event is
 //
@@ -111,19 +113,11 @@ func Serve(c *fiber.Ctx, sub *stream.Subscription, cfg SSE) error {
 	if cfg.Message == nil {
 		cfg.Message = func(e stream.Entry) (string, any, error) { return e.Event.Name, stream.MessageOf(e.Event), nil }
 	}
-	c.Status(fiber.StatusOK)
-	c.Set(fiber.HeaderContentType, "text/event-stream; charset=utf-8")
-	c.Set(fiber.HeaderCacheControl, "no-cache, no-store")
-	// nginx buffers responses unless told not to.
-	c.Set("X-Accel-Buffering", "no")
-	conn := c.Context().Conn()
-	ctx := c.Context()
-	c.Context().SetBodyStreamWriter(fasthttp.StreamWriter(func(w *bufio.Writer) {
+	SetHeaders(c)
+	hijack(c, func(ctx context.Context, sw *Writer) {
 		defer sub.Close()
-		flush := func() bool {
-			_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-			return w.Flush() == nil
-		}
+		w := sw.w
+		flush := sw.Flush
 		fmt.Fprintf(w, "retry: %d\n: connected\n\n", cfg.Retry.Milliseconds())
 		if sub.Gap() {
 			writeEvent(w, "", EventGap, map[string]any{
@@ -183,6 +177,8 @@ func Serve(c *fiber.Ctx, sub *stream.Subscription, cfg SSE) error {
 					}
 				}
 				w.WriteString(": heartbeat\n\n")
+			case ctx.Err() != nil:
+				return // the client went away
 			case errors.Is(err, stream.ErrOverflow):
 				writeEvent(w, "", EventOverflow, map[string]any{
 					"message":     "this client fell too far behind and was disconnected; reconnect with Last-Event-ID to resume without loss",
@@ -206,8 +202,40 @@ func Serve(c *fiber.Ctx, sub *stream.Subscription, cfg SSE) error {
 				return
 			}
 		}
-	}))
+	})
 	return nil
+}
+
+// SetHeaders sets the headers of an event stream's response.
+func SetHeaders(c *fiber.Ctx) {
+	c.Status(fiber.StatusOK)
+	c.Set(fiber.HeaderContentType, "text/event-stream; charset=utf-8")
+	c.Set(fiber.HeaderCacheControl, "no-cache, no-store")
+	// nginx buffers responses unless told not to.
+	c.Set("X-Accel-Buffering", "no")
+}
+
+// WriteEnd writes the final event of a stream ended by err (what
+// stream.Subscription.Next or stream.Member.Next returned): overflow,
+// shutdown, or failure. last is the id of the last event sent.
+func WriteEnd(w *Writer, err error, last string) {
+	var end *Ended
+	switch {
+	case errors.As(err, &end):
+		w.Event("", end.Event, endData(end))
+	case errors.Is(err, stream.ErrOverflow):
+		w.Event("", EventOverflow, map[string]any{
+			"message":     "this client fell too far behind and was disconnected; reconnect with Last-Event-ID to resume without loss",
+			"lastEventId": last,
+		})
+	case errors.Is(err, stream.ErrClosed):
+		w.Event("", EventShutdown, map[string]any{
+			"message":     "the server is shutting down; reconnect with Last-Event-ID",
+			"lastEventId": last,
+		})
+	default:
+		w.Event("", EventFailure, map[string]any{"message": "the stream failed; reconnect with Last-Event-ID", "lastEventId": last})
+	}
 }
 
 func endData(e *Ended) map[string]any {

@@ -21,11 +21,13 @@ import (
 	qrcode "github.com/skip2/go-qrcode"
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
+	"github.com/qms-dev/qms/adapters/http/i18nweb"
 	"github.com/qms-dev/qms/adapters/http/streamhttp"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
 	"github.com/qms-dev/qms/core/ticket"
+	"github.com/qms-dev/qms/core/turns"
 )
 
 //go:embed web
@@ -36,8 +38,9 @@ const Prefix = "/ticket"
 
 // Options tune the ticket stream.
 type Options struct {
-	// Heartbeat is how often an idle stream sends a heartbeat and checks
-	// that its link still stands. Default 5 s.
+	// Heartbeat is how often an idle stream sends a heartbeat (and checks
+	// whether its link has expired, without a read). Default
+	// streamhttp.DefaultHeartbeat (15 s).
 	Heartbeat time.Duration
 }
 
@@ -101,22 +104,26 @@ func securityHeaders(c *fiber.Ctx) {
 }
 
 // RegisterPage mounts the public ticket routes on app. limit is the rate
-// limit of the display boards (by client address): a ticket page is a
-// waiting-room screen too, and rides their budget.
+// limit of the routes a link opens (server.TokenLimit: per link, and per
+// client address for the whole waiting room).
 func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fiber.Handler, log *slog.Logger, opts Options) {
 	if opts.Heartbeat <= 0 {
-		opts.Heartbeat = 5 * time.Second
+		opts.Heartbeat = streamhttp.DefaultHeartbeat
 	}
-	assets, err := fs.Sub(webFiles, "web")
+	web, err := fs.Sub(webFiles, "web")
 	if err != nil {
 		panic(err)
 	}
-	page, err := fs.ReadFile(assets, "ticket.html")
+	page, err := fs.ReadFile(web, "ticket.html")
 	if err != nil {
 		panic(err)
 	}
+	// The page links to its files by versioned addresses, cached for good;
+	// they are not rate limited (every phone of a waiting room loads them).
+	assets := httpx.NewAssets(web, ".", Prefix+"/assets/")
+	page = i18nweb.Assets().Versioned(assets.Versioned(page))
 	// Assets first: /ticket/assets/ticket.js is not a link.
-	app.Get(Prefix+"/assets/:file", limit, httpx.Assets(assets))
+	app.Get(Prefix+"/assets/:file", assets.Handler())
 	app.Get(Prefix+"/:token", limit, func(c *fiber.Ctx) error {
 		// The same page for every link: it reads the link from its
 		// address and asks the server what to show. An unknown or expired
@@ -194,61 +201,103 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 		c.Set(fiber.HeaderContentType, "image/png")
 		return c.Send(b)
 	})
-	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
-		value := strings.Clone(c.Params("token"))
-		ctx := c.UserContext()
-		l, t, err := svc.Resolve(ctx, value)
-		if err != nil {
-			return err
-		}
-		// Subscribe before reading the ticket: a change between the two
-		// arrives as an event, never falls in between.
-		sub, err := hub.Subscribe(ctx, stream.Request{AccountID: l.AccountID,
-			Filter: stream.Filter{Scopes: streamScopes, RunID: l.RunID, Names: runEvents}})
-		if err != nil {
-			return err
-		}
-		tk, err := svc.Ticket(ctx, l, t)
-		if err != nil {
-			sub.Close()
-			return err
-		}
-		ended := func(err error) error {
-			if platform.IsCode(err, ticket.CodeTicketLinkExpired) || platform.IsCode(err, ticket.CodeInvalidTicketLink) {
-				return &streamhttp.Ended{Event: "expired", Message: "this ticket has ended and its link has expired"}
+	runs := stream.NewRuns(hub, streamScopes, runEvents,
+		func(ctx context.Context, accountID, runID string, es []stream.Entry) (*ticket.RunView, error) {
+			var turnIDs []string
+			for _, e := range es {
+				if turns.IsEvent(e.Event.Name) {
+					var ref turns.EventRef
+					if err := e.Event.Decode(&ref); err != nil {
+						return nil, fmt.Errorf("ticket: reading event %s: %w", e.Event.ID, err)
+					}
+					turnIDs = append(turnIDs, ref.TurnID)
+				}
 			}
-			return nil
-		}
-		return streamhttp.Serve(c, sub, streamhttp.SSE{
-			Heartbeat: opts.Heartbeat,
-			First:     &streamhttp.Frame{Event: "ticket", Data: message{Ticket: tk}},
-			Message: func(stream.Entry) (string, any, error) {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				_, tk, err := svc.Read(ctx, value)
-				if e := ended(err); e != nil {
-					return "", nil, e
-				}
-				if err != nil {
-					log.Warn("ticket: reading a ticket failed", "err", err)
-					return "", nil, err
-				}
-				return "ticket", message{Ticket: tk}, nil
-			},
-			Check: func() error {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_, _, err := svc.Resolve(ctx, value)
-				if e := ended(err); e != nil {
-					return e
-				}
-				if err != nil {
-					log.Warn("ticket: checking a link failed; the stream goes on", "err", err)
-				}
-				return nil
-			},
-		})
+			return svc.BuildRun(ctx, accountID, runID, turnIDs)
+		}, stream.RunsOptions{Logger: log})
+	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
+		return serveTicket(c, svc, runs, strings.Clone(c.Params("token")), opts)
 	})
+}
+
+// serveTicket streams a link's ticket: the ticket when it connects, then
+// again after every event of its run, each drawn from the run's view that
+// stream.Runs built once for every ticket page of the run in this process
+// (no read of storage per page and event). The link is read once, when it
+// connects; its expiry is a time (its turn's finish plus ExpireAfter),
+// checked at every event and heartbeat without a read.
+func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.RunView], value string, opts Options) error {
+	ctx := c.UserContext()
+	l, err := svc.ResolveLink(ctx, value)
+	if err != nil {
+		return err
+	}
+	m, first, err := runs.Join(ctx, l.AccountID, l.RunID)
+	if err != nil {
+		return err
+	}
+	own, ok := first.View.Waiting[l.TurnID]
+	if !ok {
+		// Not waiting: its own view (called, finished: maybe expired).
+		if _, own, err = svc.Resolve(ctx, value); err != nil {
+			m.Close()
+			return err
+		}
+		own = first.View.Own(own)
+	}
+	if svc.Expired(own) {
+		m.Close()
+		return svc.ExpiredError(own)
+	}
+	help, err := svc.LastHelp(ctx, l.TurnID)
+	if err != nil {
+		m.Close()
+		return err
+	}
+	ft := svc.TicketOf(l, own, first.View, help)
+	firstTicket := &ft
+	expired := func(w *streamhttp.Writer) bool {
+		if !svc.Expired(own) {
+			return false
+		}
+		w.Event("", "expired", map[string]any{"message": "this ticket has ended and its link has expired"})
+		return true
+	}
+	streamhttp.OpenLoop(c, 0, opts.Heartbeat, streamhttp.Loop{
+		Bind:    func(wake func()) { m.OnUpdate(wake) },
+		Pending: m.Pending,
+		Step: func(w *streamhttp.Writer) bool {
+			if firstTicket != nil {
+				w.Event("", "ticket", message{Ticket: *firstTicket})
+				firstTicket = nil
+			}
+			for {
+				u, err := m.TryNext()
+				switch {
+				case err != nil:
+					streamhttp.WriteEnd(w, err, "")
+					return true
+				case u == nil:
+					return false
+				}
+				own = u.View.Own(own)
+				help = u.View.OwnHelp(own.ID, help)
+				if expired(w) {
+					return true
+				}
+				w.Event(u.Entry.Event.ID, "ticket", message{Ticket: svc.TicketOf(l, own, u.View, help)})
+			}
+		},
+		Beat: func(w *streamhttp.Writer) bool {
+			if expired(w) {
+				return true
+			}
+			w.Comment("heartbeat")
+			return false
+		},
+		Close: m.Close,
+	})
+	return nil
 }
 
 // svgOf draws a QR bitmap (its quiet zone included) as SVG: one path of

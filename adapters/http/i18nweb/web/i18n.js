@@ -9,6 +9,11 @@
   var supported = ["en", "es", "pt", "fr"];
   var cache = {};
   var param = new URLSearchParams(location.search).get("lang");
+  // The catalogues share this script's version (?v=, set by the server in
+  // the page): a versioned address is cached for good, so a phone loads
+  // each catalogue once per release.
+  var me = document.currentScript && document.currentScript.src;
+  var version = me && me.indexOf("?v=") >= 0 ? me.slice(me.indexOf("?v=")) : "";
   // A page may carry its first paint (a JSON block the server wrote, id
   // qms-initial): its language's strings seed the cache, so the first
   // render needs no round trip and happens before the page's load event.
@@ -36,7 +41,7 @@
     // load fetches the catalogue of lang and makes it current.
     load: function (lang) {
       lang = pick(lang) || "en";
-      var p = cache[lang] || (cache[lang] = fetch("/i18n/" + lang + ".json").then(function (r) {
+      var p = cache[lang] || (cache[lang] = fetch("/i18n/" + lang + ".json" + version).then(function (r) {
         if (!r.ok) { throw new Error("catalogue " + lang + ": " + r.status); }
         return r.json();
       }));
