@@ -280,7 +280,7 @@ func (s *Service) schedule(ctx context.Context, accountID, runID string, in Sche
 	if err := s.repo.CreateAppointment(ctx, a); err != nil {
 		return Appointment{}, err
 	}
-	return a, s.emit(ctx, platform.EventAppointmentScheduled, a)
+	return a, s.emit(ctx, a, scheduled)
 }
 
 // takeSeat takes a seat of the named slot, or of the next available one.
@@ -513,7 +513,7 @@ func (s *Service) TurnChanged(ctx context.Context, before, after turns.Turn) err
 	case StatusCancelled:
 		return s.repo.ReturnSeat(ctx, a.SlotID)
 	case StatusCompleted:
-		return s.emit(ctx, platform.EventAppointmentCompleted, a)
+		return s.emit(ctx, a, completed)
 	}
 	return nil
 }
@@ -625,7 +625,7 @@ func (s *Service) transition(ctx context.Context, accountID, id string, action A
 		}
 		out = a
 		if to == StatusCompleted {
-			return s.emit(ctx, platform.EventAppointmentCompleted, a)
+			return s.emit(ctx, a, completed)
 		}
 		return nil
 	})

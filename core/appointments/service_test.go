@@ -285,7 +285,7 @@ func TestScheduleIntoASlotAndIntoTheNextAvailable(t *testing.T) {
 	_, err = f.svc.Schedule(ctx, account, run.ID, appointments.ScheduleInput{})
 	wantCode(t, err, appointments.CodeNoSlotAvailable, platform.KindConflict)
 
-	sch := f.eventsNamed(t, platform.EventAppointmentScheduled)
+	sch := f.eventsNamed(t, platform.EventName[appointments.AppointmentScheduled]())
 	if len(sch) != 6 {
 		t.Fatalf("%d appointment.scheduled events, want 6", len(sch))
 	}
@@ -422,7 +422,7 @@ func TestIdempotencyKey(t *testing.T) {
 	if page.Items[0].Remaining != 2 {
 		t.Fatalf("the repeat took a seat: remaining %d", page.Items[0].Remaining)
 	}
-	if n := len(f.eventsNamed(t, platform.EventAppointmentScheduled)); n != 1 {
+	if n := len(f.eventsNamed(t, platform.EventName[appointments.AppointmentScheduled]())); n != 1 {
 		t.Fatalf("%d events for one booking", n)
 	}
 	for name, other := range map[string]appointments.ScheduleInput{
@@ -533,14 +533,14 @@ func TestLifecycleCancellationPolicyAndEvents(t *testing.T) {
 	if err != nil || st.Status != appointments.StatusInService || st.StartedAt == nil || !st.CheckedInAt.Equal(*ci.CheckedInAt) {
 		t.Fatalf("start %+v %v", st, err)
 	}
-	if len(f.eventsNamed(t, platform.EventAppointmentCompleted)) != 0 {
+	if len(f.eventsNamed(t, platform.EventName[appointments.AppointmentCompleted]())) != 0 {
 		t.Fatal("completed before complete")
 	}
 	done, err := f.svc.Complete(ctx, account, b.ID)
 	if err != nil || done.Status != appointments.StatusCompleted || done.CompletedAt == nil {
 		t.Fatalf("complete %+v %v", done, err)
 	}
-	ev := f.eventsNamed(t, platform.EventAppointmentCompleted)
+	ev := f.eventsNamed(t, platform.EventName[appointments.AppointmentCompleted]())
 	var ac appointments.AppointmentCompleted
 	if len(ev) != 1 || ev[0].Decode(&ac) != nil || ac.AppointmentID != b.ID || ac.QueueRunID != run.ID || ac.SlotStart != "2026-03-07T15:00:00Z" ||
 		ac.Status != "COMPLETED" {

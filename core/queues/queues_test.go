@@ -192,7 +192,7 @@ func TestRunLifecycleAndEvents(t *testing.T) {
 	for _, e := range evs {
 		names = append(names, e.Name)
 	}
-	want := []string{platform.EventQueueOpened, platform.EventQueueClosed, platform.EventQueueOpened}
+	want := []string{platform.EventName[queues.QueueOpened](), platform.EventName[queues.QueueClosed](), platform.EventName[queues.QueueOpened]()}
 	if len(names) != len(want) {
 		t.Fatalf("events: want %v, got %v", want, names)
 	}

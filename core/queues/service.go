@@ -101,7 +101,7 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 			return err
 		}
 		out.Runs = []Run{run}
-		return s.emitRun(ctx, platform.EventQueueOpened, q, run)
+		return s.emitRun(ctx, q, run, opened)
 	})
 	return out, err
 }
@@ -334,43 +334,43 @@ func (s *Service) GetRun(ctx context.Context, accountID, id string) (Run, error)
 // OpenRun opens a closed run, with its intake, and raises queue.opened.
 // Opening an open run changes nothing and raises nothing.
 func (s *Service) OpenRun(ctx context.Context, accountID, id string) (Run, error) {
-	return s.changeRun(ctx, accountID, id, func(q Queue, r *Run) (string, error) {
+	return s.changeRun(ctx, accountID, id, func(q Queue, r *Run) (runEvent, error) {
 		if r.Open() {
-			return "", nil
+			return nil, nil
 		}
 		now := s.clock.Now()
 		r.Status, r.IntakeOpen, r.OpenedAt, r.ClosedAt = RunOpen, true, &now, nil
-		return platform.EventQueueOpened, nil
+		return opened, nil
 	})
 }
 
 // CloseRun closes an open run and its intake, and raises queue.closed.
 // Closing a closed run changes nothing and raises nothing.
 func (s *Service) CloseRun(ctx context.Context, accountID, id string) (Run, error) {
-	return s.changeRun(ctx, accountID, id, func(q Queue, r *Run) (string, error) {
+	return s.changeRun(ctx, accountID, id, func(q Queue, r *Run) (runEvent, error) {
 		if !r.Open() {
-			return "", nil
+			return nil, nil
 		}
 		now := s.clock.Now()
 		r.Status, r.IntakeOpen, r.ClosedAt = RunClosed, false, &now
-		return platform.EventQueueClosed, nil
+		return closed, nil
 	})
 }
 
 // SetIntake opens or closes the intake of an open run; idempotent. A closed
 // run refuses with RUN_CLOSED: open the run instead.
 func (s *Service) SetIntake(ctx context.Context, accountID, id string, open bool) (Run, error) {
-	return s.changeRun(ctx, accountID, id, func(q Queue, r *Run) (string, error) {
+	return s.changeRun(ctx, accountID, id, func(q Queue, r *Run) (runEvent, error) {
 		if !r.Open() {
-			return "", platform.Conflict(CodeRunClosed, "the run is closed; open it first",
+			return nil, platform.Conflict(CodeRunClosed, "the run is closed; open it first",
 				map[string]any{"runId": r.ID, "status": r.Status})
 		}
 		r.IntakeOpen = open
-		return "", nil
+		return nil, nil
 	})
 }
 
-func (s *Service) changeRun(ctx context.Context, accountID, id string, change func(q Queue, r *Run) (string, error)) (Run, error) {
+func (s *Service) changeRun(ctx context.Context, accountID, id string, change func(q Queue, r *Run) (runEvent, error)) (Run, error) {
 	var out Run
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		r, err := s.repo.GetRunForUpdate(ctx, id)
@@ -398,8 +398,8 @@ func (s *Service) changeRun(ctx context.Context, accountID, id string, change fu
 		if err := s.repo.UpdateRun(ctx, r); err != nil {
 			return err
 		}
-		if event != "" {
-			return s.emitRun(ctx, event, q, r)
+		if event != nil {
+			return s.emitRun(ctx, q, r, event)
 		}
 		return nil
 	})

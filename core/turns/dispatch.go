@@ -616,7 +616,7 @@ func (s *Service) SetPriority(ctx context.Context, accountID, id string, in Prio
 // lock): turns that finished while the run was closed left room that no
 // other change would give to the waitlist.
 func (s *Service) OnEvent(ctx context.Context, e platform.Event) error {
-	if e.Name != platform.EventQueueOpened || e.RunID == "" {
+	if e.Name != platform.EventName[queues.QueueOpened]() || e.RunID == "" {
 		return nil
 	}
 	run, err := s.queues.GetRunForUpdate(ctx, e.RunID)

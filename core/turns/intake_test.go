@@ -333,12 +333,12 @@ func TestRolledBackIntakeLeavesNoGap(t *testing.T) {
 	if v := f.take(run, turns.CreateInput{}); v.DisplayCode != "A002" {
 		t.Fatalf("after a rolled-back intake: want A002, got %s", v.DisplayCode)
 	}
-	for _, e := range f.eventsOfName(platform.EventTurnCreated) {
+	for _, e := range f.eventsOfName(platform.EventName[turns.TurnCreated]()) {
 		if data(e)["displayCode"] == "A003" {
 			t.Fatal("an event of the rolled-back turn survived")
 		}
 	}
-	if n := len(f.eventsOfName(platform.EventTurnCreated)); n != 2 {
+	if n := len(f.eventsOfName(platform.EventName[turns.TurnCreated]())); n != 2 {
 		t.Fatalf("want 2 turn.created, got %d", n)
 	}
 }
@@ -359,7 +359,7 @@ func TestCreatedEventData(t *testing.T) {
 	q, run := f.queue(queues.CreateInput{TurnPrefix: platform.Ptr("B")})
 	v := f.take(run, turns.CreateInput{})
 	evs := f.eventsOf(v.ID)
-	if len(evs) != 1 || evs[0].Name != platform.EventTurnCreated {
+	if len(evs) != 1 || evs[0].Name != platform.EventName[turns.TurnCreated]() {
 		t.Fatalf("events: %+v", evs)
 	}
 	d := data(evs[0])

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 )
 
@@ -148,14 +149,14 @@ func (in CreateInput) validate(v *platform.Validator) []string {
 	if !v.Required("events", in.Events != nil) {
 		return nil
 	}
-	events := *in.Events
-	v.MinItems("events", len(events), 1)
-	v.MaxItems("events", len(events), len(platform.EventNames))
+	asked := *in.Events
+	v.MinItems("events", len(asked), 1)
+	v.MaxItems("events", len(asked), len(events.Names()))
 	var out []string
 	seen := map[string]bool{}
-	for i, e := range events {
-		if !platform.IsEventName(e) {
-			v.OneOf(platform.Index("events", i), e, platform.EventNames...)
+	for i, e := range asked {
+		if !events.IsName(e) {
+			v.OneOf(platform.Index("events", i), e, events.Names()...)
 			continue
 		}
 		if seen[e] {

@@ -147,11 +147,8 @@ func NewForwarder(links Repository, repo ForwardRepository, ts Turns, qs QueueSt
 // both committing with the completion. A turn completed again after a
 // reopen finds its forwards already recorded and forwards nothing twice.
 func (f *Forwarder) OnEvent(ctx context.Context, e platform.Event) error {
-	if e.Name != platform.EventTurnCompleted {
-		return nil
-	}
-	var done turns.TurnCompleted
-	if err := e.Decode(&done); err != nil {
+	done, ok, err := platform.DecodeAs[turns.TurnCompleted](e)
+	if !ok || err != nil {
 		return err
 	}
 	turnID := done.TurnID

@@ -333,7 +333,7 @@ func TestAppointmentsRepositoryContract(t *testing.T) {
 			}
 			var got *platform.Event
 			for i := range evs {
-				if evs[i].Name == platform.EventAppointmentScheduled {
+				if evs[i].Name == platform.EventName[appointments.AppointmentScheduled]() {
 					got = &evs[i]
 				}
 			}

@@ -65,7 +65,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 		o := h.Owners.Seed(t)
 		var kept []string
 		for i, at := range []time.Time{old, old.Add(-time.Hour), old, fresh, now, old, old} {
-			e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: o.AccountID, Name: platform.EventTurnCreated,
+			e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: o.AccountID, Name: platform.EventName[turns.TurnCreated](),
 				QueueID: o.QueueID, Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), OccurredAt: at}
 			if err := h.Events.Append(ctx, e); err != nil {
 				t.Fatal(err)
@@ -94,7 +94,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
 		ep := webhooks.Endpoint{ID: platform.NewID(platform.PrefixWebhook), AccountID: o.AccountID, URL: "https://example.com/hook",
-			Events: []string{platform.EventTurnCreated}, Secret: "whsec_contract_secret_of_some_length", CreatedAt: now}
+			Events: []string{platform.EventName[turns.TurnCreated]()}, Secret: "whsec_contract_secret_of_some_length", CreatedAt: now}
 		if err := h.Webhooks.CreateEndpoint(ctx, ep); err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 		ids := make([]string, len(cases))
 		for i, c := range cases {
 			d := webhooks.Delivery{ID: platform.NewID(platform.PrefixDelivery), AccountID: o.AccountID, EndpointID: ep.ID,
-				EventID: platform.NewID(platform.PrefixEvent), Event: platform.EventTurnCreated, Status: c.status,
+				EventID: platform.NewID(platform.PrefixEvent), Event: platform.EventName[turns.TurnCreated](), Status: c.status,
 				Body: []byte(`{}`), CreatedAt: c.at}
 			if err := h.Webhooks.CreateDelivery(ctx, d); err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/ports"
 )
@@ -388,11 +389,11 @@ func RunEventFanOut(t *testing.T, newSet NewSet) {
 			svc := webhooks.NewService(s.Webhooks, s.UoW, s.Jobs, nil, platform.SystemClock{}, webhooks.Options{})
 			bus := Subscribe(s)
 			bus.Subscribe(svc)
-			if err := s.Webhooks.CreateEndpoint(ctx, WebhookEndpoint("whe_"+account, account, platform.EventQueueClosed)); err != nil {
+			if err := s.Webhooks.CreateEndpoint(ctx, WebhookEndpoint("whe_"+account, account, platform.EventName[queues.QueueClosed]())); err != nil {
 				t.Fatal(err)
 			}
 			err := s.UoW.Do(ctx, func(ctx context.Context) error {
-				if err := bus.Emit(ctx, platform.Event{AccountID: account, Name: platform.EventQueueClosed, OccurredAt: time.Now()}); err != nil {
+				if err := bus.Emit(ctx, platform.Event{AccountID: account, Name: platform.EventName[queues.QueueClosed](), OccurredAt: time.Now()}); err != nil {
 					return err
 				}
 				return tc.fail

@@ -21,6 +21,7 @@ import (
 	"github.com/qms-dev/qms/adapters/http/streamhttp"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/display"
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
 	"github.com/qms-dev/qms/core/turns"
@@ -110,10 +111,7 @@ type trigger struct {
 }
 
 // boardEvents are the events that change a board.
-var boardEvents = []string{
-	platform.EventTurnCreated, platform.EventTurnCalled, platform.EventTurnCompleted, platform.EventTurnCancelled,
-	platform.EventTurnReopened, platform.EventQueueOpened, platform.EventQueueClosed,
-}
+var boardEvents = events.OfSubjects("turn", "queue")
 
 // boardScopes let a board's subscription read turn and queue events (of
 // its one run only: the filter names it).
@@ -194,7 +192,7 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 				}
 				tr := &trigger{Event: e.Event.Name}
 				if turns.IsEvent(e.Event.Name) {
-					var ref turns.EventRef
+					var ref turns.TurnFields
 					if err := e.Event.Decode(&ref); err != nil {
 						return "", nil, err
 					}

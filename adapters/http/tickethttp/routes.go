@@ -23,6 +23,7 @@ import (
 	"github.com/qms-dev/qms/adapters/http/httpx"
 	"github.com/qms-dev/qms/adapters/http/streamhttp"
 	"github.com/qms-dev/qms/core/accounts"
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
 	"github.com/qms-dev/qms/core/ticket"
@@ -76,10 +77,7 @@ type message struct {
 
 // runEvents are the events that can change a turn's ticket: its own
 // changes, and the others' that move the line.
-var runEvents = []string{
-	platform.EventTurnCreated, platform.EventTurnCalled, platform.EventTurnCompleted, platform.EventTurnCancelled,
-	platform.EventTurnReopened, platform.EventQueueOpened, platform.EventQueueClosed,
-}
+var runEvents = events.OfSubjects("turn", "queue")
 
 // streamScopes let a ticket's subscription read turn and queue events (of
 // its one run only: the filter names it; what is sent is the ticket, never
