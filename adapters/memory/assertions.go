@@ -11,6 +11,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
@@ -19,13 +20,17 @@ import (
 
 // Every port this package implements, checked by the compiler: a method that
 // drifts from its port fails the build here, not when the app is wired.
+// This is the package's one list (none beside the types): what the memory
+// backend is, read in one place, in the order of adapterset.Set.
 var (
 	_ platform.UnitOfWork        = (*Store)(nil)
 	_ ports.Pinger               = (*Store)(nil)
+	_ ports.FaultClassifier      = (*Store)(nil)
 	_ accounts.Repository        = (*Accounts)(nil)
 	_ entities.Repository        = (*Entities)(nil)
 	_ queues.Repository          = (*Queues)(nil)
 	_ turns.Repository           = (*Turns)(nil)
+	_ turns.ViewSource           = (*Turns)(nil)
 	_ appointments.Repository    = (*Appointments)(nil)
 	_ accesscodes.Repository     = (*AccessCodes)(nil)
 	_ accesscodes.TurnCodes      = (*AccessCodeTurns)(nil)
@@ -38,7 +43,9 @@ var (
 	_ stream.Notifier            = (*StreamLog)(nil)
 	_ display.Calls              = (*StreamLog)(nil)
 	_ display.Repository         = (*DisplayTokens)(nil)
+	_ ticket.Repository          = (*TicketLinks)(nil)
 	_ ports.RateLimiter          = (*RateLimiter)(nil)
+	_ ports.Pruner               = (*Pruner)(nil)
 	_ ports.JobRunner            = (*JobRunner)(nil)
 	_ platform.JobScheduler      = (*JobRunner)(nil)
 )

@@ -10,10 +10,7 @@ import (
 	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
-	"github.com/qms-dev/qms/ports"
 )
-
-var _ ports.Pruner = (*Pruner)(nil)
 
 // Pruner is the memory ports.Pruner: it deletes from the tables of the
 // repositories it was given, at most limit rows per call, each call under

@@ -13,8 +13,6 @@ type TicketLinks struct {
 	rows *table[ticket.Link]
 }
 
-var _ ticket.Repository = (*TicketLinks)(nil)
-
 // NewTicketLinks builds the repository on s; a run's links go with its
 // turns.
 func NewTicketLinks(s *Store) *TicketLinks {

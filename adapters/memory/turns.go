@@ -311,8 +311,6 @@ func (r *Turns) recentServiceSeconds(queueID string, n int) (out []float64) {
 // reading analytics has of this repository's table.
 func (r *Turns) ofQueue(queueID string, f func(turns.Turn)) { r.turns.ofQueue(queueID, f) }
 
-var _ turns.ViewSource = (*Turns)(nil)
-
 // GetForView reads a turn with everything its view needs (its queue and
 // stations, its run's status and line version, the queue's latest service
 // times, for a turn of any status as ViewContext promises) under one read

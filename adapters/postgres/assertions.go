@@ -11,6 +11,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
@@ -19,13 +20,23 @@ import (
 
 // Every port this package implements, checked by the compiler: a method that
 // drifts from its port fails the build here, not when the app is wired.
+// This is the package's one list (none beside the types): what the
+// PostgreSQL backend is, read in one place, in the order of adapterset.Set.
+// The job runner is riverjobs'.
 var (
 	_ platform.UnitOfWork        = (*DB)(nil)
 	_ ports.Pinger               = (*DB)(nil)
+	_ ports.FaultClassifier      = (*DB)(nil)
 	_ accounts.Repository        = (*Accounts)(nil)
 	_ entities.Repository        = (*Entities)(nil)
 	_ queues.Repository          = (*Queues)(nil)
+	_ turns.RunGate              = (*Queues)(nil)
+	_ turns.RunLocker            = (*Queues)(nil)
+	_ turns.IntakeLocker         = (*Queues)(nil)
 	_ turns.Repository           = (*Turns)(nil)
+	_ turns.NumberDrawer         = (*Turns)(nil)
+	_ turns.ViewSource           = (*Turns)(nil)
+	_ turns.QueueViewSource      = (*Turns)(nil)
 	_ appointments.Repository    = (*Appointments)(nil)
 	_ accesscodes.Repository     = (*AccessCodes)(nil)
 	_ accesscodes.TurnCodes      = (*AccessCodeTurns)(nil)
@@ -35,8 +46,10 @@ var (
 	_ webhooks.Repository        = (*Webhooks)(nil)
 	_ events.Store               = (*Events)(nil)
 	_ stream.Log                 = (*StreamLog)(nil)
+	_ stream.Notifier            = (*StreamNotifier)(nil)
 	_ display.Calls              = (*StreamLog)(nil)
 	_ display.Repository         = (*DisplayTokens)(nil)
-	_ stream.Notifier            = (*StreamNotifier)(nil)
+	_ ticket.Repository          = (*TicketLinks)(nil)
 	_ ports.RateLimiter          = (*RateLimiter)(nil)
+	_ ports.Pruner               = (*Pruner)(nil)
 )

@@ -256,8 +256,6 @@ func (r *Queues) ListRuns(ctx context.Context, queueID string, limit int) ([]que
 	return out, nil
 }
 
-var _ turns.RunLocker = (*Queues)(nil)
-
 // runQueueColumns are a run's columns (alias r) and what names its queue's
 // definition (alias q): the queue's view_version (which covers its
 // stations and its branch's time zone, migrations 0095 and 0097), in the
@@ -383,8 +381,6 @@ func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (queues.Run
 const lockRunSQL = `SELECT ` + runQueueColumns + `, ` + queueServiceColumn + `
 	FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
 	WHERE r.id = $1 FOR NO KEY UPDATE OF r`
-
-var _ turns.IntakeLocker = (*Queues)(nil)
 
 // CachedQueueOfRun is the run's queue as this process last read it
 // (queueViews), with no round trip.

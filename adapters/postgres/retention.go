@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/qms-dev/qms/ports"
 )
-
-var _ ports.Pruner = (*Pruner)(nil)
 
 // Pruner is the postgres ports.Pruner. Every call is one DELETE of at most
 // limit rows, chosen by primary key from an index on their age (migration

@@ -246,8 +246,6 @@ func (r *Turns) NextNumber(ctx context.Context, runID, period string) (int, erro
 	return n, wrap(err, "next turn number")
 }
 
-var _ turns.NumberDrawer = (*Turns)(nil)
-
 // DrawNumber is NextNumber, CodeInUse of the number's display code and
 // NextSeq in one statement. The code is spelled as turns' displayCode
 // does: the prefix, then the number zero-padded to padding digits, never
@@ -558,8 +556,6 @@ func (r *Turns) RecentServiceSeconds(ctx context.Context, queueID string, n int)
 	return out, wrap(err, "recent service times")
 }
 
-var _ turns.ViewSource = (*Turns)(nil)
-
 // turnColumns are a turn's columns (alias t) in the order scanTurn reads.
 const turnColumns = `t.id, t.account_id, t.queue_id, t.run_id, t.number, t.display_code, t.status, t.priority,
 	t.priority_rank, t.seq, t.people_count, t.phone, t.notify_whatsapp, t.form_response, t.station_id, t.call_count,
@@ -614,8 +610,6 @@ func (r *Turns) GetForView(ctx context.Context, id string) (turns.Turn, turns.Vi
 	return row.turn, turns.ViewContext{Queue: q, Stations: sts, LineVersion: row.lineVersion,
 		RunOpen: row.runOpen, ServiceSeconds: row.service}, nil
 }
-
-var _ turns.QueueViewSource = (*Turns)(nil)
 
 // QueueForView returns a queue's stations and its latest service times
 // (the answer of a change, inside its transaction): what the run lock read,
