@@ -30,7 +30,6 @@ var (
 	_ entities.Repository        = (*Entities)(nil)
 	_ queues.Repository          = (*Queues)(nil)
 	_ turns.Repository           = (*Turns)(nil)
-	_ turns.ViewSource           = (*Turns)(nil)
 	_ appointments.Repository    = (*Appointments)(nil)
 	_ accesscodes.Repository     = (*AccessCodes)(nil)
 	_ accesscodes.TurnCodes      = (*AccessCodeTurns)(nil)

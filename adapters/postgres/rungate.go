@@ -25,7 +25,7 @@ type runGate struct {
 }
 
 // EnterRun waits for the run's gate in this process.
-func (r *Queues) EnterRun(ctx context.Context, runID string) (func(), error) {
+func (r *Turns) EnterRun(ctx context.Context, runID string) (func(), error) {
 	return r.db.gates.enter(ctx, runID)
 }
 

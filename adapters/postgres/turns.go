@@ -271,7 +271,7 @@ const drawNumberSQL = `WITH c AS (
 // drawAheadSQL is drawNumberSQL drawn only when run $1 is account $6's and
 // none of the account's turns has idempotency key $7 (null: none asked):
 // otherwise no row is proposed, nothing is drawn and nothing is returned.
-// An intake sends it with its run's lock (Queues.LockRunForIntake).
+// An intake sends it with its run's lock (Turns.LockRunForIntake).
 const drawAheadSQL = `WITH c AS (
 	INSERT INTO turn_counters AS c (run_id, period, last_number)
 	SELECT $1::text, $2::text, 1

@@ -30,9 +30,8 @@ import (
 )
 
 var (
-	_ ports.JobRunner        = (*Runner)(nil)
-	_ platform.JobScheduler  = (*Runner)(nil)
-	_ platform.ManyScheduler = (*Runner)(nil)
+	_ ports.JobRunner       = (*Runner)(nil)
+	_ platform.JobScheduler = (*Runner)(nil)
 )
 
 // Defaults of Options.

@@ -37,7 +37,8 @@ type TurnCodes interface {
 	ActiveTurn(ctx context.Context, accessCodeID, queueID string) (string, bool, error)
 }
 
-// Guard is the access-code rule of turn intake: a turns.IntakeShaper.
+// Guard is the access-code rule of turn intake: a turns.IntakeGuard that
+// checks, shapes and rules on returns.
 //
 //   - A queue with accessCodeRequired refuses a turn without a code
 //     (ACCESS_CODE_REQUIRED, 422).
@@ -59,11 +60,7 @@ type Guard struct {
 	clock platform.Clock
 }
 
-var (
-	_ turns.IntakeShaper = (*Guard)(nil)
-	_ turns.ReturnGuard  = (*Guard)(nil)
-	_ turns.BodyExtender = (*Guard)(nil)
-)
+var _ turns.IntakeGuard = (*Guard)(nil)
 
 // BodyMember is the accessCode member of the turn create body (a v1
 // extension of spec 2.3): the code a queue with accessCodeRequired asks
@@ -71,7 +68,7 @@ var (
 // it.
 const BodyMember = "accessCode"
 
-// BodyMembers declares accessCode (turns.BodyExtender).
+// BodyMembers declares accessCode.
 func (g *Guard) BodyMembers() []turns.BodyMember {
 	return []turns.BodyMember{{Name: BodyMember, Zero: (*string)(nil), Validate: func(v *platform.Validator, value any) {
 		code, _ := value.(*string)

@@ -9,4 +9,8 @@ import "context"
 // A nested Do joins the outer transaction.
 type UnitOfWork interface {
 	Do(ctx context.Context, fn func(ctx context.Context) error) error
+	// AfterCommit runs f once the unit of work of ctx has committed (at
+	// once outside one); never when it rolls back. f must not fail: it
+	// fills caches, wakes waiters.
+	AfterCommit(ctx context.Context, f func())
 }

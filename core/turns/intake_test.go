@@ -310,9 +310,11 @@ func TestCapacity(t *testing.T) {
 }
 
 // failingGuard refuses every turn after it took part in the transaction.
-type failingGuard struct{ refuse bool }
+type failingGuard struct {
+	turns.GuardBase
+	refuse bool
+}
 
-func (g *failingGuard) Check(context.Context, turns.Intake) error { return nil }
 func (g *failingGuard) Admitted(context.Context, turns.Intake, turns.Turn) error {
 	if g.refuse {
 		return errors.New("refused after the number was taken")

@@ -90,6 +90,65 @@ type Repository interface {
 	// RecentServiceSeconds returns the service times of the queue's last n
 	// completed turns, newest first.
 	RecentServiceSeconds(ctx context.Context, queueID string, n int) ([]float64, error)
+
+	// DrawNumber does in one call what an intake would ask one call at a
+	// time: NextNumber, CodeInUse of the code the number makes (prefix,
+	// then the number zero-padded to padding digits, as displayCode), and
+	// NextSeq (PostgreSQL: one round trip).
+	DrawNumber(ctx context.Context, runID, period, prefix string, padding int, since time.Time) (n int, codeInUse bool, seq int64, err error)
+
+	RunLocks
+	Views
+}
+
+// RunLocks are the run locks the use cases take before they change a run's
+// turns (docs/turns.md, the lock order), each with what the use case reads
+// with it: one round trip in PostgreSQL (issue 16), the store's lock and
+// its tables in memory. Every backend implements all of them; where one has
+// nothing to add (memory's gate, its process cache) the method says so.
+type RunLocks interface {
+	// EnterRun is a turnstile in front of the run's lock, in the process:
+	// an intake enters it before its unit of work and leaves it after, so
+	// the process's intakes of one run wait for each other holding
+	// nothing. The store's lock stays what orders them (across processes
+	// too); the gate only moves the waiting out of the store, where a
+	// waiter holds a connection and, in PostgreSQL, a snapshot that keeps
+	// the run's hot rows' old versions from being cleaned up. A store whose
+	// unit of work waits holding nothing (memory) lets every caller in at
+	// once. It waits for the gate or for ctx to end; leave opens it for
+	// the next.
+	EnterRun(ctx context.Context, runID string) (leave func(), err error)
+	// LockRunWithQueue locks the run as Queues.GetRunForUpdate does and
+	// reads its queue.
+	LockRunWithQueue(ctx context.Context, runID string) (queues.Run, queues.Queue, error)
+	// LockRunOfTurn locks the run of the turn (not the turn) and returns
+	// the turn's account, the run and its queue; platform NotFound when
+	// the turn does not exist.
+	LockRunOfTurn(ctx context.Context, turnID string) (account string, run queues.Run, q queues.Queue, err error)
+	// CachedQueueOfRun is the queue of the run as this process last read
+	// it, without a round trip; false when it has none (always, for a
+	// store with no process cache: memory). It may be stale: an intake
+	// draws a number ahead with it (IntakeLock.Draw) and the service
+	// checks the settings against the queue the lock read, giving a stale
+	// draw back by rolling the unit of work back (errRedraw).
+	CachedQueueOfRun(runID string) (queues.Queue, bool)
+	// LockRunForIntake locks the run and reads its queue as
+	// LockRunWithQueue, then, after the lock, finds the account's turn
+	// made with the key and draws the number asked. RunErr is the lock's
+	// failure (the run not found), kept apart so that a key already used
+	// answers as a replay whatever the run.
+	LockRunForIntake(ctx context.Context, in IntakeLock) (IntakeLocked, error)
+}
+
+// Views are the reads of a turn's view (position.go).
+type Views interface {
+	// GetForView reads a turn together with everything its view needs
+	// (GET /turns/{id}), from one snapshot.
+	GetForView(ctx context.Context, id string) (Turn, ViewContext, error)
+	// QueueForView reads a queue's stations and latest service times (up
+	// to ServiceSamples, newest first): the answer of a change costs one
+	// read inside its transaction.
+	QueueForView(ctx context.Context, queueID string) ([]queues.Station, []float64, error)
 }
 
 // Occupancy is how many of a run's turns count against its capacity
@@ -123,50 +182,6 @@ type Queues interface {
 	ListStations(ctx context.Context, queueID string) ([]queues.Station, error)
 }
 
-// RunLocker is storage that takes a run's lock and reads its queue in one
-// round trip. The Queues implementation may provide it; without it the
-// service takes the same locks one statement at a time.
-type RunLocker interface {
-	// LockRunWithQueue is GetRunForUpdate and GetQueue of its queue.
-	LockRunWithQueue(ctx context.Context, runID string) (queues.Run, queues.Queue, error)
-	// LockRunOfTurn locks the run of the turn (not the turn) and returns
-	// the turn's account, the run and its queue.
-	LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error)
-}
-
-// IntakeLocker is storage that opens an intake in one round trip
-// (issue 16): after the run's lock, in the same batch, it finds the
-// account's turn made with the idempotency key (if any) and draws the
-// run's next number ahead, with the settings of the queue as this process
-// last saw it (CachedQueueOfRun). The service checks those settings
-// against the queue the lock read, and gives a stale draw back by rolling
-// the unit of work back (errRedraw): a draw is never kept for a number
-// spelled with settings the queue no longer has.
-type IntakeLocker interface {
-	// CachedQueueOfRun is the queue of the run as this process last read
-	// it, without a round trip; false when it has none. It may be stale.
-	CachedQueueOfRun(runID string) (queues.Queue, bool)
-	// LockRunForIntake locks the run and reads its queue as
-	// LockRunWithQueue. RunErr is the lock's failure (the run not found),
-	// kept apart so that a key already used answers as a replay whatever
-	// the run.
-	LockRunForIntake(ctx context.Context, in IntakeLock) (IntakeLocked, error)
-}
-
-// RunGate is a turnstile in front of a run's lock, in the process: an
-// intake enters it before its unit of work and leaves it after, so the
-// process's intakes of one run wait for each other holding nothing. The
-// store's lock stays what orders them (across processes too); the gate
-// only moves the waiting out of the store, where a waiter holds a
-// connection and, in PostgreSQL, a snapshot that keeps the run's hot rows'
-// old versions from being cleaned up, which every holder then reads
-// through. The Queues implementation may provide it.
-type RunGate interface {
-	// EnterRun waits for the run's gate, or for ctx to end; leave opens it
-	// for the next.
-	EnterRun(ctx context.Context, runID string) (leave func(), err error)
-}
-
 // IntakeLock is what LockRunForIntake is asked.
 type IntakeLock struct {
 	RunID, AccountID string
@@ -174,7 +189,7 @@ type IntakeLock struct {
 	// lock, so a create with the key that committed while this one waited
 	// for the run is found.
 	Key *string
-	// Draw, when set, draws the run's next number as NumberDrawer does,
+	// Draw, when set, draws the run's next number as DrawNumber does,
 	// after the lock, and only when the run is the account's and no turn
 	// has Key (a replay or a refusal keeps the counter as it was).
 	Draw *NumberDraw
@@ -200,17 +215,9 @@ type IntakeLocked struct {
 	Drawn *DrawnNumber
 }
 
-// DrawnNumber is what NumberDrawer.DrawNumber returns.
+// DrawnNumber is a number drawn by LockRunForIntake.
 type DrawnNumber struct {
 	Number    int
 	CodeInUse bool
 	Seq       int64
-}
-
-// NumberDrawer is storage that does in one round trip what an intake asks
-// of Repository one call at a time: NextNumber, CodeInUse of the code the
-// number makes (prefix, then the number zero-padded to padding digits, as
-// displayCode), and NextSeq. The repository may implement it.
-type NumberDrawer interface {
-	DrawNumber(ctx context.Context, runID, period, prefix string, padding int, since time.Time) (n int, codeInUse bool, seq int64, err error)
 }

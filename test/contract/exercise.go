@@ -43,6 +43,13 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 			return TurnsHarness{UoW: s.UoW, Turns: s.Turns, Entities: s.Entities, Owners: OwnersOf(s), Concurrent: o.concurrent}
 		})
 	})
+	t.Run("TurnLocks", func(t *testing.T) {
+		t.Parallel()
+		RunTurnLocks(t, func(t *testing.T) TurnsHarness {
+			s := newSet(t)
+			return TurnsHarness{UoW: s.UoW, Turns: s.Turns, Entities: s.Entities, Owners: OwnersOf(s), Concurrent: o.concurrent}
+		})
+	})
 	t.Run("UnitOfWork", func(t *testing.T) {
 		t.Parallel()
 		RunUnitOfWork(t, func(t *testing.T) UnitOfWorkHarness { return unitOfWork(t, newSet(t)) })

@@ -207,10 +207,7 @@ func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 
 	t.Run("DrawNumber spells the code as displayCode and finds it in use", func(t *testing.T) {
 		w := newTurnsWorld(t, newHarness(t))
-		nd, ok := w.h.Turns.(turns.NumberDrawer)
-		if !ok {
-			t.Skip("the adapter draws numbers one call at a time")
-		}
+		nd := w.h.Turns
 		w.turn(t, func(tu *turns.Turn) { tu.DisplayCode = "A002" })
 		w.turn(t, func(tu *turns.Turn) { tu.DisplayCode = "B3" })
 		since := w.now.Add(-turns.ReopenWindow)
@@ -458,10 +455,7 @@ func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 
 	t.Run("a turn's view context is what the separate reads return", func(t *testing.T) {
 		w := newTurnsWorld(t, newHarness(t))
-		vs, ok := w.h.Turns.(turns.ViewSource)
-		if !ok {
-			t.Skip("the repository reads a view's parts one by one")
-		}
+		vs := w.h.Turns
 		var done turns.Turn
 		for i, s := range []float64{10, 20, 30} {
 			at, secs := w.now.Add(time.Duration(i)*time.Minute), s

@@ -40,6 +40,16 @@ func (j *Jobs) Schedule(ctx context.Context, job platform.Job) error {
 	return nil
 }
 
+// ScheduleMany implements platform.JobScheduler: Schedule of each.
+func (j *Jobs) ScheduleMany(ctx context.Context, jobs []platform.Job) error {
+	for _, job := range jobs {
+		if err := j.Schedule(ctx, job); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // All returns the jobs scheduled so far.
 func (j *Jobs) All() []platform.Job {
 	j.mu.Lock()

@@ -1,0 +1,113 @@
+package arch_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestNoTypeAssertionOnAPortInCore keeps every capability of a port in the
+// port's own methods: no package under core/ asks at run time whether a
+// value of an interface it was given can do more (x.(SomePort), a case of
+// a type switch naming one, or x.(interface{ ... })). A storage speed-up
+// lives behind a method shaped like the use case that both backends
+// implement (turns.RunLocks), and where a backend has nothing to add the
+// method says so (memory's CachedQueueOfRun answers false). The contract
+// suite then runs every such path on both backends, not only through a
+// fake. Assertions to concrete types (a *string from a decoded body) are
+// left alone: they ask what a value is, not what a port can do.
+func TestNoTypeAssertionOnAPortInCore(t *testing.T) {
+	root := filepath.Join("..", "..")
+	fset := token.NewFileSet()
+	type file struct {
+		path, pkg string
+		f         *ast.File
+	}
+	var files []file
+	// interfaces are the interface types core declares, by package path
+	// (module-relative) and name.
+	interfaces := map[string]bool{}
+	err := filepath.WalkDir(filepath.Join(root, "core"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		pkg := filepath.ToSlash(rel)
+		files = append(files, file{path, pkg, f})
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok {
+				if _, ok := ts.Type.(*ast.InterfaceType); ok {
+					interfaces[pkg+"."+ts.Name.Name] = true
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(interfaces) == 0 {
+		t.Fatal("no interface found under core/: the walk is broken")
+	}
+	for _, fl := range files {
+		imports := map[string]string{}
+		for _, imp := range fl.f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			name := p[strings.LastIndex(p, "/")+1:]
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			imports[name] = strings.TrimPrefix(p, module+"/")
+		}
+		// port names the core interface typ refers to, "" for any other type.
+		port := func(typ ast.Expr) string {
+			switch x := typ.(type) {
+			case *ast.InterfaceType:
+				return "interface{...}"
+			case *ast.Ident:
+				if interfaces[fl.pkg+"."+x.Name] {
+					return x.Name
+				}
+			case *ast.SelectorExpr:
+				if id, ok := x.X.(*ast.Ident); ok && interfaces[imports[id.Name]+"."+x.Sel.Name] {
+					return id.Name + "." + x.Sel.Name
+				}
+			}
+			return ""
+		}
+		report := func(n ast.Node, typ ast.Expr) {
+			if p := port(typ); p != "" {
+				t.Errorf("%s: a run-time type assertion to %s: make the capability a method of the port (docs/architecture.md, Ports)",
+					fset.Position(n.Pos()), p)
+			}
+		}
+		ast.Inspect(fl.f, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.TypeAssertExpr:
+				if x.Type != nil { // x.(type) is a type switch's, checked by its cases
+					report(x, x.Type)
+				}
+			case *ast.TypeSwitchStmt:
+				for _, c := range x.Body.List {
+					for _, typ := range c.(*ast.CaseClause).List {
+						report(c, typ)
+					}
+				}
+			}
+			return true
+		})
+	}
+}
