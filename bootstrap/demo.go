@@ -45,6 +45,9 @@ qms is running in memory mode (nothing is kept after it stops).
 Try it:
   curl -s -H 'X-API-Key: %[5]s' %[1]s/api/v1/entities
 
+The README's walkthrough (a queue, a turn, a served customer) starts with, in another terminal:
+  export QMS=%[1]s KEY=%[5]s
+
 `, base, token, tokenNote, acc.ID, key)
 	return nil
 }

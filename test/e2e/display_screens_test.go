@@ -180,7 +180,27 @@ func TestDisplayBoardSaysHowManyWait(t *testing.T) {
 		}
 	}
 	says("#waiting", "3 waiting")
-	says("#waiting", "usual wait")
+	// No service timed yet: no figure (not the 300-s default as a "usual
+	// wait"), said in words.
+	says("#waiting", "wait times show once a few customers have been served")
+	var idle struct {
+		Idle                   bool
+		PleaseWait, Height     float64
+		UsualWait, DefaultWait bool
+	}
+	if err := chromedp.Run(nav, chromedp.Evaluate(`({
+		idle: document.body.classList.contains("idle"),
+		pleaseWait: parseFloat(getComputedStyle(document.querySelector("#calling-empty")).fontSize),
+		height: innerHeight,
+		usualWait: document.querySelector("#waiting").innerText.includes("usual wait"),
+	})`, &idle)); err != nil {
+		t.Fatal(err)
+	}
+	// The idle board is legible across a room: "please wait" at least a
+	// twentieth of the screen's height, not a footnote.
+	if !idle.Idle || idle.PleaseWait < 0.05*idle.Height || idle.UsualWait {
+		t.Errorf("idle board: %+v; want the idle layout, \"please wait\" at least 5%% of the height, no usual wait", idle)
+	}
 	if len(b.Waiting.Next) != 3 {
 		t.Fatalf("next up %v, want the 3 waiting", b.Waiting.Next)
 	}

@@ -1,6 +1,7 @@
 package displayhttp
 
 import (
+	"bytes"
 	"encoding/json"
 	"html"
 	"io/fs"
@@ -17,10 +18,11 @@ import (
 // refusedPage is the small page a board's address answers when its token
 // is revoked (410) or unknown (404): a screen opened on a dead link says
 // so at once, in words, instead of loading the board to find out. It has
-// no script and no style sheet, so it needs nothing the CSP would have to
-// allow. It speaks the board's languages, with the board's own words
-// (the i18nweb catalogues), chosen by ?lang= or else the browser's
-// Accept-Language.
+// no script; it wears the board's own style sheet (its full-screen message
+// panel), so a TV shows the refusal large, in the board's colours, as it
+// would over a live board. It speaks the board's languages, with the
+// board's own words (the i18nweb catalogues), chosen by ?lang= or else the
+// browser's Accept-Language.
 const refusedPage = `<!doctype html>
 <html lang="%LANG%">
 <head>
@@ -28,11 +30,14 @@ const refusedPage = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
 <title>%TITLE% · qms</title>
+<link rel="stylesheet" href="/display/assets/board.css">
 </head>
 <body>
-<main>
+<main class="message" role="alert">
+<div>
 <h1>%TITLE%</h1>
 <p>%TEXT%</p>
+</div>
 </main>
 </body>
 </html>
@@ -83,10 +88,16 @@ func catalogue(lang string) map[string]string {
 // the refusal page for a revoked or unknown one. When the token cannot be
 // checked (storage unreachable) the board's page is served anyway: it
 // retries by itself and tells the token's fate once it can.
+//
+// A live token's page carries its first paint: the board as it is now and
+// the strings of its language, in a JSON block the script renders before
+// it opens the stream. So the page shows the real board at once (and a
+// headless `chromium --screenshot` of it captures the board, not
+// "Connecting…"), and the stream only keeps it current.
 func pageFor(c *fiber.Ctx, svc *display.Service, log *slog.Logger, page []byte) error {
-	_, err := svc.Resolve(c.UserContext(), strings.Clone(c.Params("token")))
+	tok, err := svc.Resolve(c.UserContext(), strings.Clone(c.Params("token")))
 	if err == nil {
-		return c.Send(page)
+		return c.Send(withFirstPaint(c, svc, log, tok, page))
 	}
 	status, titleKey, textKey, ok := refusal(err)
 	if !ok {
@@ -98,4 +109,44 @@ func pageFor(c *fiber.Ctx, svc *display.Service, log *slog.Logger, page []byte) 
 	body := strings.NewReplacer("%LANG%", lang, "%TITLE%", html.EscapeString(words[titleKey]),
 		"%TEXT%", html.EscapeString(words[textKey])).Replace(refusedPage)
 	return c.Status(status).SendString(body)
+}
+
+// firstPaint is the JSON block of a board's page (id "qms-initial").
+type firstPaint struct {
+	Lang    string            `json:"lang"`
+	Strings map[string]string `json:"strings"`
+	Board   display.Board     `json:"board"`
+}
+
+// withFirstPaint puts the board and its language's strings into page; the
+// page as it is when the board cannot be read (the stream brings it).
+func withFirstPaint(c *fiber.Ctx, svc *display.Service, log *slog.Logger, tok display.Token, page []byte) []byte {
+	b, err := svc.Board(c.UserContext(), tok)
+	if err != nil {
+		log.Warn("display: reading a board for its first paint failed; the stream brings it", "err", err)
+		return page
+	}
+	lang := "en"
+	if l := c.Query("lang"); display.ValidLanguage(l) {
+		lang = l
+	} else if b.Options.Language != nil && display.ValidLanguage(*b.Options.Language) {
+		lang = *b.Options.Language
+	} else {
+		lang = pageLanguage(c)
+	}
+	// encoding/json escapes <, > and & in strings, so nothing in the
+	// board (a queue's name, say) can close the script element.
+	data, err := json.Marshal(firstPaint{Lang: lang, Strings: catalogue(lang), Board: b})
+	if err != nil {
+		log.Warn("display: encoding a board's first paint failed", "err", err)
+		return page
+	}
+	block := append(append([]byte(`<script id="qms-initial" type="application/json">`), data...), "</script>\n"...)
+	i := bytes.Index(page, []byte("<script"))
+	if i < 0 {
+		return page
+	}
+	out := make([]byte, 0, len(page)+len(block))
+	out = append(append(append(out, page[:i]...), block...), page[i:]...)
+	return out
 }

@@ -15,6 +15,7 @@
   var retryTimer = null;
   var stopped = false;
   var highlightTimer = null;
+  var painted = false; // the board shows the server's first paint
   var i18n = window.qmsI18n;
   var t = i18n.t;
 
@@ -74,11 +75,24 @@
     document.body.dataset.state = state;
     var c = $("connection");
     var label = { live: "conn.live", connecting: "conn.connecting", reconnecting: "conn.reconnecting" }[state] || "conn.stopped";
-    c.textContent = t(label);
+    // A board painted from the server's first paint is not "connecting"
+    // to anyone looking at it: the label waits for news worth telling.
+    c.textContent = state === "connecting" && painted ? "" : t(label);
     c.className = "connection " + (state === "live" ? "live" : state === "connecting" ? "" : "down");
   }
 
   function text(el, s) { el.textContent = s == null ? "" : String(s); return el; }
+  // A station's cell: "Window 1", never "Window" on one line and "1" on
+  // the next. The last short word and the one before it go in a span that
+  // does not wrap; the text keeps its ordinary spaces.
+  function stationCell(tag, label, cls) {
+    var el = cell(tag, "", cls);
+    var m = /(\S+\s+\S{1,4})$/.exec(String(label));
+    if (!m) { text(el, label); return el; }
+    var keep = cell("span", m[1], "nowrap");
+    el.replaceChildren(document.createTextNode(String(label).slice(0, m.index)), keep);
+    return el;
+  }
   function cell(tag, s, cls) { var el = document.createElement(tag); text(el, s); if (cls) { el.className = cls; } return el; }
 
   function render(board, trigger) {
@@ -98,11 +112,16 @@
       var tr = document.createElement("tr");
       tr.dataset.turnId = t.turnId;
       tr.appendChild(cell("td", t.displayCode, "code"));
-      tr.appendChild(cell("td", t.station ? t.station.label : i18n.t("board.counter"), "station"));
+      tr.appendChild(t.station ? stationCell("td", t.station.label, "station") : cell("td", i18n.t("board.counter"), "station"));
       board.columns.forEach(function (c) { tr.appendChild(cell("td", t.columns[c.key] || "")); });
       if (t.turnId === fresh) { tr.className = "fresh"; }
       rows.appendChild(tr);
     });
+    // The idle board fills the screen with what a waiting room needs
+    // (how many wait, who is next, "please wait"); a few calls get large
+    // rows; many get smaller ones, then rotate (paginate).
+    document.body.classList.toggle("idle", board.calling.length === 0);
+    document.body.classList.toggle("few", board.calling.length > 0 && board.calling.length <= 3);
     $("calling-empty").hidden = board.calling.length > 0;
     $("calling").hidden = board.calling.length === 0;
 
@@ -111,7 +130,7 @@
     board.recent.forEach(function (t) {
       var li = document.createElement("li");
       li.appendChild(cell("span", t.displayCode, "code"));
-      li.appendChild(cell("span", t.station ? t.station.label : "", "station"));
+      li.appendChild(stationCell("span", t.station ? t.station.label : "", "station"));
       recent.appendChild(li);
     });
 
@@ -157,24 +176,27 @@
     el.appendChild(document.createTextNode(parts[0]));
     el.appendChild(cell("strong", i18n.number(w.count)));
     el.appendChild(document.createTextNode(parts[1] || ""));
+    // Only a measured range is shown: the queue's own service times, at
+    // least three of them (the server sends waitRange then, not before).
+    // Until then the board says in words that it has no figure yet, rather
+    // than a default dressed up as "usual", or one fast service's average.
     var wait = null;
-    // An estimate under a minute says so, not "0 min".
-    if (w.waitRange && w.waitRange.p90Minutes < 1 || !w.waitRange && w.waitMinutes != null && w.waitMinutes < 1) {
-      wait = t("wait.soon");
-    } else if (w.waitRange) {
-      wait = t("wait.range", { wait: w.waitRange.p50Minutes === w.waitRange.p90Minutes ? i18n.number(w.waitRange.p90Minutes) :
-        i18n.number(w.waitRange.p50Minutes) + "–" + i18n.number(w.waitRange.p90Minutes) });
-    } else if (w.waitMinutes != null) {
-      wait = t("wait.about", { wait: i18n.number(w.waitMinutes) });
+    if (w.waitRange) {
+      wait = w.waitRange.p90Minutes < 1 ? t("wait.soon") :
+        t("wait.range", { wait: w.waitRange.p50Minutes === w.waitRange.p90Minutes ? i18n.number(w.waitRange.p90Minutes) :
+          i18n.number(w.waitRange.p50Minutes) + "–" + i18n.number(w.waitRange.p90Minutes) });
     }
-    if (wait !== null && w.count > 0) {
+    if (wait !== null) {
       el.appendChild(document.createTextNode(" · " + t("board.usualWait") + " "));
       el.appendChild(cell("strong", wait, "wait"));
+    } else {
+      el.appendChild(cell("span", t("board.waitUnknown"), "wait-unknown"));
     }
     var codes = (w.next || []).slice(0, nextUp);
     if (codes.length > 0) {
       var span = cell("span", "", "next");
-      span.appendChild(document.createTextNode(" · " + t("board.next") + " "));
+      span.appendChild(cell("span", " · ", "sep"));
+      span.appendChild(document.createTextNode(t("board.next") + " "));
       codes.forEach(function (c, i) { if (i > 0) { span.appendChild(document.createTextNode(" ")); } span.appendChild(cell("strong", c, "code")); });
       el.appendChild(span);
     }
@@ -332,6 +354,14 @@
     tick();
     setInterval(tick, 1000);
     setState("connecting");
+    // The server's first paint: the board as it was when the page was
+    // served, shown at once; the stream then keeps it current.
+    var first = i18n.initial && i18n.initial.board;
+    if (first) {
+      painted = true;
+      render(first, null);
+      setState("connecting");
+    }
     connect();
   });
 })();

@@ -9,6 +9,15 @@
   var supported = ["en", "es", "pt", "fr"];
   var cache = {};
   var param = new URLSearchParams(location.search).get("lang");
+  // A page may carry its first paint (a JSON block the server wrote, id
+  // qms-initial): its language's strings seed the cache, so the first
+  // render needs no round trip and happens before the page's load event.
+  var initial = null;
+  try {
+    var block = document.getElementById("qms-initial");
+    initial = block ? JSON.parse(block.textContent) : null;
+  } catch (e) { initial = null; }
+  if (initial && initial.lang && initial.strings) { cache[initial.lang] = Promise.resolve(initial.strings); }
   function pick(tag) {
     if (!tag) { return null; }
     var base = String(tag).toLowerCase().split("-")[0];
@@ -20,7 +29,8 @@
     return "en";
   }
   var api = {
-    lang: pick(param) || browser(),
+    lang: pick(param) || (initial && pick(initial.lang)) || browser(),
+    initial: initial,
     fromLink: !!pick(param),
     strings: {},
     // load fetches the catalogue of lang and makes it current.

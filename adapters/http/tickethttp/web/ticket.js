@@ -37,17 +37,29 @@
     c.className = "connection " + (state === "live" ? "live" : state === "reconnecting" ? "down" : "");
   }
 
+  // Only a measured range (three or more of the queue's own service
+  // times) is a figure; before that the page says so in words, never a
+  // default dressed up as an estimate.
   function waitText(tk) {
-    // An estimate under a minute says so, not "0 min".
-    if (tk.waitRange && tk.waitRange.p90Minutes < 1 || !tk.waitRange && tk.waitMinutes != null && tk.waitMinutes < 1) {
-      return t("wait.soon");
-    }
     if (tk.waitRange) {
       var r = tk.waitRange;
+      if (r.p90Minutes < 1) { return t("wait.soon"); } // "under 1 min", never "0 min"
       return t("wait.range", { wait: r.p50Minutes === r.p90Minutes ? i18n.number(r.p90Minutes) : i18n.number(r.p50Minutes) + "–" + i18n.number(r.p90Minutes) });
     }
-    if (tk.waitMinutes != null) { return t("wait.about", { wait: i18n.number(tk.waitMinutes) }); }
-    return null;
+    return t("ticket.waitUnknown");
+  }
+  // "Go to Window 1", never "Window" on one line and "1" on the next: the
+  // station's last word and the one before it go in a span that does not
+  // wrap (the text itself keeps its ordinary spaces, for screen readers
+  // and copy).
+  function showWhere(el, tk) {
+    var s = where(tk);
+    var m = tk.station ? /(\S+\s+\S{1,4})$/.exec(s) : null;
+    if (!m) { text(el, s); return; }
+    var keep = document.createElement("span");
+    keep.className = "nowrap";
+    keep.textContent = m[1];
+    el.replaceChildren(document.createTextNode(s.slice(0, m.index)), keep);
   }
 
   function where(tk) { return tk.station ? t("ticket.goTo", { station: tk.station }) : t("ticket.goToCounter"); }
@@ -66,7 +78,7 @@
     var called = tk.status === "CALLED";
     $("called").hidden = !called;
     if (called) {
-      text($("called-where"), where(tk));
+      showWhere($("called-where"), tk);
       text($("called-at"), tk.calledAt ? t("ticket.calledAt", { time: i18n.time(new Date(tk.calledAt)) }) : "");
     }
 
