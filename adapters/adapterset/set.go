@@ -70,7 +70,6 @@ type Set struct {
 	DisplayTokens   display.Repository
 	TicketLinks     ticket.Repository
 	RateLimiter     ports.RateLimiter
-	Pruner          ports.Pruner
 	JobRunner       ports.JobRunner
 	Jobs            platform.JobScheduler
 
@@ -148,7 +147,6 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 		DisplayTokens:   memory.NewDisplayTokens(s),
 		TicketLinks:     tl,
 		RateLimiter:     rl,
-		Pruner:          memory.NewPruner(s, ev, wh, tr, qs, wf, rl, tl),
 		JobRunner:       runner,
 		Jobs:            runner,
 		EventCopies:     []events.Subscriber{log},
@@ -188,7 +186,6 @@ func Postgres(db *postgres.DB, o Options) (Set, error) {
 		DisplayTokens:   postgres.NewDisplayTokens(db),
 		TicketLinks:     postgres.NewTicketLinks(db),
 		RateLimiter:     postgres.NewRateLimiter(db),
-		Pruner:          postgres.NewPruner(db),
 		JobRunner:       runner,
 		Jobs:            runner,
 		Resealer:        wh,

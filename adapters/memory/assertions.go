@@ -44,7 +44,6 @@ var (
 	_ display.Repository         = (*DisplayTokens)(nil)
 	_ ticket.Repository          = (*TicketLinks)(nil)
 	_ ports.RateLimiter          = (*RateLimiter)(nil)
-	_ ports.Pruner               = (*Pruner)(nil)
 	_ ports.JobRunner            = (*JobRunner)(nil)
 	_ platform.JobScheduler      = (*JobRunner)(nil)
 )

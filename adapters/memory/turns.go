@@ -29,6 +29,7 @@ type Turns struct {
 func NewTurns(s *Store) *Turns {
 	r := &Turns{s: s, turns: newTurnRows(), numbers: newTable[counter](s), lines: newTable[int64](s),
 		changes: newTable[[]turns.LineChange](s), seq: newTable[int64](s)}
+	s.turns = r
 	s.OnDelete("run", func(ctx context.Context, runID string) {
 		for id := range maps.Clone(r.turns.byRun[runID]) {
 			r.s.write(ctx, func() func() { return r.turns.del(id) })

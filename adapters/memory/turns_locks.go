@@ -17,8 +17,12 @@ import (
 // reads the PostgreSQL adapter sends in one round trip, in the same order
 // and with the same answers (the contract suite runs both).
 
-// errNoQueues: the store was built without its queues repository.
-var errNoQueues = errors.New("memory: no queues repository on the store (NewQueues)")
+// errNoQueues, errNoTurns: the store was built without the repository a
+// read joins.
+var (
+	errNoQueues = errors.New("memory: no queues repository on the store (NewQueues)")
+	errNoTurns  = errors.New("memory: no turns repository on the store (NewTurns)")
+)
 
 func (r *Turns) queues() (*Queues, error) {
 	if r.s.queues == nil {

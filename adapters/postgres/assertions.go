@@ -45,5 +45,4 @@ var (
 	_ display.Repository         = (*DisplayTokens)(nil)
 	_ ticket.Repository          = (*TicketLinks)(nil)
 	_ ports.RateLimiter          = (*RateLimiter)(nil)
-	_ ports.Pruner               = (*Pruner)(nil)
 )

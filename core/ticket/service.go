@@ -20,6 +20,12 @@ type Repository interface {
 	GetByHash(ctx context.Context, hash string) (Link, error)
 	// CountByTurn counts a turn's links.
 	CountByTurn(ctx context.Context, turnID string) (int, error)
+	// PruneTicketLinks deletes the links of turns that finished before before;
+	// the links of unfinished turns are kept, whatever their age, at most
+	// limit rows, in one short transaction of its own (not the caller's), and
+	// reports how many: the module's retention task (ports.RetentionTask)
+	// calls it again while it deletes a full batch.
+	PruneTicketLinks(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // Turns is what the page needs of the turns module: the turn's view, and

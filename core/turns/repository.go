@@ -99,6 +99,12 @@ type Repository interface {
 
 	RunLocks
 	Views
+	// PruneLineChanges deletes the line changes of runs closed before before
+	// (those of open runs are pruned per run as the line moves), at most limit
+	// rows, in one short transaction of its own (not the caller's), and
+	// reports how many: the module's retention task (ports.RetentionTask)
+	// calls it again while it deletes a full batch.
+	PruneLineChanges(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // RunLocks are the run locks the use cases take before they change a run's

@@ -53,6 +53,12 @@ type Repository interface {
 	// RecentDeliveries returns the account's newest deliveries first, at
 	// most limit.
 	RecentDeliveries(ctx context.Context, accountID string, limit int) ([]Delivery, error)
+	// PruneDeliveries deletes the finished deliveries (SUCCEEDED or FAILED)
+	// created before before; pending ones are kept, at most limit rows, in one
+	// short transaction of its own (not the caller's), and reports how many:
+	// the module's retention task (ports.RetentionTask) calls it again while
+	// it deletes a full batch.
+	PruneDeliveries(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // ErrSecretUnavailable marks an endpoint whose stored secret cannot be

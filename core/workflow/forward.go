@@ -96,6 +96,12 @@ type ForwardRepository interface {
 	ForwardsOfLink(ctx context.Context, linkID string, page platform.PageRequest) ([]Forward, error)
 	// ForwardsOfTurn returns the forwards of a source turn, by id.
 	ForwardsOfTurn(ctx context.Context, turnID string) ([]Forward, error)
+	// PruneForwards deletes the finished forwards (FORWARDED or FAILED) last
+	// updated before before; pending ones are kept, at most limit rows, in one
+	// short transaction of its own (not the caller's), and reports how many:
+	// the module's retention task (ports.RetentionTask) calls it again while
+	// it deletes a full batch.
+	PruneForwards(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // Turns is what forwarding needs of the turns module.

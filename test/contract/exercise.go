@@ -139,7 +139,7 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 		t.Parallel()
 		RunPruner(t, func(t *testing.T) RetentionHarness {
 			s := newSet(t)
-			return RetentionHarness{Pruner: s.Pruner, Owners: OwnersOf(s), Events: eventLog(t, s), Webhooks: s.Webhooks,
+			return RetentionHarness{Turns: s.Turns, Owners: OwnersOf(s), Events: eventLog(t, s), Webhooks: s.Webhooks,
 				Forwards: s.Forwards, Limiter: s.RateLimiter, TicketLinks: s.TicketLinks}
 		})
 	})

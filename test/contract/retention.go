@@ -17,10 +17,11 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
-// RetentionHarness is a fresh ports.Pruner and the repositories of the
-// same adapter set that write (and read back) what it prunes.
+// RetentionHarness is the repositories of one adapter set whose prune
+// methods the modules' retention tasks call, and what writes what they
+// prune.
 type RetentionHarness struct {
-	Pruner   ports.Pruner
+	Turns    turns.Repository
 	Owners   Owners
 	Events   EventLog
 	Webhooks webhooks.Repository
@@ -30,7 +31,8 @@ type RetentionHarness struct {
 	TicketLinks ticket.Repository
 }
 
-// RunPruner runs the ports.Pruner contract: each kind of record older than
+// RunPruner runs the contract of the repositories' prune methods (the
+// modules' retention tasks, ports.RetentionTask): each kind of record older than
 // the cutoff is deleted in batches of the given size, and nothing newer,
 // nor anything still in use (pending deliveries and forwards, the line
 // changes of open runs, the ticket links of unfinished turns), is touched.
@@ -74,7 +76,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 				kept = append(kept, e.ID)
 			}
 		}
-		if b := drain(t, h.Pruner.PruneEvents); !slices.Equal(b, []int{2, 2, 1}) {
+		if b := drain(t, h.Events.PruneEvents); !slices.Equal(b, []int{2, 2, 1}) {
 			t.Fatalf("batches %v, want [2 2 1]", b)
 		}
 		left, err := h.Events.List(ctx, o.AccountID, "", 100)
@@ -120,7 +122,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			}
 			ids[i] = d.ID
 		}
-		if b := drain(t, h.Pruner.PruneDeliveries); !slices.Equal(b, []int{2, 1}) {
+		if b := drain(t, h.Webhooks.PruneDeliveries); !slices.Equal(b, []int{2, 1}) {
 			t.Fatalf("batches %v, want [2 1]", b)
 		}
 		for i, c := range cases {
@@ -155,7 +157,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			}
 			ids[i] = fw.ID
 		}
-		if b := drain(t, h.Pruner.PruneForwards); !slices.Equal(b, []int{2, 0}) {
+		if b := drain(t, h.Forwards.PruneForwards); !slices.Equal(b, []int{2, 0}) {
 			t.Fatalf("batches %v, want [2 0]", b)
 		}
 		for i, c := range cases {
@@ -194,7 +196,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 		total := 0
 		for n := 1; n > 0; {
 			var err error
-			if n, err = h.Pruner.PruneLineChanges(ctx, cutoff, 2); err != nil {
+			if n, err = h.Turns.PruneLineChanges(ctx, cutoff, 2); err != nil {
 				t.Fatal(err)
 			}
 			total += n
@@ -245,7 +247,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			}
 			ids[i] = tu.ID
 		}
-		if b := drain(t, h.Pruner.PruneTicketLinks); !slices.Equal(b, []int{2, 1}) {
+		if b := drain(t, h.TicketLinks.PruneTicketLinks); !slices.Equal(b, []int{2, 1}) {
 			t.Fatalf("batches %v, want [2 1]", b)
 		}
 		for i, c := range cases {
@@ -273,7 +275,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 				t.Fatal(err)
 			}
 		}
-		if b := drain(t, h.Pruner.PruneRateLimits); !slices.Equal(b, []int{2, 0}) {
+		if b := drain(t, h.Limiter.PruneRateLimits); !slices.Equal(b, []int{2, 0}) {
 			t.Fatalf("batches %v, want [2 0]", b)
 		}
 		// A key still counted says so in its second request's Remaining.

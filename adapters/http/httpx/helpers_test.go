@@ -55,6 +55,8 @@ type fakeLimiter struct {
 	err   error
 }
 
+func (*fakeLimiter) PruneRateLimits(context.Context, time.Time, int) (int, error) { return 0, nil }
+
 func (l *fakeLimiter) Allow(_ context.Context, key string, limit int, _ time.Time) (ports.RateDecision, error) {
 	if l.err != nil {
 		return ports.RateDecision{}, l.err
