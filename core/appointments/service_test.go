@@ -327,7 +327,7 @@ func TestScheduleRefusals(t *testing.T) {
 			FormResponse: map[string]string{"reason": "Surgery", "colour": "blue"}})
 		e := wantCode(t, err, platform.CodeValidation, platform.KindInvalid)
 		got := map[string]string{}
-		for _, fe := range e.Details["fields"].([]platform.FieldError) {
+		for _, fe := range platform.FieldErrors(e) {
 			got[fe.Path] = fe.Rule
 		}
 		if got["formResponse.reason"] != "oneof" || got["formResponse.colour"] != "unknown_question" || len(got) != 2 {
@@ -335,7 +335,7 @@ func TestScheduleRefusals(t *testing.T) {
 		}
 		_, err = f.svc.Schedule(ctx, account, run.ID, appointments.ScheduleInput{SlotID: &s[1].ID})
 		e = wantCode(t, err, platform.CodeValidation, platform.KindInvalid)
-		if fe := e.Details["fields"].([]platform.FieldError); fe[0].Path != "formResponse.reason" || fe[0].Rule != "required" {
+		if fe := platform.FieldErrors(e); fe[0].Path != "formResponse.reason" || fe[0].Rule != "required" {
 			t.Fatalf("fields %v", fe)
 		}
 	})
@@ -345,7 +345,7 @@ func TestScheduleRefusals(t *testing.T) {
 			Phone: platform.Ptr("phone-no"), Notes: platform.Ptr(string(make([]byte, 501)))})
 		e := wantCode(t, err, platform.CodeValidation, platform.KindInvalid)
 		got := map[string]bool{}
-		for _, fe := range e.Details["fields"].([]platform.FieldError) {
+		for _, fe := range platform.FieldErrors(e) {
 			got[fe.Path] = true
 		}
 		for _, p := range []string{"slotId", "idempotencyKey", "customerName", "phone", "notes"} {
@@ -609,7 +609,7 @@ func TestGetListAndAccountScoping(t *testing.T) {
 		t.Fatalf("on the 9th: %v", got)
 	}
 	_, err := f.svc.List(ctx, account, run.ID, appointments.ListFilter{Status: "LATE", Date: "tomorrow"}, platform.PageRequest{Limit: 5})
-	if e := wantCode(t, err, platform.CodeValidation, platform.KindInvalid); len(e.Details["fields"].([]platform.FieldError)) != 2 {
+	if e := wantCode(t, err, platform.CodeValidation, platform.KindInvalid); len(platform.FieldErrors(e)) != 2 {
 		t.Fatalf("fields %v", e.Details)
 	}
 	got, err := f.svc.Get(ctx, account, made[0].ID)

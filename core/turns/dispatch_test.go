@@ -145,7 +145,7 @@ func TestStations(t *testing.T) {
 		t.Fatalf("null clears: %+v", v)
 	}
 	_, err = f.svc.AssignStation(f.ctx, account, c.ID, turns.AssignStationInput{})
-	if fieldRules(err)["stationId"] != "required" {
+	if platform.FieldRules(err)["stationId"] != "required" {
 		t.Fatalf("stationId is required: %v", err)
 	}
 	// A finished turn frees its station.
@@ -369,7 +369,7 @@ func TestListFiltersAndArrivals(t *testing.T) {
 	if _, err := turns.ParseStatuses([]string{"WAITING,CALLED", "WAITING"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := turns.ParseStatuses([]string{"waiting"}); fieldRules(err)["status"] != "oneof" {
+	if _, err := turns.ParseStatuses([]string{"waiting"}); platform.FieldRules(err)["status"] != "oneof" {
 		t.Fatalf("lowercase status: %v", err)
 	}
 }

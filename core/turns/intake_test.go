@@ -35,7 +35,7 @@ func TestCreateChecksBodyBounds(t *testing.T) {
 	_, _, err := f.svc.Create(f.ctx, account, run, turns.CreateInput{
 		PeopleCount: platform.Ptr(21), IdempotencyKey: platform.Ptr("short"), Phone: platform.Ptr("123"),
 	})
-	got := fieldRules(err)
+	got := platform.FieldRules(err)
 	want := map[string]string{"peopleCount": "max", "idempotencyKey": "min_length", "phone": "min_length"}
 	for p, r := range want {
 		if got[p] != r {
@@ -43,7 +43,7 @@ func TestCreateChecksBodyBounds(t *testing.T) {
 		}
 	}
 	_, _, err = f.svc.Create(f.ctx, account, run, turns.CreateInput{PeopleCount: platform.Ptr(0)})
-	if fieldRules(err)["peopleCount"] != "min" {
+	if platform.FieldRules(err)["peopleCount"] != "min" {
 		t.Fatalf("peopleCount 0: %v", err)
 	}
 	v := f.take(run, turns.CreateInput{PeopleCount: platform.Ptr(20), Phone: platform.Ptr("+34600111222"), NotifyWhatsapp: platform.Ptr(true)})
@@ -68,7 +68,7 @@ func TestFormResponseIsCheckedAndChoicesSetPrefixAndPriority(t *testing.T) {
 		}}})
 
 	_, _, err := f.svc.Create(f.ctx, account, run, turns.CreateInput{FormResponse: map[string]string{"nope": "x", "senior": "maybe"}})
-	got := fieldRules(err)
+	got := platform.FieldRules(err)
 	for p, r := range map[string]string{"formResponse.nope": "unknown_question", "formResponse.senior": "oneof", "formResponse.reason": "required"} {
 		if got[p] != r {
 			t.Errorf("%s: want %s, got %q (%v)", p, r, got[p], got)

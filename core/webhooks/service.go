@@ -184,8 +184,7 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 	events := in.validate(&v)
 	if in.URL != nil {
 		if _, err := s.opts.URLs.Check(ctx, "url", *in.URL); err != nil {
-			if pe, ok := platform.AsError(err); ok && pe.Code == platform.CodeValidation {
-				fields, _ := pe.Details["fields"].([]platform.FieldError)
+			if fields := platform.FieldErrors(err); fields != nil {
 				for _, f := range fields {
 					v.Fail(f.Path, f.Rule, "%s", f.Message)
 				}

@@ -81,14 +81,8 @@ func (j *Jobs) OfKind(kind string) []platform.Job {
 // error fails the test.
 func Fields(t testing.TB, err error) map[string]string {
 	t.Helper()
-	e, ok := platform.AsError(err)
-	if !ok || e.Code != platform.CodeValidation {
+	if !platform.IsCode(err, platform.CodeValidation) {
 		t.Fatalf("want VALIDATION_ERROR, got %v", err)
 	}
-	fields, _ := e.Details["fields"].([]platform.FieldError)
-	out := map[string]string{}
-	for _, f := range fields {
-		out[f.Path] = f.Rule
-	}
-	return out
+	return platform.FieldRules(err)
 }

@@ -136,6 +136,19 @@ type errorEnvelope struct {
 	} `json:"error"`
 }
 
+// fields is the failing fields of a VALIDATION_ERROR envelope, as sent
+// (each with path, rule and message): the tests' one reader of
+// details.fields on the wire.
+func (e errorEnvelope) fields() []map[string]any {
+	raw, _ := e.Error.Details["fields"].([]any)
+	out := make([]map[string]any, 0, len(raw))
+	for _, f := range raw {
+		m, _ := f.(map[string]any)
+		out = append(out, m)
+	}
+	return out
+}
+
 // envelopeOf parses an error body strictly: the envelope has exactly the
 // members of spec section 7.
 func envelopeOf(t *testing.T, r response) errorEnvelope {
