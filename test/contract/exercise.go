@@ -50,6 +50,8 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 			return TurnsHarness{UoW: s.UoW, Turns: s.Turns, Entities: s.Entities, Owners: OwnersOf(s), Concurrent: o.concurrent}
 		})
 	})
+	t.Run("Appointments", func(t *testing.T) { t.Parallel(); RunAppointments(t, newSet) })
+	t.Run("AppointmentRaces", func(t *testing.T) { t.Parallel(); RunAppointmentRaces(t, newSet) })
 	t.Run("UnitOfWork", func(t *testing.T) {
 		t.Parallel()
 		RunUnitOfWork(t, func(t *testing.T) UnitOfWorkHarness { return unitOfWork(t, newSet(t)) })

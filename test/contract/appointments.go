@@ -1,4 +1,4 @@
-package contract_test
+package contract
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/qms-dev/qms/adapters/adapterset"
-	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/entities"
@@ -16,7 +15,6 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/platform/platformtest"
 	"github.com/qms-dev/qms/core/queues"
-	"github.com/qms-dev/qms/test/pgtest"
 )
 
 // aptStack is the appointments module on one adapter set, with what its
@@ -38,23 +36,6 @@ type aptStack struct {
 // aptNow is where every appointments contract test starts: Saturday
 // 2026-03-07, 12:00 UTC.
 var aptNow = time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC)
-
-func aptMemoryStack(t testing.TB) *aptStack {
-	clock := platformtest.NewClock(aptNow)
-	set, err := adapterset.Memory(memory.NewStore(), adapterset.Options{Clock: clock, Logger: quietLogger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return aptFromSet(t, set, clock)
-}
-
-func aptPostgresStack(t testing.TB) *aptStack {
-	set, err := adapterset.Postgres(pgtest.New(t), adapterset.Options{Logger: quietLogger, SecretKey: testSecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return aptFromSet(t, set, platformtest.NewClock(aptNow))
-}
 
 // aptFromSet builds the stack on a ready adapter set.
 func aptFromSet(t testing.TB, set adapterset.Set, clock *platformtest.Clock) *aptStack {
@@ -131,18 +112,18 @@ func (st *aptStack) slot(t testing.TB, id string) appointments.Slot {
 	return s
 }
 
-// aptAdapters runs f on the memory and the Postgres adapter sets.
-func aptAdapters(t *testing.T, f func(t *testing.T, newStack func(t testing.TB) *aptStack)) {
-	t.Run("memory", func(t *testing.T) { t.Parallel(); f(t, aptMemoryStack) })
-	t.Run("postgres", func(t *testing.T) { t.Parallel(); f(t, aptPostgresStack) })
+// aptStacks builds each test's stack on a fresh set of the backend.
+func aptStacks(newSet NewSet) func(t *testing.T) *aptStack {
+	return func(t *testing.T) *aptStack { return aptFromSet(t, newSet(t), platformtest.NewClock(aptNow)) }
 }
 
-// TestAppointmentsRepositoryContract checks that both repositories keep the
-// promises of appointments.Repository, through the service where the
-// promise is about a use case.
-func TestAppointmentsRepositoryContract(t *testing.T) {
+// RunAppointments checks that the backend's repository keeps the promises
+// of appointments.Repository, through the service where the promise is
+// about a use case.
+func RunAppointments(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
-	aptAdapters(t, func(t *testing.T, newStack func(t testing.TB) *aptStack) {
+	newStack := aptStacks(newSet)
+	{
 		t.Run("seats never go below zero nor above capacity", func(t *testing.T) {
 			st := newStack(t)
 			s := st.slots(t, st.run(t).ID, "2026-03-08", "09:00", "09:30", 30, 3)[0]
@@ -362,5 +343,5 @@ func TestAppointmentsRepositoryContract(t *testing.T) {
 				t.Fatalf("appointment after the cascade: %v", err)
 			}
 		})
-	})
+	}
 }

@@ -1,4 +1,4 @@
-package contract_test
+package contract
 
 import (
 	"context"
@@ -69,12 +69,13 @@ func aptActive(t *testing.T, st *aptStack, runID, slotID string) int {
 	}
 }
 
-// TestAppointmentRaces proves the capacity rules under concurrent use
+// RunAppointmentRaces proves the capacity rules under concurrent use
 // cases: on Postgres, where several processes would share them, and on
 // memory, which must behave the same.
-func TestAppointmentRaces(t *testing.T) {
+func RunAppointmentRaces(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
-	aptAdapters(t, func(t *testing.T, newStack func(t testing.TB) *aptStack) {
+	newStack := aptStacks(newSet)
+	{
 		t.Run("100 bookings of one slot of capacity 5", func(t *testing.T) {
 			st := newStack(t)
 			run := st.run(t)
@@ -195,5 +196,5 @@ func TestAppointmentRaces(t *testing.T) {
 				t.Fatalf("remaining %d, want 4: one seat for one key", r)
 			}
 		})
-	})
+	}
 }
