@@ -17,6 +17,26 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
+// drainPrune prunes what is older than cutoff in batches of 2 until a
+// batch comes back short, and returns the batch sizes.
+func drainPrune(t *testing.T, ctx context.Context, cutoff time.Time, prune func(context.Context, time.Time, int) (int, error)) []int {
+	t.Helper()
+	var batches []int
+	for {
+		n, err := prune(ctx, cutoff, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 2 {
+			t.Fatalf("a batch of 2 deleted %d", n)
+		}
+		batches = append(batches, n)
+		if n < 2 {
+			return batches
+		}
+	}
+}
+
 // RetentionHarness is the repositories of one adapter set whose prune
 // methods the modules' retention tasks call, and what writes what they
 // prune.
@@ -37,31 +57,18 @@ type RetentionHarness struct {
 // nor anything still in use (pending deliveries and forwards, the line
 // changes of open runs, the ticket links of unfinished turns), is touched.
 func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
+	runPruner1(t, newHarness)
+	runPruner2(t, newHarness)
+}
+
+// runPruner1 is part 1 of RunPruner: events before the cutoff; finished
+// deliveries before the cutoff, never pending ones; finished forwards before
+// the cutoff, never pending ones.
+func runPruner1(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	cutoff := now.Add(-24 * time.Hour)
 	old, fresh := cutoff.Add(-time.Minute), cutoff.Add(time.Minute)
-
-	// drain prunes in batches of 2 until a batch comes back short, and
-	// returns the batch sizes.
-	drain := func(t *testing.T, prune func(context.Context, time.Time, int) (int, error)) []int {
-		t.Helper()
-		var batches []int
-		for {
-			n, err := prune(ctx, cutoff, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n > 2 {
-				t.Fatalf("a batch of 2 deleted %d", n)
-			}
-			batches = append(batches, n)
-			if n < 2 {
-				return batches
-			}
-		}
-	}
-
 	t.Run("events before the cutoff", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
@@ -76,7 +83,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 				kept = append(kept, e.ID)
 			}
 		}
-		if b := drain(t, h.Events.PruneEvents); !slices.Equal(b, []int{2, 2, 1}) {
+		if b := drainPrune(t, ctx, cutoff, h.Events.PruneEvents); !slices.Equal(b, []int{2, 2, 1}) {
 			t.Fatalf("batches %v, want [2 2 1]", b)
 		}
 		left, err := h.Events.List(ctx, o.AccountID, "", 100)
@@ -122,7 +129,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			}
 			ids[i] = d.ID
 		}
-		if b := drain(t, h.Webhooks.PruneDeliveries); !slices.Equal(b, []int{2, 1}) {
+		if b := drainPrune(t, ctx, cutoff, h.Webhooks.PruneDeliveries); !slices.Equal(b, []int{2, 1}) {
 			t.Fatalf("batches %v, want [2 1]", b)
 		}
 		for i, c := range cases {
@@ -157,7 +164,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			}
 			ids[i] = fw.ID
 		}
-		if b := drain(t, h.Forwards.PruneForwards); !slices.Equal(b, []int{2, 0}) {
+		if b := drainPrune(t, ctx, cutoff, h.Forwards.PruneForwards); !slices.Equal(b, []int{2, 0}) {
 			t.Fatalf("batches %v, want [2 0]", b)
 		}
 		for i, c := range cases {
@@ -167,7 +174,16 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			}
 		}
 	})
+}
 
+// runPruner2 is part 2 of RunPruner: line changes of runs closed before the
+// cutoff; ticket links of turns finished before the cutoff, never of
+// unfinished ones; rate-limit keys idle since before the cutoff.
+func runPruner2(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	cutoff := now.Add(-24 * time.Hour)
+	old, fresh := cutoff.Add(-time.Minute), cutoff.Add(time.Minute)
 	t.Run("line changes of runs closed before the cutoff", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
@@ -247,7 +263,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			}
 			ids[i] = tu.ID
 		}
-		if b := drain(t, h.TicketLinks.PruneTicketLinks); !slices.Equal(b, []int{2, 1}) {
+		if b := drainPrune(t, ctx, cutoff, h.TicketLinks.PruneTicketLinks); !slices.Equal(b, []int{2, 1}) {
 			t.Fatalf("batches %v, want [2 1]", b)
 		}
 		for i, c := range cases {
@@ -275,7 +291,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 				t.Fatal(err)
 			}
 		}
-		if b := drain(t, h.Limiter.PruneRateLimits); !slices.Equal(b, []int{2, 0}) {
+		if b := drainPrune(t, ctx, cutoff, h.Limiter.PruneRateLimits); !slices.Equal(b, []int{2, 0}) {
 			t.Fatalf("batches %v, want [2 0]", b)
 		}
 		// A key still counted says so in its second request's Remaining.

@@ -16,8 +16,16 @@ import (
 // backend. PostgreSQL sends each in one round trip; memory reads its
 // tables; core/turns calls them alike.
 func RunTurnLocks(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
-	ctx := context.Background()
+	runTurnLocks1(t, newHarness)
+	runTurnLocks2(t, newHarness)
+}
 
+// runTurnLocks1 is part 1 of RunTurnLocks: LockRunWithQueue and
+// LockRunOfTurn read the run and its queue; LockRunForIntake draws only for
+// a new turn and gives a rolled-back draw back; QueueForView is what the
+// separate reads return.
+func runTurnLocks1(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
+	ctx := context.Background()
 	t.Run("LockRunWithQueue and LockRunOfTurn read the run and its queue", func(t *testing.T) {
 		t.Parallel()
 		w := newTurnsWorld(t, newHarness(t))
@@ -143,7 +151,12 @@ func RunTurnLocks(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 			t.Fatalf("QueueForView: stations %v, samples %v; want [%s], %v", sts, samples, w.station, want)
 		}
 	})
+}
 
+// runTurnLocks2 is part 2 of RunTurnLocks: EnterRun gates a run's intakes in
+// the process, or lets them in.
+func runTurnLocks2(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
+	ctx := context.Background()
 	t.Run("EnterRun gates a run's intakes in the process, or lets them in", func(t *testing.T) {
 		t.Parallel()
 		w := newTurnsWorld(t, newHarness(t))
