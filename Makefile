@@ -35,7 +35,7 @@ image:
 
 ## test: the whole suite: domain, contract (memory and Postgres), HTTP end to end
 test:
-	$(GO) test -count=1 -timeout 9m ./...
+	$(GO) test -count=1 -timeout 25m ./...
 
 ## test-domain: the fast domain tests of the cores (no I/O)
 test-domain:

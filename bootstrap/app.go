@@ -28,6 +28,7 @@ import (
 	"github.com/qms-dev/qms/modules/appointments"
 	"github.com/qms-dev/qms/modules/display"
 	"github.com/qms-dev/qms/modules/entities"
+	"github.com/qms-dev/qms/modules/join"
 	"github.com/qms-dev/qms/modules/metrics"
 	"github.com/qms-dev/qms/modules/queues"
 	"github.com/qms-dev/qms/modules/retention"
@@ -73,6 +74,7 @@ var Modules = []fx.Option{
 	stream.Module,
 	display.Module,
 	ticket.Module,
+	join.Module,
 	retention.Module,
 }
 
@@ -120,12 +122,17 @@ func graph(cfg *config.Config, opts Options) []fx.Option {
 			if logBuf != nil {
 				lc.Append(fx.StopHook(logBuf.Close))
 			}
+			// A QMS_ variable that names no setting is ignored: say so,
+			// since it is most likely a typo of one that was meant.
+			for _, name := range cfg.UnknownEnv {
+				log.Warn("config: unknown environment variable, ignored (no such setting in configs/default.yaml)", "variable", name)
+			}
 		})),
 		fx.WithLogger(func() fxevent.Logger {
 			// fx's own start-up chatter is debug detail; its errors stay errors.
 			l := &fxevent.SlogLogger{Logger: log.With("component", "fx")}
 			l.UseLogLevel(slog.LevelDebug)
-			return l
+			return quietStartup{l}
 		}),
 		fx.Supply(cfg, log, server.AdminToken(token), dbTracer{opts.DBTracer}),
 		fx.Provide(

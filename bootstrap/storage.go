@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/adapterset"
+	"github.com/qms-dev/qms/adapters/fallbacklimit"
 	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/adapters/metrics"
 	"github.com/qms-dev/qms/adapters/postgres"
@@ -25,7 +26,7 @@ import (
 // the same ports, so nothing above this function knows which one runs.
 func storage(cfg *config.Config) fx.Option {
 	if cfg.Storage == config.StoragePostgres {
-		return postgresAdapters
+		return fx.Options(postgresAdapters, limitWhileDown)
 	}
 	return memoryAdapters
 }
@@ -60,7 +61,19 @@ var postgresAdapters = fx.Module("postgres",
 	fx.Invoke(runJobs, subscribeCopies),
 	fx.Invoke(listenAuth),
 	fx.Invoke(sealPlainSecrets),
+	fx.Provide(
+		fallbacklimit.NewMetrics,
+		fx.Annotate(func(m *fallbacklimit.Metrics) prometheus.Collector { return m },
+			fx.ResultTags(`group:"`+ports.GroupMetrics+`"`)),
+	),
 )
+
+// limitWhileDown is the rate limiter of the postgres set while its
+// database cannot count: this process's own count (fallbacklimit). A
+// decoration of the root scope, where the HTTP server takes the limiter.
+var limitWhileDown = fx.Decorate(func(shared ports.RateLimiter, faults ports.FaultClassifier, m *fallbacklimit.Metrics, log *slog.Logger) ports.RateLimiter {
+	return fallbacklimit.New(shared, memory.NewRateLimiter(), faults.Unavailable, log.With("component", "ratelimit"), m)
+})
 
 // subscribeCopies subscribes to the event bus the adapters that keep their
 // own copy of the log (the memory stream log copies each event, in its

@@ -263,6 +263,14 @@ const (
 	AppointmentStatusNoShow    AppointmentStatus = "NO_SHOW"
 )
 
+// Arrival is a schema of the API.
+type Arrival struct {
+	Arrived        bool `json:"arrived"`
+	DistanceMeters *int `json:"distanceMeters"`
+	Enabled        bool `json:"enabled"`
+	RadiusMeters   *int `json:"radiusMeters,omitempty"`
+}
+
 // ArrivalBoard is a schema of the API.
 type ArrivalBoard struct {
 	Columns      []ArrivalBoardColumnsItem `json:"columns"`
@@ -285,6 +293,11 @@ type ArrivalBoardInput struct {
 type ArrivalBoardInputColumnsItem struct {
 	Key   string `json:"key"`
 	Label string `json:"label"`
+}
+
+// ArriveByLocationRequest is a schema of the API.
+type ArriveByLocationRequest struct {
+	Location *DevicePosition `json:"location,omitempty"`
 }
 
 // Cancellation is a schema of the API.
@@ -357,6 +370,15 @@ type DeleteQueueLinkResponse struct {
 type DeleteWebhookEndpointResponse struct {
 	Deleted bool   `json:"deleted"`
 	ID      string `json:"id"`
+}
+
+// DevicePosition is a schema of the API.
+type DevicePosition struct {
+	// Accuracy: The fix's uncertainty in metres (the browser's coords.accuracy);
+	// counted in the device's favour up to one radius.
+	Accuracy *float64 `json:"accuracy,omitempty"`
+	Lat      float64  `json:"lat"`
+	Lng      float64  `json:"lng"`
 }
 
 // DispatchFlow is a schema of the API.
@@ -613,6 +635,127 @@ type HelpInput struct {
 	QuickReplies []string `json:"quickReplies,omitempty"`
 }
 
+// JoinInput is a schema of the API.
+type JoinInput struct {
+	AccessCode   *string           `json:"accessCode,omitempty"`
+	FormResponse map[string]string `json:"formResponse,omitempty"`
+	// IdempotencyKey: Made by the page once per form; a repeat takes no second
+	// turn.
+	IdempotencyKey *string         `json:"idempotencyKey,omitempty"`
+	Location       *DevicePosition `json:"location,omitempty"`
+	NotifyWhatsapp *bool           `json:"notifyWhatsapp,omitempty"`
+	PeopleCount    *int            `json:"peopleCount,omitempty"`
+	// Phone: As typed; must be a real number (whatsappCapture on), stored in
+	// E.164.
+	Phone *string `json:"phone,omitempty"`
+}
+
+// JoinLink is a schema of the API.
+type JoinLink struct {
+	CreatedAt   time.Time        `json:"createdAt"`
+	ID          string           `json:"id"`
+	Kiosk       bool             `json:"kiosk"`
+	Label       *string          `json:"label"`
+	Language    *DisplayLanguage `json:"language"`
+	PhoneRegion *string          `json:"phoneRegion"`
+	QueueID     string           `json:"queueId"`
+	RevokedAt   *time.Time       `json:"revokedAt"`
+}
+
+// JoinLinkCreate is a schema of the API.
+type JoinLinkCreate struct {
+	// Kiosk: A shared tablet's link; after each join the page shows the number
+	// and its QR code, then clears the form. No device limit, nothing kept in the
+	// browser.
+	Kiosk *bool `json:"kiosk,omitempty"`
+	// Label: Names the link (Front door, Kiosk 1).
+	Label    *string          `json:"label,omitempty"`
+	Language *DisplayLanguage `json:"language,omitempty"`
+	// PhoneRegion: The country (ISO 3166-1 alpha-2) a phone typed without + is
+	// read in; default the branch's support phone's country, else its time
+	// zone's.
+	PhoneRegion *string `json:"phoneRegion,omitempty"`
+}
+
+// JoinLinkCreated is a schema of the API.
+type JoinLinkCreated struct {
+	JoinLink
+	// PosterURL: The printable poster (?paper=letter for Letter).
+	PosterURL string `json:"posterUrl"`
+	// QrURL: A QR code of url, as SVG (qr.png for PNG).
+	QrURL string `json:"qrUrl"`
+	// Token: The link's token, shown this once.
+	Token string `json:"token"`
+	// URL: The join page's address (on http.public_url, else the host the request
+	// reached).
+	URL string `json:"url"`
+}
+
+// JoinLinkPage is a schema of the API.
+type JoinLinkPage struct {
+	Data       []JoinLink `json:"data"`
+	Pagination Pagination `json:"pagination"`
+}
+
+// JoinPage: The queue as a newcomer sees it; nothing of other customers
+// beyond how many wait.
+type JoinPage struct {
+	AccessCodeRequired bool              `json:"accessCodeRequired"`
+	Branch             TicketPlace       `json:"branch"`
+	Closed             *string           `json:"closed"`
+	Full               bool              `json:"full"`
+	Geofence           *JoinPageGeofence `json:"geofence"`
+	Instructions       *string           `json:"instructions"`
+	Kiosk              bool              `json:"kiosk"`
+	Language           *DisplayLanguage  `json:"language"`
+	MaxPeople          int               `json:"maxPeople"`
+	// Open: A turn can be taken now.
+	Open bool `json:"open"`
+	// OpensAt: When the schedule opens next (within three days), when closed for
+	// its hours.
+	OpensAt *time.Time `json:"opensAt"`
+	// Phone: whatsappCapture: the form asks for a phone and the WhatsApp opt-in.
+	Phone       bool                    `json:"phone"`
+	PhoneRegion string                  `json:"phoneRegion"`
+	Questions   []JoinPageQuestionsItem `json:"questions"`
+	Queue       TicketPlace             `json:"queue"`
+	Timezone    string                  `json:"timezone"`
+	Waiting     JoinPageWaiting         `json:"waiting"`
+	Waitlist    bool                    `json:"waitlist"`
+}
+
+// JoinPageGeofence is a schema of the API.
+type JoinPageGeofence struct {
+	RadiusMeters int `json:"radiusMeters"`
+}
+
+// JoinPageQuestionsItem is a schema of the API.
+type JoinPageQuestionsItem struct {
+	ID       string   `json:"id"`
+	Label    string   `json:"label"`
+	Options  []string `json:"options"`
+	Required bool     `json:"required"`
+	Type     string   `json:"type"`
+}
+
+// JoinPageWaiting is a schema of the API.
+type JoinPageWaiting struct {
+	Count       int            `json:"count"`
+	WaitMinutes *int           `json:"waitMinutes"`
+	WaitRange   *TurnWaitRange `json:"waitRange"`
+}
+
+// Joined is a schema of the API.
+type Joined struct {
+	DisplayCode string `json:"displayCode"`
+	Replayed    bool   `json:"replayed"`
+	Status      string `json:"status"`
+	// Ticket: A new ticket link's token for the turn.
+	Ticket    string `json:"ticket"`
+	TicketURL string `json:"ticketUrl"`
+	TurnID    string `json:"turnId"`
+}
+
 // ListAccessCodesParams are the optional parameters of listAccessCodes.
 type ListAccessCodesParams struct {
 	// Limit: Page size.
@@ -724,6 +867,28 @@ type ListEntitiesParams struct {
 }
 
 func (p *ListEntitiesParams) values() (url.Values, http.Header) {
+	q, h := url.Values{}, http.Header{}
+	if p.Limit != nil {
+		q.Add("limit", strconv.Itoa(*p.Limit))
+	}
+	if p.Cursor != nil {
+		q.Add("cursor", *p.Cursor)
+	}
+	return q, h
+}
+
+// ListJoinLinksParams are the optional parameters of listJoinLinks.
+type ListJoinLinksParams struct {
+	// Limit: Page size.
+	Limit *int
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
+	Cursor *string
+}
+
+func (p *ListJoinLinksParams) values() (url.Values, http.Header) {
 	q, h := url.Values{}, http.Header{}
 	if p.Limit != nil {
 		q.Add("limit", strconv.Itoa(*p.Limit))
@@ -1942,6 +2107,17 @@ func (c *Client) DeleteEntity(ctx context.Context, entityID string) (*DeleteEnti
 	return &out, nil
 }
 
+// RevokeJoinLink: Revoke a join link (DELETE /api/v1/join-links/{linkId},
+// scope queues:write).
+func (c *Client) RevokeJoinLink(ctx context.Context, linkID string) (*JoinLink, error) {
+	r := request{op: "revokeJoinLink", method: "DELETE", path: "/api/v1/join-links/" + url.PathEscape(linkID)}
+	var out JoinLink
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // GetOpenAPIDocument: This document (GET /api/v1/openapi.json).
 func (c *Client) GetOpenAPIDocument(ctx context.Context) (*map[string]any, error) {
 	r := request{op: "getOpenAPIDocument", method: "GET", path: "/api/v1/openapi.json"}
@@ -2256,6 +2432,31 @@ func (c *Client) SetQueueCancellationPolicy(ctx context.Context, queueID string,
 func (c *Client) SetQueueDispatchFlow(ctx context.Context, queueID string, body DispatchFlowInput) (*QueueView, error) {
 	r := request{op: "setQueueDispatchFlow", method: "PUT", path: "/api/v1/queues/" + url.PathEscape(queueID) + "/dispatch-flow", body: &body}
 	var out QueueView
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListJoinLinks: List a queue's join links (GET
+// /api/v1/queues/{queueId}/join-links, scope queues:read).
+func (c *Client) ListJoinLinks(ctx context.Context, queueID string, params *ListJoinLinksParams) (*JoinLinkPage, error) {
+	r := request{op: "listJoinLinks", method: "GET", path: "/api/v1/queues/" + url.PathEscape(queueID) + "/join-links"}
+	if params != nil {
+		r.query, r.header = params.values()
+	}
+	var out JoinLinkPage
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CreateJoinLink: Make a join link for a queue (POST
+// /api/v1/queues/{queueId}/join-links, scope queues:write).
+func (c *Client) CreateJoinLink(ctx context.Context, queueID string, body JoinLinkCreate) (*JoinLinkCreated, error) {
+	r := request{op: "createJoinLink", method: "POST", path: "/api/v1/queues/" + url.PathEscape(queueID) + "/join-links", body: &body}
+	var out JoinLinkCreated
 	if err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}
@@ -2581,10 +2782,48 @@ func (c *Client) GetHealth(ctx context.Context) (*GetHealthResponse, error) {
 	return &out, nil
 }
 
+// JoinQueue: Take a turn through the join page (POST /join/{token}).
+//
+// An idempotencyKey is set when the body has none, so retries return the
+// same resource instead of making another.
+func (c *Client) JoinQueue(ctx context.Context, token string, body JoinInput) (*Joined, error) {
+	r := request{op: "joinQueue", method: "POST", path: "/join/" + url.PathEscape(token), body: &body, idempotent: true}
+	if body.IdempotencyKey == nil {
+		k := NewIdempotencyKey()
+		body.IdempotencyKey = &k
+	}
+	var out Joined
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetJoinState: What the join page shows, once (GET /join/{token}/state).
+func (c *Client) GetJoinState(ctx context.Context, token string) (*JoinPage, error) {
+	r := request{op: "getJoinState", method: "GET", path: "/join/" + url.PathEscape(token) + "/state"}
+	var out JoinPage
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // GetReadiness: Readiness (GET /readyz).
 func (c *Client) GetReadiness(ctx context.Context) (*GetReadinessResponse, error) {
 	r := request{op: "getReadiness", method: "GET", path: "/readyz"}
 	var out GetReadinessResponse
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ArriveByLocation: The ticket page's location report (auto-arrival) (POST
+// /ticket/{token}/arrive).
+func (c *Client) ArriveByLocation(ctx context.Context, token string, body ArriveByLocationRequest) (*Arrival, error) {
+	r := request{op: "arriveByLocation", method: "POST", path: "/ticket/" + url.PathEscape(token) + "/arrive", body: &body}
+	var out Arrival
 	if err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}
@@ -2619,6 +2858,7 @@ var operations = []Operation{
 	{ID: "adminListAPIKeys", Method: "GET", Path: "/admin/v1/accounts/{accountId}/api-keys", GoMethods: []string{"Admin.ListAPIKeys"}},
 	{ID: "adminRevokeAPIKey", Method: "POST", Path: "/admin/v1/api-keys/{keyId}/revoke", GoMethods: []string{"Admin.RevokeAPIKey"}},
 	{ID: "adminSetAccountPlan", Method: "PUT", Path: "/admin/v1/accounts/{accountId}/plan", GoMethods: []string{"Admin.SetAccountPlan"}},
+	{ID: "arriveByLocation", Method: "POST", Path: "/ticket/{token}/arrive", GoMethods: []string{"Client.ArriveByLocation"}},
 	{ID: "arriveTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/arrive", GoMethods: []string{"Client.ArriveTurn"}},
 	{ID: "assignStation", Method: "POST", Path: "/api/v1/turns/{turnId}/assign-station", GoMethods: []string{"Client.AssignStation"}},
 	{ID: "callTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/call", GoMethods: []string{"Client.CallTurn"}},
@@ -2633,6 +2873,7 @@ var operations = []Operation{
 	{ID: "createAccessCodesInBulk", Method: "POST", Path: "/api/v1/access-codes/bulk", GoMethods: []string{"Client.CreateAccessCodesInBulk"}},
 	{ID: "createDisplayToken", Method: "POST", Path: "/api/v1/queue-runs/{runId}/display-tokens", GoMethods: []string{"Client.CreateDisplayToken"}},
 	{ID: "createEntity", Method: "POST", Path: "/api/v1/entities", GoMethods: []string{"Client.CreateEntity"}},
+	{ID: "createJoinLink", Method: "POST", Path: "/api/v1/queues/{queueId}/join-links", GoMethods: []string{"Client.CreateJoinLink"}},
 	{ID: "createQueue", Method: "POST", Path: "/api/v1/queues", GoMethods: []string{"Client.CreateQueue"}},
 	{ID: "createQueueLink", Method: "POST", Path: "/api/v1/queue-links", GoMethods: []string{"Client.CreateQueueLink"}},
 	{ID: "createStation", Method: "POST", Path: "/api/v1/queues/{queueId}/stations", GoMethods: []string{"Client.CreateStation"}},
@@ -2655,6 +2896,12 @@ var operations = []Operation{
 	{ID: "getDisplayBoard", Method: "GET", Path: "/display/{token}/board", GoMethods: []string{"Client.GetDisplayBoard"}},
 	{ID: "getDisplayPage", Method: "GET", Path: "/display/{token}", GoMethods: []string(nil)},
 	{ID: "getHealth", Method: "GET", Path: "/healthz", GoMethods: []string{"Client.GetHealth"}},
+	{ID: "getJoinAsset", Method: "GET", Path: "/join/assets/{file}", GoMethods: []string(nil)},
+	{ID: "getJoinPage", Method: "GET", Path: "/join/{token}", GoMethods: []string(nil)},
+	{ID: "getJoinPoster", Method: "GET", Path: "/join/{token}/poster", GoMethods: []string(nil)},
+	{ID: "getJoinQRCodePNG", Method: "GET", Path: "/join/{token}/qr.png", GoMethods: []string(nil)},
+	{ID: "getJoinQRCodeSVG", Method: "GET", Path: "/join/{token}/qr.svg", GoMethods: []string(nil)},
+	{ID: "getJoinState", Method: "GET", Path: "/join/{token}/state", GoMethods: []string{"Client.GetJoinState"}},
 	{ID: "getMetrics", Method: "GET", Path: "/metrics", GoMethods: []string(nil)},
 	{ID: "getOpenAPIDocument", Method: "GET", Path: "/api/v1/openapi.json", GoMethods: []string{"Client.GetOpenAPIDocument"}},
 	{ID: "getPageStrings", Method: "GET", Path: "/i18n/{file}", GoMethods: []string(nil)},
@@ -2669,12 +2916,14 @@ var operations = []Operation{
 	{ID: "getTurn", Method: "GET", Path: "/api/v1/turns/{turnId}", GoMethods: []string{"Client.GetTurn"}},
 	{ID: "getTurnAccessCode", Method: "GET", Path: "/api/v1/turns/{turnId}/access-code", GoMethods: []string{"Client.GetTurnAccessCode"}},
 	{ID: "holdTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/hold", GoMethods: []string{"Client.HoldTurn"}},
+	{ID: "joinQueue", Method: "POST", Path: "/join/{token}", GoMethods: []string{"Client.JoinQueue"}},
 	{ID: "leaveQueue", Method: "POST", Path: "/ticket/{token}/leave", GoMethods: []string{"Client.LeaveQueue"}},
 	{ID: "listAccessCodes", Method: "GET", Path: "/api/v1/access-codes", GoMethods: []string{"Client.ListAccessCodes"}},
 	{ID: "listAppointments", Method: "GET", Path: "/api/v1/queue-runs/{runId}/appointments", GoMethods: []string{"Client.ListAppointments"}},
 	{ID: "listArrivals", Method: "GET", Path: "/api/v1/queue-runs/{runId}/arrivals", GoMethods: []string{"Client.ListArrivals"}},
 	{ID: "listDisplayTokens", Method: "GET", Path: "/api/v1/queue-runs/{runId}/display-tokens", GoMethods: []string{"Client.ListDisplayTokens"}},
 	{ID: "listEntities", Method: "GET", Path: "/api/v1/entities", GoMethods: []string{"Client.ListEntities"}},
+	{ID: "listJoinLinks", Method: "GET", Path: "/api/v1/queues/{queueId}/join-links", GoMethods: []string{"Client.ListJoinLinks"}},
 	{ID: "listQueueLinkForwards", Method: "GET", Path: "/api/v1/queue-links/{linkId}/forwards", GoMethods: []string{"Client.ListQueueLinkForwards"}},
 	{ID: "listQueueLinks", Method: "GET", Path: "/api/v1/queue-links", GoMethods: []string{"Client.ListQueueLinks"}},
 	{ID: "listQueues", Method: "GET", Path: "/api/v1/queues", GoMethods: []string{"Client.ListQueues"}},
@@ -2692,6 +2941,7 @@ var operations = []Operation{
 	{ID: "releaseTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/release", GoMethods: []string{"Client.ReleaseTurn"}},
 	{ID: "reopenTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/reopen", GoMethods: []string{"Client.ReopenTurn"}},
 	{ID: "revokeDisplayToken", Method: "DELETE", Path: "/api/v1/display-tokens/{tokenId}", GoMethods: []string{"Client.RevokeDisplayToken"}},
+	{ID: "revokeJoinLink", Method: "DELETE", Path: "/api/v1/join-links/{linkId}", GoMethods: []string{"Client.RevokeJoinLink"}},
 	{ID: "scheduleAppointment", Method: "POST", Path: "/api/v1/queue-runs/{runId}/appointments", GoMethods: []string{"Client.ScheduleAppointment"}},
 	{ID: "setQueueCancellationPolicy", Method: "PUT", Path: "/api/v1/queues/{queueId}/cancellation-policy", GoMethods: []string{"Client.SetQueueCancellationPolicy"}},
 	{ID: "setQueueDispatchFlow", Method: "PUT", Path: "/api/v1/queues/{queueId}/dispatch-flow", GoMethods: []string{"Client.SetQueueDispatchFlow"}},

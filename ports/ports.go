@@ -12,16 +12,23 @@ package ports
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/qms-dev/qms/core/platform"
 )
 
-// Pinger reports whether storage is reachable (GET /readyz).
+// Pinger reports whether storage is reachable and takes writes (GET
+// /readyz).
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
+
+// ErrReadOnly is wrapped by a Pinger's error when storage answers but
+// cannot take writes (a standby, a read-only database): the process is not
+// ready, though it reaches its storage.
+var ErrReadOnly = errors.New("storage is read-only")
 
 // FaultClassifier tells the errors of storage that cannot be reached for
 // now (refused or broken connections, a server shutting down or starting

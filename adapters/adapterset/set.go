@@ -33,6 +33,7 @@ import (
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
+	"github.com/qms-dev/qms/core/join"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
@@ -69,6 +70,7 @@ type Set struct {
 	Calls           display.Calls
 	DisplayTokens   display.Repository
 	TicketLinks     ticket.Repository
+	JoinLinks       join.Repository
 	RateLimiter     ports.RateLimiter
 	JobRunner       ports.JobRunner
 	Jobs            platform.JobScheduler
@@ -146,6 +148,7 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 		Calls:           log,
 		DisplayTokens:   memory.NewDisplayTokens(s),
 		TicketLinks:     tl,
+		JoinLinks:       memory.NewJoinLinks(s),
 		RateLimiter:     rl,
 		JobRunner:       runner,
 		Jobs:            runner,
@@ -185,6 +188,7 @@ func Postgres(db *postgres.DB, o Options) (Set, error) {
 		Calls:           log,
 		DisplayTokens:   postgres.NewDisplayTokens(db),
 		TicketLinks:     postgres.NewTicketLinks(db),
+		JoinLinks:       postgres.NewJoinLinks(db),
 		RateLimiter:     postgres.NewRateLimiter(db),
 		JobRunner:       runner,
 		Jobs:            runner,

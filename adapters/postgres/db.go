@@ -17,10 +17,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/multitracer"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/qms-dev/qms/ports"
 )
 
 // defaultMaxConns sizes the pool when the URL does not (pool_max_conns).
@@ -54,6 +58,10 @@ type DB struct {
 	// announcer tells listening processes of committed events
 	// (announce.go).
 	announcer *announcer
+	// readOnlyAt is when discardReadOnly last reset the pool (unix nanos).
+	readOnlyAt atomic.Int64
+	// readOnlyResets counts those resets (ReadOnlyResets).
+	readOnlyResets atomic.Int64
 }
 
 // Options tune Open.
@@ -79,26 +87,35 @@ func Open(ctx context.Context, url string) (*DB, error) { return OpenWith(ctx, u
 func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse database url: %w", err)
+		return nil, parseError(err)
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = cmp.Or(opts.MaxConns, defaultMaxConns)
 	}
+	if !asksSessionAttrs(url) {
+		// A standby, or a primary demoted under us, is never written to:
+		// every new connection checks that its server takes writes, and
+		// pgx moves on to the URL's next host when it does not.
+		cfg.ConnConfig.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsReadWrite
+	}
+	db := &DB{acquireTimeout: opts.AcquireTimeout}
+	ro := &readOnlyTracer{db: db}
+	cfg.ConnConfig.Tracer = ro
 	if opts.Tracer != nil {
-		cfg.ConnConfig.Tracer = opts.Tracer
+		cfg.ConnConfig.Tracer = multitracer.New(opts.Tracer, ro)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: create pool: %w", err)
+		return nil, startupError(cfg, err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: connect to %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
+		return nil, startupError(cfg, err)
 	}
 	sqldb := sql.OpenDB(execConnector{stdlib.GetPoolConnector(pool)})
 	// The pool keeps the idle connections (as stdlib.OpenDBFromPool sets).
 	sqldb.SetMaxIdleConns(0)
-	db := &DB{Bun: bun.NewDB(sqldb, pgdialect.New()), Pool: pool, acquireTimeout: opts.AcquireTimeout}
+	db.Bun, db.Pool = bun.NewDB(sqldb, pgdialect.New()), pool
 	db.viewBatches.slots = maxViewBatches(cfg.MaxConns)
 	db.announcer = newAnnouncer(db)
 	return db, nil
@@ -112,10 +129,28 @@ func (db *DB) Close() {
 	db.Pool.Close()
 }
 
-// Ping reports whether the database answers (GET /readyz).
+// Ping reports whether the database answers and takes writes (GET
+// /readyz): a server in recovery (a standby) or read-only answers with an
+// error wrapping ports.ErrReadOnly, and its pooled connections are
+// discarded, so the next ones look for a writable server.
 func (db *DB) Ping(ctx context.Context) error {
-	if err := db.Pool.Ping(ctx); err != nil {
+	var readOnly string
+	var recovery bool
+	err := db.Pool.QueryRow(ctx, "SELECT current_setting('transaction_read_only'), pg_is_in_recovery()").Scan(&readOnly, &recovery)
+	if errors.Is(err, pgconn.ErrReadOnlyConnection) {
+		// No server at the URL's addresses takes writes.
+		return fmt.Errorf("postgres: ping: %w: %w", ports.ErrReadOnly, err)
+	}
+	if err != nil {
 		return fmt.Errorf("postgres: ping: %w", err)
+	}
+	if readOnly == "on" || recovery {
+		db.discardReadOnly()
+		what := "read-only"
+		if recovery {
+			what = "in recovery (a standby)"
+		}
+		return fmt.Errorf("postgres: ping: the server is %s: %w", what, ports.ErrReadOnly)
 	}
 	return nil
 }

@@ -90,8 +90,12 @@ func (r *DisplayTokens) ListByRun(ctx context.Context, runID string, page platfo
 	return out, nil
 }
 
-// CountLive counts the run's unrevoked tokens.
+// CountLive counts the run's unrevoked tokens, and holds the count until
+// the unit of work ends: no other token of the run is made meanwhile.
 func (r *DisplayTokens) CountLive(ctx context.Context, runID string) (int, error) {
+	if err := r.db.holdCount(ctx, "display_tokens", runID); err != nil {
+		return 0, err
+	}
 	n, err := r.db.IDB(ctx).NewSelect().Model((*displayTokenRow)(nil)).Where("run_id = ? AND revoked_at IS NULL", runID).Count(ctx)
 	return int(n), wrap(err, "count display tokens")
 }

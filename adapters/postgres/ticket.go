@@ -45,8 +45,12 @@ func (r *TicketLinks) GetByHash(ctx context.Context, hash string) (ticket.Link, 
 		Hash: row.Hash, Language: row.Language, CreatedAt: row.CreatedAt.UTC()}, nil
 }
 
-// CountByTurn counts a turn's links.
+// CountByTurn counts a turn's links, and holds the count until the unit
+// of work ends: no other link of the turn is made meanwhile.
 func (r *TicketLinks) CountByTurn(ctx context.Context, turnID string) (int, error) {
+	if err := r.db.holdCount(ctx, "ticket_links", turnID); err != nil {
+		return 0, err
+	}
 	n, err := r.db.IDB(ctx).NewSelect().Model((*ticketLinkRow)(nil)).Where("turn_id = ?", turnID).Count(ctx)
 	return int(n), wrap(err, "count ticket links")
 }

@@ -246,8 +246,13 @@ func endpointsOf(rows []webhookEndpointRow) []webhooks.Endpoint {
 	return out
 }
 
-// CountEndpoints counts the account's endpoints.
+// CountEndpoints counts the account's endpoints, and holds the count
+// until the unit of work ends: no other endpoint of the account is made
+// meanwhile.
 func (r *Webhooks) CountEndpoints(ctx context.Context, accountID string) (int, error) {
+	if err := r.db.holdCount(ctx, "webhook_endpoints", accountID); err != nil {
+		return 0, err
+	}
 	n, err := r.db.IDB(ctx).NewSelect().Model((*webhookEndpointRow)(nil)).Where("account_id = ?", accountID).Count(ctx)
 	return int(n), wrap(err, "count webhook endpoints")
 }

@@ -66,7 +66,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: qms <command> [flags]
 
 commands:
-  serve    [--config FILE] [--no-migrate]   run the service
+  serve    [--config FILE] [--set KEY=VALUE]... [--no-migrate]
+                                            run the service
   migrate  [--config FILE]                  apply the app's and River's migrations (postgres mode)
   admin    <subcommand>                     manage accounts and API keys (qms admin help)
   health   [--url URL]                      exit 0 when the local qms answers /readyz (container health checks)
@@ -75,16 +76,23 @@ commands:
 
 Configuration: configs/default.yaml, then --config FILE, then QMS_* variables
 (QMS_HTTP_ADDR, QMS_STORAGE, QMS_DATABASE_URL, QMS_ADMIN_TOKEN,
-QMS_RATELIMIT_PER_MINUTE, QMS_WEBHOOKS_ALLOW_PRIVATE, ...).
+QMS_RATELIMIT_PER_MINUTE, QMS_WEBHOOKS_ALLOW_PRIVATE, ...), then --set
+key=value flags (--set http.addr=:9000): every key of configs/default.yaml
+through each of the three.
 `)
 }
 
 func loadConfig(fs *flag.FlagSet, args []string) (*config.Config, error) {
 	file := fs.String("config", "", "configuration file (YAML)")
+	var sets []string
+	fs.Func("set", "a setting, key=value (http.addr=:9000), over the file and the environment; repeatable", func(s string) error {
+		sets = append(sets, s)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	return config.Load(*file, os.Environ())
+	return config.LoadWith(*file, os.Environ(), sets)
 }
 
 func serve(args []string, stdout, stderr io.Writer) error {
@@ -100,7 +108,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	}
 	app, _ := bootstrap.New(cfg, bootstrap.Options{Stdout: stdout})
 	if err := app.Err(); err != nil {
-		return err
+		return bootstrap.StartupCause(err)
 	}
 	startPprof(stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -134,7 +142,7 @@ func migrate(args []string, stderr io.Writer) error {
 	ctx := context.Background()
 	db, err := postgres.Open(ctx, cfg.Database.URL)
 	if err != nil {
-		return err
+		return bootstrap.StartupCause(err)
 	}
 	defer db.Close()
 	if err := db.Migrate(ctx); err != nil {

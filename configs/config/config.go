@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,9 +31,11 @@ const (
 // Config is the whole configuration of one qms process.
 type Config struct {
 	HTTP struct {
-		Addr            string        `koanf:"addr"`
-		BodyLimitBytes  int           `koanf:"body_limit_bytes"`
-		ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+		Addr           string `koanf:"addr"`
+		BodyLimitBytes int    `koanf:"body_limit_bytes"`
+		// HeaderLimitBytes bounds the request line and headers together.
+		HeaderLimitBytes int           `koanf:"header_limit_bytes"`
+		ShutdownTimeout  time.Duration `koanf:"shutdown_timeout"`
 		// Timeouts of slow and idle connections (configs/default.yaml
 		// says what each bounds).
 		ReadHeaderTimeout time.Duration `koanf:"read_header_timeout"`
@@ -98,6 +101,13 @@ type Config struct {
 		// finished.
 		ExpireAfter time.Duration `koanf:"expire_after"`
 	} `koanf:"tickets"`
+	// Join is the public join page's abuse budgets (issue 26): joins per
+	// client address and per join link, each a minute, apart from every
+	// other budget.
+	Join struct {
+		PerAddressPerMinute int `koanf:"per_address_per_minute"`
+		PerLinkPerMinute    int `koanf:"per_link_per_minute"`
+	} `koanf:"join"`
 	BootstrapDemo bool `koanf:"bootstrap_demo"`
 	// Retention says how long each kind of record that would otherwise
 	// grow without bound is kept, and how the prune job runs
@@ -120,13 +130,23 @@ type Config struct {
 		// on the API's); empty serves it on the API's listener.
 		Addr string `koanf:"addr"`
 	} `koanf:"metrics"`
+	// UnknownEnv lists the QMS_ variables of the environment that name no
+	// setting (a typo, or a setting of another version): start-up warns
+	// about each, since they are otherwise silently ignored.
+	UnknownEnv []string `koanf:"-"`
 }
 
 // Load reads the defaults, then file (when not empty), then the environment
 // (environ, usually os.Environ()), and validates the result. Every error
 // names the key at fault.
 func Load(file_ string, environ []string) (*Config, error) {
-	c, err := read(file_, environ)
+	return LoadWith(file_, environ, nil)
+}
+
+// LoadWith is Load with the command line's settings last: each of sets is
+// key=value (http.addr=:9000, the flag --set), over the environment.
+func LoadWith(file_ string, environ []string, sets []string) (*Config, error) {
+	c, err := read(file_, environ, sets...)
 	if err != nil {
 		return nil, err
 	}
@@ -150,11 +170,12 @@ func LoadDatabase(file_ string, environ []string) (*Config, error) {
 	return c, nil
 }
 
-func read(file_ string, environ []string) (*Config, error) {
-	k := koanf.New(".")
-	if err := k.Load(rawbytes.Provider(configs.Default), yaml.Parser()); err != nil {
-		return nil, fmt.Errorf("config: embedded defaults: %w", err)
+func read(file_ string, environ []string, sets ...string) (*Config, error) {
+	k, err := defaults()
+	if err != nil {
+		return nil, err
 	}
+	known := k.All()
 	if file_ != "" {
 		if _, err := os.Stat(file_); err != nil {
 			return nil, fmt.Errorf("config: --config %s: %w", file_, err)
@@ -171,11 +192,73 @@ func read(file_ string, environ []string) (*Config, error) {
 	if err := k.Load(envProvider, nil); err != nil {
 		return nil, fmt.Errorf("config: environment: %w", err)
 	}
+	if len(sets) > 0 {
+		for _, s := range sets {
+			key, value, ok := strings.Cut(s, "=")
+			key = strings.TrimSpace(key)
+			if _, known := known[key]; !ok || !known {
+				return nil, fmt.Errorf("config: --set %q: want key=value with a key of configs/default.yaml, such as http.addr=:9000", s)
+			}
+			if err := k.Set(key, value); err != nil {
+				return nil, fmt.Errorf("config: --set %s: %w", key, err)
+			}
+		}
+	}
 	var c Config
 	if err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	c.UnknownEnv = unknownEnv(environ, known)
 	return &c, nil
+}
+
+// defaults is the embedded configs/default.yaml, loaded.
+func defaults() (*koanf.Koanf, error) {
+	k := koanf.New(".")
+	if err := k.Load(rawbytes.Provider(configs.Default), yaml.Parser()); err != nil {
+		return nil, fmt.Errorf("config: embedded defaults: %w", err)
+	}
+	return k, nil
+}
+
+// Keys lists every setting of configs/default.yaml, as dotted keys
+// (http.addr): the settings there are, since every one has a default.
+func Keys() []string {
+	k, err := defaults()
+	if err != nil {
+		panic(err) // the embedded file is checked by the tests
+	}
+	return k.Keys()
+}
+
+// EnvName is the environment variable of a dotted key: http.addr is
+// QMS_HTTP_ADDR.
+func EnvName(key string) string {
+	return "QMS_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// notSettings are QMS_ variables read elsewhere than the configuration:
+// the admin CLI's, the profiler's and the tests'. They are not unknown.
+var notSettings = map[string]bool{
+	"QMS_URL": true, "QMS_PPROF_ADDR": true,
+}
+
+// unknownEnv lists the QMS_ variables of environ that name no key of
+// known, sorted.
+func unknownEnv(environ []string, known map[string]any) []string {
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "QMS_") || notSettings[name] || strings.HasPrefix(name, "QMS_TEST_") {
+			continue
+		}
+		key, _ := envKey(name, "")
+		if _, ok := known[key]; !ok {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // envKey maps QMS_RATELIMIT_PER_MINUTE to ratelimit.per_minute: the first
@@ -188,11 +271,23 @@ func envKey(k, v string) (string, any) {
 	return k, v
 }
 
-var knownSections = map[string]bool{
-	"http": true, "database": true, "admin": true, "ratelimit": true,
-	"webhooks": true, "cursor": true, "log": true, "metrics": true, "retention": true,
-	"jobs": true,
-}
+// knownSections are the sections of configs/default.yaml (its top-level
+// maps), read from the file itself: a section added there is known to the
+// environment at once (the tickets section once was not, and
+// QMS_TICKETS_EXPIRE_AFTER was silently ignored).
+var knownSections = func() map[string]bool {
+	k, err := defaults()
+	if err != nil {
+		panic(err)
+	}
+	out := map[string]bool{}
+	for _, key := range k.Keys() {
+		if section, _, ok := strings.Cut(key, "."); ok {
+			out[section] = true
+		}
+	}
+	return out
+}()
 
 // validateDatabase checks the storage mode and the database URL.
 func (c *Config) validateDatabase() error {
@@ -244,6 +339,9 @@ func (c *Config) Validate() error {
 	if c.HTTP.Addr == "" {
 		return fmt.Errorf("config: QMS_HTTP_ADDR (http.addr) must not be empty")
 	}
+	if c.HTTP.HeaderLimitBytes < 4096 || c.HTTP.HeaderLimitBytes > 1<<20 {
+		return fmt.Errorf("config: QMS_HTTP_HEADER_LIMIT_BYTES (http.header_limit_bytes) must be between 4096 and 1048576, got %d", c.HTTP.HeaderLimitBytes)
+	}
 	if c.HTTP.BodyLimitBytes <= 0 {
 		return fmt.Errorf("config: QMS_HTTP_BODY_LIMIT_BYTES (http.body_limit_bytes) must be positive, got %d", c.HTTP.BodyLimitBytes)
 	}
@@ -280,6 +378,8 @@ func (c *Config) Validate() error {
 		{"QMS_JOBS_WORKERS", "jobs.workers", c.Jobs.Workers},
 		{"QMS_WEBHOOKS_WORKERS", "webhooks.workers", c.Webhooks.Workers},
 		{"QMS_WEBHOOKS_MAX_IN_FLIGHT", "webhooks.max_in_flight", c.Webhooks.MaxInFlight},
+		{"QMS_JOIN_PER_ADDRESS_PER_MINUTE", "join.per_address_per_minute", c.Join.PerAddressPerMinute},
+		{"QMS_JOIN_PER_LINK_PER_MINUTE", "join.per_link_per_minute", c.Join.PerLinkPerMinute},
 	} {
 		if n.v <= 0 {
 			return fmt.Errorf("config: %s (%s) must be a positive number, got %d", n.env, n.key, n.v)

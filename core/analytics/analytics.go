@@ -245,11 +245,16 @@ func (in SummaryInput) Validate(now time.Time) (Period, error) {
 	okTo, okFrom := true, true
 	if in.To != nil {
 		p.To, okTo = v.Date("to", *in.To)
+		okTo = okTo && inRange(&v, "to", p.To)
 		p.ToToday = false
 	}
 	p.From = p.To.AddDate(0, 0, -(DefaultDays - 1))
+	if p.From.Before(FirstDate) {
+		p.From = FirstDate // a default never reaches before the first date
+	}
 	if in.From != nil {
 		p.From, okFrom = v.Date("from", *in.From)
+		okFrom = okFrom && inRange(&v, "from", p.From)
 		p.FromSet = true
 	}
 	if okTo && okFrom {
@@ -261,6 +266,25 @@ func (in SummaryInput) Validate(now time.Time) (Period, error) {
 		}
 	}
 	return p, v.Err()
+}
+
+// The dates a period may name. A local day is turned into instants in the
+// queue's zone (UTC-12 to UTC+14), and the answer states them: these are
+// the dates whose instants stay within the years 1-9999 in every zone,
+// which JSON (RFC 3339) and PostgreSQL's timestamps both represent. A
+// date outside is 400 (rule range), not a 500 at the calendar's ends.
+var (
+	FirstDate = time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC)
+	LastDate  = time.Date(9999, 12, 30, 0, 0, 0, 0, time.UTC)
+)
+
+// inRange fails path when d is outside FirstDate..LastDate.
+func inRange(v *platform.Validator, path string, d time.Time) bool {
+	if d.Before(FirstDate) || d.After(LastDate) {
+		v.Fail(path, "range", "must be a date from %s to %s", FirstDate.Format(time.DateOnly), LastDate.Format(time.DateOnly))
+		return false
+	}
+	return true
 }
 
 // daysOf counts the dates from..to, both included.
@@ -309,7 +333,8 @@ func (s *Service) Summary(ctx context.Context, accountID string, in SummaryInput
 		if i == 0 || from.Before(first) {
 			first = from
 		}
-		if i == 0 || to.After(last) {
+		// An empty period (from after the queue's today) adds no date.
+		if !to.Before(from) && (last.IsZero() || to.After(last)) {
 			last = to
 		}
 		if i == 0 || start.Before(out.Total.PeriodStart) {
@@ -323,7 +348,15 @@ func (s *Service) Summary(ctx context.Context, accountID string, in SummaryInput
 		first, last = p.window(queues.Queue{}, now) // UTC days
 		out.Total.PeriodStart, out.Total.PeriodEnd = localDays(first, last, time.UTC)
 	}
-	out.From, out.To, out.Days = first.Format(time.DateOnly), last.Format(time.DateOnly), max(daysOf(first, last), 1)
+	// Never backwards: when from is after the today of every queue (west
+	// of UTC, from=<UTC today> alone), the answer names the day asked,
+	// to = from and days 1, like a period in the future, and each queue's
+	// periodStart = periodEnd says it counted nothing. days stays at least
+	// 1, as the v1 document promises.
+	if last.IsZero() || last.Before(first) {
+		last = first
+	}
+	out.From, out.To, out.Days = first.Format(time.DateOnly), last.Format(time.DateOnly), daysOf(first, last)
 	if len(qs) == 0 {
 		return out, nil
 	}

@@ -23,7 +23,9 @@ type Repository interface {
 	// ListByRun returns up to page.Limit+1 tokens of the run after
 	// page.After, ordered by id.
 	ListByRun(ctx context.Context, runID string, page platform.PageRequest) ([]Token, error)
-	// CountLive counts the run's unrevoked tokens.
+	// CountLive counts the run's unrevoked tokens, and holds the count
+	// until the unit of work ends (no other token of the run is made
+	// meanwhile), so MaxTokensPerRun holds under concurrency.
 	CountLive(ctx context.Context, runID string) (int, error)
 }
 

@@ -18,7 +18,10 @@ type Repository interface {
 	// GetByHash returns the link whose value hashes to hash (platform
 	// NotFound when none).
 	GetByHash(ctx context.Context, hash string) (Link, error)
-	// CountByTurn counts a turn's links.
+	// CountByTurn counts a turn's links. Called in a unit of work that
+	// may then create one, it holds the count until the unit ends (no
+	// other link of the turn is made meanwhile), so MaxLinksPerTurn holds
+	// under concurrency.
 	CountByTurn(ctx context.Context, turnID string) (int, error)
 	// PruneTicketLinks deletes the links of turns that finished before before;
 	// the links of unfinished turns are kept, whatever their age, at most

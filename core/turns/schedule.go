@@ -97,3 +97,23 @@ func at(day time.Time, hhmm string) time.Time {
 	y, mo, d := day.Date()
 	return time.Date(y, mo, d, h, m, 0, 0, day.Location())
 }
+
+// OpenNow reports whether the queue's schedule takes turns at now (the
+// rule intake applies; allowOutsideHours is the caller's to weigh) and,
+// when it does not, when it opens next within the next three days (nil
+// when it does not, or the schedule never opens in that time). The join
+// page tells a customer "opens at 09:00" with it.
+func OpenNow(q queues.Queue, now time.Time) (bool, *time.Time) {
+	s := q.Schedule
+	if openAt(s, q.Zone(), now) {
+		return true, nil
+	}
+	before := time.Duration(platform.Deref(s.OpensBeforeMinutes, 0)) * time.Minute
+	for _, sh := range shifts(s.Weekly, q.Zone(), now) {
+		if at := sh.start.Add(-before); at.After(now) {
+			at = at.UTC()
+			return false, &at
+		}
+	}
+	return false, nil
+}

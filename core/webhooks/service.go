@@ -23,7 +23,9 @@ type Repository interface {
 	// ListEndpoints returns up to page.Limit+1 endpoints of the account
 	// after page.After, ordered by id, without their secrets.
 	ListEndpoints(ctx context.Context, accountID string, page platform.PageRequest) ([]Endpoint, error)
-	// CountEndpoints counts the account's endpoints.
+	// CountEndpoints counts the account's endpoints, and holds the count
+	// until the unit of work ends (no other endpoint of the account is
+	// made meanwhile), so MaxEndpoints holds under concurrency.
 	CountEndpoints(ctx context.Context, accountID string) (int, error)
 	// SubscribedEndpoints returns the account's endpoints subscribed to
 	// event, without their secrets (fanning out needs none).

@@ -23,13 +23,13 @@ var coreEdges = map[string][]string{
 	"core/display":      {"core/queues", "core/turns"},
 	"core/entities":     {"core/location"},
 	"core/events":       {"core/appointments", "core/queues", "core/turns"}, // the registry of every event's payload type
-
-	"core/queues":   {"core/entities", "core/location"},
-	"core/stream":   {"core/accounts"},
-	"core/ticket":   {"core/display", "core/entities", "core/queues", "core/turns"},
-	"core/turns":    {"core/queues"},
-	"core/webhooks": {"core/events"}, // the events an endpoint may subscribe to
-	"core/workflow": {"core/queues", "core/turns"},
+	"core/join":         {"core/display", "core/entities", "core/location", "core/queues", "core/ticket", "core/turns"},
+	"core/queues":       {"core/entities", "core/location"},
+	"core/stream":       {"core/accounts"},
+	"core/ticket":       {"core/display", "core/entities", "core/queues", "core/turns"},
+	"core/turns":        {"core/queues"},
+	"core/webhooks":     {"core/events"}, // the events an endpoint may subscribe to
+	"core/workflow":     {"core/queues", "core/turns"},
 }
 
 // moduleEdges is the allow-list of imports between fx modules: none. A

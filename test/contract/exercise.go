@@ -126,6 +126,13 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 			return StreamNotifierHarness{UoW: s.UoW, Bus: Subscribe(s), Notifier: s.StreamNotifier, Account: NewAccount(t, s)}
 		})
 	})
+	t.Run("JoinLinks", func(t *testing.T) {
+		t.Parallel()
+		RunJoinLinks(t, func(t *testing.T) JoinLinksHarness {
+			s := newSet(t)
+			return JoinLinksHarness{Repo: s.JoinLinks, UoW: s.UoW, Owners: OwnersOf(s)}
+		})
+	})
 	t.Run("DisplayTokens", func(t *testing.T) {
 		t.Parallel()
 		RunDisplayTokens(t, func(t *testing.T) DisplayTokensHarness {

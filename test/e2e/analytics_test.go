@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +110,72 @@ func TestAnalyticsOverHTTP(t *testing.T) {
 		a.APIWith(otherKey, http.MethodGet, "/analytics/dashboard", nil).Must(http.StatusOK, &d)
 		if len(d.Queues) != 0 {
 			t.Fatalf("another account's dashboard: %+v", d.Queues)
+		}
+	})
+}
+
+// TestAnalyticsAtTheCalendarsEnds: dates whose local days fall outside the
+// years 1-9999 in some zone are 400 VALIDATION_ERROR (rule range) naming
+// the parameter, never a 500, in both modes; the first and last dates that
+// are allowed answer 200 for queues at UTC+14 and UTC-12 (the widest
+// offsets), on PostgreSQL too. Before issue 23: from=9999-12-31 was a 500
+// in both modes (the period ended in year 10000), to=0001-01-01 a 500 on
+// PostgreSQL (SQLSTATE 22008).
+func TestAnalyticsAtTheCalendarsEnds(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		a := start(t)
+		for _, zone := range []string{"Pacific/Kiritimati", "Etc/GMT+12"} {
+			setupQueue(t, a, map[string]any{"location": map[string]any{"lat": 1.9, "lng": -157.4, "shortAddress": "Edge", "timezone": zone}})
+		}
+		for query, field := range map[string]string{
+			"from=9999-12-31&to=9999-12-31": "from",
+			"to=9999-12-31":                 "to",
+			"from=0001-01-01&to=0001-01-05": "from",
+			"to=0001-01-01":                 "to",
+			"from=0001-01-01":               "from",
+		} {
+			r := a.API(http.MethodGet, "/analytics/summary?"+query, nil)
+			if r.Status != http.StatusBadRequest || r.ErrorCode() != "VALIDATION_ERROR" || !strings.Contains(string(r.Body), `"path":"`+field+`","rule":"range"`) {
+				t.Errorf("%s: want 400 on %s (range), got %d %s", query, field, r.Status, r.Body)
+			}
+		}
+		for _, query := range []string{"from=9999-12-30&to=9999-12-30", "from=9999-01-01&to=9999-12-30", "from=0001-01-02&to=0001-01-02", "to=0001-01-05"} {
+			var s struct {
+				From, To string
+				Days     int
+				Queues   []struct{ PeriodStart, PeriodEnd time.Time }
+			}
+			a.API(http.MethodGet, "/analytics/summary?"+query, nil).Must(http.StatusOK, &s)
+			if len(s.Queues) != 2 || s.Days < 1 {
+				t.Errorf("%s: %+v", query, s)
+			}
+		}
+	})
+}
+
+// TestAnalyticsEmptyPeriodIsNotBackwards: from=<UTC today> alone, for a
+// queue at UTC-12 still on yesterday, names the day asked (to = from, days
+// 1, never to before from) and the queue's periodStart equals its
+// periodEnd: it counted nothing. Before issue 23 it read from 2026-11-26,
+// to 2026-11-25, days 1.
+func TestAnalyticsEmptyPeriodIsNotBackwards(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		clock := platformtest.NewClock(time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)) // 25 Nov at UTC-12
+		a := start(t, apptest.WithClock(clock))
+		setupQueue(t, a, map[string]any{"location": map[string]any{"lat": 0, "lng": -179, "shortAddress": "Baker", "timezone": "Etc/GMT+12"}})
+		var s struct {
+			From, To string
+			Days     int
+			Queues   []struct{ PeriodStart, PeriodEnd time.Time }
+		}
+		a.API(http.MethodGet, "/analytics/summary?from=2026-11-26", nil).Must(http.StatusOK, &s)
+		if s.From != "2026-11-26" || s.To != "2026-11-26" || s.Days != 1 || len(s.Queues) != 1 || !s.Queues[0].PeriodStart.Equal(s.Queues[0].PeriodEnd) {
+			t.Fatalf("empty period: %+v", s)
+		}
+		// The queue's today is a day of one.
+		a.API(http.MethodGet, "/analytics/summary?from=2026-11-25", nil).Must(http.StatusOK, &s)
+		if s.From != "2026-11-25" || s.To != "2026-11-25" || s.Days != 1 {
+			t.Fatalf("one day: %+v", s)
 		}
 	})
 }

@@ -158,7 +158,8 @@ func within(ctx context.Context, d time.Duration, expr string) error {
 
 func staleContext(err error) bool {
 	msg := err.Error()
-	return strings.Contains(msg, "Cannot find context with specified id") || strings.Contains(msg, "Execution context was destroyed")
+	return strings.Contains(msg, "Cannot find context with specified id") || strings.Contains(msg, "Execution context was destroyed") ||
+		strings.Contains(msg, "Inspected target navigated or closed") // a page that navigated itself (the join page to its ticket)
 }
 
 // TestDisplayBoardInChromium opens the board in a real headless Chromium,

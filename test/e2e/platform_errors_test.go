@@ -274,3 +274,45 @@ func TestOutOfBoundValues(t *testing.T) {
 		a.API(http.MethodPost, "/entities", ok).Must(http.StatusCreated, nil)
 	})
 }
+
+// TestLargeHeadersAndQueryStrings: the request line and headers together
+// may reach 16 KiB (a 4,000-character query string, an 8 KB cookie, what
+// proxies and SSO allow); past the limit the answer is 431
+// REQUEST_HEADER_FIELDS_TOO_LARGE in the envelope, with the limit. Before
+// issue 23 fasthttp's 4 KiB default refused both ordinary requests.
+func TestLargeHeadersAndQueryStrings(t *testing.T) {
+	a := pfMemory(t)
+	longQuery := "/queues?limit=50&x=" + strings.Repeat("q", 4000)
+	// Unknown query parameters are ignored by lists: this is the size test.
+	r := a.API(http.MethodGet, longQuery, nil)
+	if r.Status == http.StatusRequestHeaderFieldsTooLarge || r.Status == http.StatusRequestURITooLong {
+		t.Fatalf("a 4,000-character query string: %d %s", r.Status, r.Body)
+	}
+	cookie := map[string]string{"X-API-Key": a.Key, "Cookie": "sso=" + strings.Repeat("c", 8000) + "; other=" + strings.Repeat("d", 4000)}
+	r = a.Do(http.MethodGet, "/api/v1/queues", nil, cookie)
+	r.Must(http.StatusOK, nil)
+
+	// Past 16 KiB: the envelope, over a raw connection that sends the
+	// headers and then reads (the answer comes before the end of the
+	// headers is read).
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(a.BaseURL, "http://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "GET /api/v1/queues HTTP/1.1\r\nHost: qms.test\r\nX-API-Key: %s\r\nCookie: sso=%s\r\n\r\n", a.Key, strings.Repeat("c", 17<<10))
+	raw, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Body.Close()
+	body, _ := io.ReadAll(raw.Body)
+	resp := &apptest.Response{T: t, Status: raw.StatusCode, Header: raw.Header, Body: body}
+	req, _ := http.NewRequest(http.MethodGet, a.BaseURL+"/api/v1/queues", nil)
+	apptest.Check(t, req, resp)
+	env := pfErr(t, resp, http.StatusRequestHeaderFieldsTooLarge, "REQUEST_HEADER_FIELDS_TOO_LARGE")
+	if env.Error.Details["limit"] != float64(16<<10) {
+		t.Errorf("details %v", env.Error.Details)
+	}
+}

@@ -228,3 +228,34 @@ func TestDisplayTokenOptions(t *testing.T) {
 		t.Fatalf("another account: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestTicketPageOfADeadLinkIs404: the page of an unknown link and of an
+// expired one answers 404 (as their reads do, docs/live.md), still an HTML
+// page with the page's headers, which says in words what happened (its
+// script; TestTicketPageInChromium reads the words). It answered 200 before
+// issue 23, so link checkers and crawlers saw a live page.
+func TestTicketPageOfADeadLinkIs404(t *testing.T) {
+	clock := platformtest.NewClock(time.Now().UTC())
+	app := apptest.Memory(t, apptest.WithClock(clock), apptest.WithConfig(func(c *config.Config) {
+		c.RateLimit.PerMinute = 100000
+		c.Tickets.ExpireAfter = 30 * time.Minute
+	}))
+	q := boardQueue(t, app)
+	id, _ := takeTicketTurn(t, app, q.RunID, map[string]any{})
+	l := newTicketLink(t, app, id, nil)
+	page := func(token string, want int) {
+		t.Helper()
+		r := app.Do(http.MethodGet, "/ticket/"+token, nil, nil)
+		if r.Status != want || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") || !bytes.Contains(r.Body, []byte("<html")) ||
+			r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("X-Robots-Tag") != "noindex" {
+			t.Fatalf("page of %s: want %d html, got %d %v", token, want, r.Status, r.Header)
+		}
+	}
+	page(l.Token, http.StatusOK)
+	page("qmst_"+strings.Repeat("a", 32), http.StatusNotFound)
+	page("nonsense", http.StatusNotFound)
+	app.Do(http.MethodPost, "/ticket/"+l.Token+"/leave", nil, nil).Must(http.StatusOK, nil)
+	page(l.Token, http.StatusOK) // the final state, for a while
+	clock.Advance(31 * time.Minute)
+	page(l.Token, http.StatusNotFound)
+}

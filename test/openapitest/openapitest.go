@@ -136,12 +136,13 @@ func New(document []byte) (*Harness, error) {
 		offDocument: map[int]*base.Schema{},
 	}
 	for status, name := range map[int]string{
-		http.StatusUnauthorized:          "UnauthorizedError",
-		http.StatusPaymentRequired:       "PaymentRequiredError",
-		http.StatusNotFound:              "NotFoundError",
-		http.StatusMethodNotAllowed:      "MethodNotAllowedError",
-		http.StatusRequestEntityTooLarge: "PayloadTooLargeError",
-		http.StatusTooManyRequests:       "RateLimitedError",
+		http.StatusUnauthorized:                "UnauthorizedError",
+		http.StatusPaymentRequired:             "PaymentRequiredError",
+		http.StatusNotFound:                    "NotFoundError",
+		http.StatusMethodNotAllowed:            "MethodNotAllowedError",
+		http.StatusRequestEntityTooLarge:       "PayloadTooLargeError",
+		http.StatusRequestHeaderFieldsTooLarge: "HeadersTooLargeError",
+		http.StatusTooManyRequests:             "RateLimitedError",
 	} {
 		proxy, ok := model.Model.Components.Schemas.Get(name)
 		if !ok {
@@ -241,7 +242,7 @@ func (h *Harness) Problems(req *http.Request, status int, header http.Header, bo
 // routing, or want (404 or 405).
 func (h *Harness) offDocumentProblems(r *http.Request, status int, header http.Header, body []byte, want int) []string {
 	allowed := []int{want, http.StatusUnauthorized, http.StatusPaymentRequired,
-		http.StatusRequestEntityTooLarge, http.StatusTooManyRequests}
+		http.StatusRequestEntityTooLarge, http.StatusRequestHeaderFieldsTooLarge, http.StatusTooManyRequests}
 	if !slices.Contains(allowed, status) {
 		return []string{fmt.Sprintf("%s %s is not in the document, yet the server answered %d (want %d, or a refusal before routing)",
 			r.Method, r.URL.Path, status, want)}

@@ -14,6 +14,13 @@ import (
 // (a bulk of 1000 access codes) and small enough to refuse abuse early.
 const DefaultBodyLimit = 1 << 20
 
+// DefaultHeaderLimit is the largest request line and headers together
+// when AppConfig.HeaderLimit is zero: 16 KiB, what common proxies allow
+// (nginx's large_client_header_buffers 8k per line, up to 16 KiB with
+// SSO cookies; the spec names none). fasthttp's own default, 4 KiB,
+// refused ordinary long query strings and cookies.
+const DefaultHeaderLimit = 16 << 10
+
 // AppConfig configures [NewApp].
 type AppConfig struct {
 	// Logger receives access lines, panics and internal errors. Nil means
@@ -22,6 +29,10 @@ type AppConfig struct {
 	// BodyLimit is the largest accepted request body in bytes; larger
 	// bodies get 413 PAYLOAD_TOO_LARGE. Zero means DefaultBodyLimit.
 	BodyLimit int
+	// HeaderLimit is the largest request line and headers together, in
+	// bytes; larger requests get 431 REQUEST_HEADER_FIELDS_TOO_LARGE.
+	// Zero means DefaultHeaderLimit.
+	HeaderLimit int
 	// Timeouts bound slow and idle connections; zero values leave them
 	// off (tests), the process sets them from the configuration.
 	Timeouts Timeouts
@@ -56,9 +67,17 @@ func NewApp(cfg AppConfig) *fiber.App {
 	if limit <= 0 {
 		limit = DefaultBodyLimit
 	}
+	headers := cfg.HeaderLimit
+	if headers <= 0 {
+		headers = DefaultHeaderLimit
+	}
 	app := fiber.New(fiber.Config{
-		ErrorHandler:          errorHandler(log, cfg.Unavailable),
-		BodyLimit:             limit,
+		ErrorHandler: errorHandler(log, cfg.Unavailable),
+		BodyLimit:    limit,
+		// The read buffer bounds the request line and headers together
+		// (fasthttp answers ErrSmallBuffer past it, which the error
+		// handler turns into 431 in the envelope).
+		ReadBufferSize:        headers,
 		JSONEncoder:           encodeJSON,
 		JSONDecoder:           decodeJSONStrict,
 		DisableStartupMessage: true,

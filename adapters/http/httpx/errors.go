@@ -18,6 +18,7 @@ import (
 const (
 	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
 	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
+	CodeHeadersTooLarge      = "REQUEST_HEADER_FIELDS_TOO_LARGE"
 	CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
 	CodeInsufficientScope    = "INSUFFICIENT_SCOPE"
 )
@@ -182,6 +183,13 @@ func classifyFiber(c *fiber.Ctx, fe *fiber.Error) (int, envelopeError) {
 		limit := c.App().Config().BodyLimit
 		return fe.Code, envelopeError{Code: CodePayloadTooLarge,
 			Message: fmt.Sprintf("the request body exceeds %d bytes", limit),
+			Details: map[string]any{"limit": limit}}
+	case fiber.StatusRequestHeaderFieldsTooLarge:
+		// The request line and headers overflowed the read buffer
+		// (AppConfig.HeaderLimit): a long query string or big cookies.
+		limit := c.App().Config().ReadBufferSize
+		return fe.Code, envelopeError{Code: CodeHeadersTooLarge,
+			Message: fmt.Sprintf("the request line and headers together exceed %d bytes", limit),
 			Details: map[string]any{"limit": limit}}
 	case fiber.StatusBadRequest:
 		return fe.Code, envelopeError{Code: platform.CodeValidation, Message: "the request is malformed"}

@@ -278,24 +278,24 @@ var conventions = map[string]convention{
 	kindAPIKey: {
 		headers: []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"},
 		errors: map[string]string{"400": "BadRequest", "401": "Unauthorized", "402": "PaymentRequired",
-			"403": "Forbidden", "413": "PayloadTooLarge", "429": "RateLimited", "500": "InternalError",
+			"403": "Forbidden", "413": "PayloadTooLarge", "431": "HeadersTooLarge", "429": "RateLimited", "500": "InternalError",
 			"503": "ServiceUnavailable"},
 		unsupported: "UnsupportedMediaType",
 	},
 	kindAdmin: {
 		headers: []string{"X-Request-Id"},
-		errors: map[string]string{"400": "AdminBadRequest", "401": "AdminUnauthorized", "413": "PayloadTooLarge",
+		errors: map[string]string{"400": "AdminBadRequest", "401": "AdminUnauthorized", "413": "PayloadTooLarge", "431": "HeadersTooLarge",
 			"429": "AdminRateLimited", "500": "AdminInternalError", "503": "AdminServiceUnavailable"},
 		unsupported: "AdminUnsupportedMediaType",
 	},
 	kindPublicAPI: {
 		headers:     []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"},
-		errors:      map[string]string{"413": "PayloadTooLarge", "429": "RateLimited", "500": "InternalError", "503": "ServiceUnavailable"},
+		errors:      map[string]string{"413": "PayloadTooLarge", "431": "HeadersTooLarge", "429": "RateLimited", "500": "InternalError", "503": "ServiceUnavailable"},
 		unsupported: "UnsupportedMediaType",
 	},
 	kindPublic: {
 		headers: []string{"X-Request-Id"},
-		errors:  map[string]string{"413": "PayloadTooLarge", "500": "AdminInternalError", "503": "AdminServiceUnavailable"},
+		errors:  map[string]string{"413": "PayloadTooLarge", "431": "HeadersTooLarge", "500": "AdminInternalError", "503": "AdminServiceUnavailable"},
 	},
 }
 

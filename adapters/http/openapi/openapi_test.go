@@ -33,6 +33,7 @@ components:
     PaymentRequired: { description: x }
     Forbidden: { description: x }
     PayloadTooLarge: { description: x }
+    HeadersTooLarge: { description: x }
     RateLimited: { description: x }
     InternalError: { description: x }
     ServiceUnavailable: { description: x }
@@ -98,7 +99,7 @@ func TestConventionsAreApplied(t *testing.T) {
 	}
 	post := root.obj("paths").obj("/api/v1/things").obj("post")
 	resp := post.obj("responses")
-	if got := strings.Join(resp.keys, ","); got != "201,400,401,402,403,409,413,415,429,500,503" {
+	if got := strings.Join(resp.keys, ","); got != "201,400,401,402,403,409,413,415,429,431,500,503" {
 		t.Errorf("responses = %s", got)
 	}
 	if resp.obj("409").str("description") != "mine" {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -56,7 +57,7 @@ type AdminToken string
 func New(p Params, lc fx.Lifecycle) *Server {
 	hc := p.Config.HTTP
 	trusted, _ := config.ParseTrustedProxies(hc.TrustedProxies) // validated with the configuration
-	app := httpx.NewApp(httpx.AppConfig{Logger: p.Log, BodyLimit: hc.BodyLimitBytes, Timeouts: httpx.Timeouts{
+	app := httpx.NewApp(httpx.AppConfig{Logger: p.Log, BodyLimit: hc.BodyLimitBytes, HeaderLimit: hc.HeaderLimitBytes, Timeouts: httpx.Timeouts{
 		ReadHeader: hc.ReadHeaderTimeout, Read: hc.ReadTimeout, Write: hc.WriteTimeout, Idle: hc.IdleTimeout,
 	}, Proxies: httpx.Proxies{PublicURL: strings.TrimSuffix(hc.PublicURL, "/"), Trusted: trusted},
 		RequestTimeout: hc.RequestTimeout, Unavailable: p.Faults.Unavailable})
@@ -70,8 +71,14 @@ func New(p Params, lc fx.Lifecycle) *Server {
 		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 		defer cancel()
 		if err := p.Pinger.Ping(ctx); err != nil {
-			p.Log.Warn("readyz: storage unreachable", "err", err)
-			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "storage": "unreachable"})
+			// A standby or read-only database answers, but this process
+			// cannot serve writes from it: not ready either.
+			storage := "unreachable"
+			if errors.Is(err, ports.ErrReadOnly) {
+				storage = "read-only"
+			}
+			p.Log.Warn("readyz: storage "+storage, "err", err)
+			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "storage": storage})
 		}
 		return httpx.OK(c, fiber.Map{"status": "ready"})
 	})

@@ -113,10 +113,22 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 	app.Get(Prefix+"/assets/:file", limit, httpx.Assets(assets))
 	app.Get(Prefix+"/:token", limit, func(c *fiber.Ctx) error {
 		// The same page for every link: it reads the link from its
-		// address and asks the server what to show.
+		// address and asks the server what to show. An unknown or expired
+		// link answers 404, as its reads do (docs/live.md), so browsers,
+		// crawlers and link checkers see a dead link; the page still says
+		// what happened in words (its script reads why, in the link's
+		// language). When the link cannot be checked (storage away) the
+		// page is served as 200 and finds out by itself.
 		securityHeaders(c)
 		c.Set(fiber.HeaderContentType, "text/html; charset=utf-8")
 		c.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+		if _, _, err := svc.Resolve(c.UserContext(), strings.Clone(c.Params("token"))); err != nil {
+			if platform.IsCode(err, ticket.CodeTicketLinkExpired) || platform.IsCode(err, ticket.CodeInvalidTicketLink) {
+				c.Status(fiber.StatusNotFound)
+			} else {
+				log.Warn("ticket: checking a ticket link failed; serving the page", "err", err)
+			}
+		}
 		return c.Send(page)
 	})
 	app.Get(Prefix+"/:token/state", limit, func(c *fiber.Ctx) error {
@@ -242,3 +254,7 @@ func svgOf(bits [][]bool) string {
 	b.WriteString(`"/></svg>`)
 	return b.String()
 }
+
+// QRCodeSVG draws a QR bitmap as the ticket page's QR codes are drawn
+// (the join page's poster and kiosk use it too).
+func QRCodeSVG(bits [][]bool) string { return svgOf(bits) }

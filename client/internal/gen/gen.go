@@ -28,6 +28,11 @@ var Excluded = map[string]string{
 	"getTicketQRCodeSVG": "an image to print or show, not JSON",
 	"getTicketQRCodePNG": "an image to print or show, not JSON",
 	"streamTicket":       "the customer's ticket page's stream, for a browser (GetTicket reads the same ticket)",
+	"getJoinPage":        "the join page's HTML, for a customer's browser",
+	"getJoinAsset":       "the join page's scripts and style sheets, for a browser",
+	"getJoinQRCodeSVG":   "an image to print or show, not JSON",
+	"getJoinQRCodePNG":   "an image to print or show, not JSON",
+	"getJoinPoster":      "a poster to print, HTML",
 }
 
 // Handwritten operations have methods written by hand in the client
