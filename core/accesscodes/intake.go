@@ -26,17 +26,6 @@ type TurnCode struct {
 	CreatedAt      time.Time      `json:"createdAt"`
 }
 
-// TurnCodes stores which turn took which code.
-type TurnCodes interface {
-	Record(ctx context.Context, tc TurnCode) error
-	// ForTurn returns the code a turn was taken with (NotFound if none).
-	ForTurn(ctx context.Context, turnID string) (TurnCode, error)
-	// ActiveTurn returns the id of a turn of the queue taken with the code
-	// that is still pending (WAITLISTED, WAITING, HELD, CALLED or
-	// IN_SERVICE), if there is one.
-	ActiveTurn(ctx context.Context, accessCodeID, queueID string) (string, bool, error)
-}
-
 // Guard is the access-code rule of turn intake: a turns.IntakeGuard that
 // checks, shapes and rules on returns.
 //

@@ -1,7 +1,6 @@
 package platform
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -77,11 +76,4 @@ func (e Event) DataOrEmpty() json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return e.Data
-}
-
-// EventSink records domain events. Emit must be called with a context inside
-// a UnitOfWork: the event commits or rolls back with the change that raised
-// it.
-type EventSink interface {
-	Emit(ctx context.Context, e Event) error
 }

@@ -1,7 +1,6 @@
 package platform
 
 import (
-	"context"
 	"time"
 )
 
@@ -19,14 +18,4 @@ type Job struct {
 	UniqueKey string
 	// MaxAttempts overrides the default number of attempts when > 0.
 	MaxAttempts int
-}
-
-// JobScheduler schedules jobs. Called inside a UnitOfWork, the job commits
-// or rolls back with the change that scheduled it.
-type JobScheduler interface {
-	Schedule(ctx context.Context, job Job) error
-	// ScheduleMany schedules several jobs in one go (one insert for an
-	// event's fan-out to its webhook endpoints): all of them or, on an
-	// error, none.
-	ScheduleMany(ctx context.Context, jobs []Job) error
 }

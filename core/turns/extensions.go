@@ -49,35 +49,6 @@ type Intake struct {
 	Forwarded bool
 }
 
-// IntakeGuard is a rule another module adds to intake. Its methods run
-// inside the unit of work of the intake or change, with its context, so
-// what they write commits or rolls back with it; an error refuses it.
-// A guard embeds GuardBase and writes only the methods it needs: every
-// facet is a method of the one interface, so the service calls each guard
-// alike and nothing asks at run time what a guard can do.
-//
-// Check runs after the run, schedule and answers were checked, before
-// capacity (a refused code never takes a place in the run), and before the
-// turn takes its number. Shape runs after every guard's Check passed and
-// before the turn takes its number: it may give the turn its prefix and
-// priority (an access code does); shapers apply in the order of the
-// guards, a later one overriding an earlier one's fields. Admitted runs
-// once the turn is stored.
-//
-// Returning rules on a finished turn coming back into the run (a
-// no-show's re-entry, a reopen): a rule on the turns one customer may hold
-// at once (access codes' oneActiveTurnPerCode) must hold then as it did at
-// intake. It runs after the run and the turn were locked.
-//
-// BodyMembers are the members of the create body the guard declares.
-type IntakeGuard interface {
-	Check(ctx context.Context, in Intake) error
-	Shape(ctx context.Context, in Intake) (Shaping, error)
-	Admitted(ctx context.Context, in Intake, t Turn) error
-	Returning(ctx context.Context, q queues.Queue, t Turn) error
-	BodyMembers() []BodyMember
-}
-
 // GuardBase is an IntakeGuard that allows everything, shapes nothing and
 // declares no member: a guard embeds it and overrides what it rules on.
 type GuardBase struct{}

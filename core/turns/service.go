@@ -27,15 +27,6 @@ type Service struct {
 	followers []Follower
 }
 
-// Follower keeps another module's record in step with a turn that stands
-// for it: the appointments module follows the turn of a checked-in HYBRID
-// appointment. TurnChanged runs inside the unit of work of every change of
-// such a turn (Turn.AppointmentID set), after the turn is stored and with
-// its run and the turn locked; an error refuses the change.
-type Follower interface {
-	TurnChanged(ctx context.Context, before, after Turn) error
-}
-
 // Follow adds a follower. Call it while wiring, before the service is used.
 func (s *Service) Follow(f Follower) { s.followers = append(s.followers, f) }
 

@@ -80,43 +80,6 @@ type Forward struct {
 	FailedAt     *time.Time `json:"failedAt"`
 }
 
-// ForwardRepository stores forwards.
-type ForwardRepository interface {
-	// CreateForward stores a new forward unless one exists for its (turn,
-	// link); it reports whether it stored this one.
-	CreateForward(ctx context.Context, f Forward) (bool, error)
-	GetForward(ctx context.Context, id string) (Forward, error)
-	// GetForwardForUpdate locks the forward until the unit of work ends.
-	GetForwardForUpdate(ctx context.Context, id string) (Forward, error)
-	// ForwardOfForUpdate locks and returns the forward of (turn, link).
-	ForwardOfForUpdate(ctx context.Context, turnID, linkID string) (Forward, error)
-	UpdateForward(ctx context.Context, f Forward) error
-	// ForwardsOfLink returns up to page.Limit+1 forwards of the link after
-	// page.After, by id.
-	ForwardsOfLink(ctx context.Context, linkID string, page platform.PageRequest) ([]Forward, error)
-	// ForwardsOfTurn returns the forwards of a source turn, by id.
-	ForwardsOfTurn(ctx context.Context, turnID string) ([]Forward, error)
-	// PruneForwards deletes the finished forwards (FORWARDED or FAILED) last
-	// updated before before; pending ones are kept, at most limit rows, in one
-	// short transaction of its own (not the caller's), and reports how many:
-	// the module's retention task (ports.RetentionTask) calls it again while
-	// it deletes a full batch.
-	PruneForwards(ctx context.Context, before time.Time, limit int) (int, error)
-}
-
-// Turns is what forwarding needs of the turns module.
-type Turns interface {
-	Turn(ctx context.Context, accountID, id string) (turns.Turn, error)
-	Admit(ctx context.Context, accountID, runID string, a turns.Admission) (turns.Turn, error)
-}
-
-// QueueStore is what forwarding reads of queues and runs; the
-// queues.Repository implementations provide it.
-type QueueStore interface {
-	GetQueue(ctx context.Context, id string) (queues.Queue, error)
-	ListRuns(ctx context.Context, queueID string, limit int) ([]queues.Run, error)
-}
-
 // ForwardArgs are the arguments of a forward job.
 type ForwardArgs struct {
 	ForwardID string `json:"forwardId"`

@@ -111,3 +111,56 @@ func TestNoTypeAssertionOnAPortInCore(t *testing.T) {
 		})
 	}
 }
+
+// notPorts are interfaces of core that are no port, declared beside what
+// they describe: platform.Payload is what an event's data type is (every
+// payload implements it, no adapter does), PatchField and StringShorthand
+// the decoding protocol of platform's own patch types.
+var notPorts = map[string]bool{
+	"core/platform.Payload": true, "core/platform.PatchField": true, "core/platform.StringShorthand": true,
+}
+
+// TestPortsLiveInPortsGo gives ports one home: every interface a core
+// package declares, the ports its use cases consume (its repository, the
+// narrow views it has of other modules, the extension points other modules
+// implement, the outbound clients), is in that package's ports.go
+// (docs/architecture.md, "Ports").
+func TestPortsLiveInPortsGo(t *testing.T) {
+	root := filepath.Join("..", "..")
+	fset := token.NewFileSet()
+	found := 0
+	err := filepath.WalkDir(filepath.Join(root, "core"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok {
+				return true
+			}
+			if _, ok := ts.Type.(*ast.InterfaceType); !ok || notPorts[filepath.ToSlash(rel)+"."+ts.Name.Name] {
+				return true
+			}
+			found++
+			if filepath.Base(path) != "ports.go" {
+				t.Errorf("%s: port %s is declared outside %s/ports.go", fset.Position(ts.Pos()), ts.Name.Name, filepath.ToSlash(rel))
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == 0 {
+		t.Fatal("no port found under core/: the walk is broken")
+	}
+}

@@ -1,0 +1,52 @@
+package ticket
+
+import (
+	"context"
+	"time"
+
+	"github.com/qms-dev/qms/core/entities"
+	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/turns"
+)
+
+// The ports of this module: every interface it consumes, implemented
+// by an adapter (storage, an outbound client) or by another module,
+// in one file (docs/architecture.md, "Ports"). A port's capabilities
+// are its methods: nothing here is asked for more at run time.
+
+// Repository stores ticket links.
+type Repository interface {
+	Create(ctx context.Context, l Link) error
+	// GetByHash returns the link whose value hashes to hash (platform
+	// NotFound when none).
+	GetByHash(ctx context.Context, hash string) (Link, error)
+	// CountByTurn counts a turn's links. Called in a unit of work that
+	// may then create one, it holds the count until the unit ends (no
+	// other link of the turn is made meanwhile), so MaxLinksPerTurn holds
+	// under concurrency.
+	CountByTurn(ctx context.Context, turnID string) (int, error)
+	// PruneTicketLinks deletes the links of turns that finished before before;
+	// the links of unfinished turns are kept, whatever their age, at most
+	// limit rows, in one short transaction of its own (not the caller's), and
+	// reports how many: the module's retention task (ports.RetentionTask)
+	// calls it again while it deletes a full batch.
+	PruneTicketLinks(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
+// Turns is what the page needs of the turns module: the turn's view, and
+// the customer's own cancel, through the same rules as any cancel.
+type Turns interface {
+	Get(ctx context.Context, accountID, id string) (turns.View, error)
+	CancelFor(ctx context.Context, accountID, id, reason string) (turns.View, error)
+}
+
+// Places reads the public names of the turn's queue and branch.
+type Places interface {
+	GetQueue(ctx context.Context, accountID, id string) (queues.Queue, error)
+	GetRun(ctx context.Context, accountID, id string) (queues.Run, error)
+}
+
+// Branches reads the branch (entity) of the queue.
+type Branches interface {
+	Get(ctx context.Context, accountID, id string) (entities.Entity, error)
+}
