@@ -208,20 +208,6 @@ func replayOf(t Turn, key, hash string) (Turn, error) {
 	return t, nil
 }
 
-// replay finds the account's turn created with key: found with the same
-// request, IDEMPOTENCY_KEY_REUSED with another.
-func (s *Service) replay(ctx context.Context, accountID, key, hash string) (Turn, bool, error) {
-	t, err := s.repo.ByIdempotencyKey(ctx, accountID, key)
-	if platform.IsCode(err, platform.CodeNotFound) {
-		return Turn{}, false, nil
-	}
-	if err != nil {
-		return Turn{}, false, err
-	}
-	t, err = replayOf(t, key, hash)
-	return t, err == nil, err
-}
-
 // lockRun loads and locks a run of the account, and its queue. The run's
 // lock is the first every use case that changes the run's turns takes
 // (docs/turns.md, the lock order).
