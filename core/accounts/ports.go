@@ -2,10 +2,7 @@ package accounts
 
 import "context"
 
-// The ports of this module: every interface it consumes, implemented
-// by an adapter (storage, an outbound client) or by another module,
-// in one file (docs/architecture.md, "Ports"). A port's capabilities
-// are its methods: nothing here is asked for more at run time.
+// Every port of the module (docs/architecture.md, "Ports").
 
 // Repository stores accounts and keys.
 type Repository interface {

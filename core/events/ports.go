@@ -7,10 +7,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 )
 
-// The ports of this module: every interface it consumes, implemented
-// by an adapter (storage, an outbound client) or by another module,
-// in one file (docs/architecture.md, "Ports"). A port's capabilities
-// are its methods: nothing here is asked for more at run time.
+// Every port of the module (docs/architecture.md, "Ports").
 
 // Store appends events to the account's event log.
 type Store interface {

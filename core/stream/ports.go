@@ -5,10 +5,7 @@ import (
 	"time"
 )
 
-// The ports of this module: every interface it consumes, implemented
-// by an adapter (storage, an outbound client) or by another module,
-// in one file (docs/architecture.md, "Ports"). A port's capabilities
-// are its methods: nothing here is asked for more at run time.
+// Every port of the module (docs/architecture.md, "Ports").
 
 // Log is the account-scoped event log, read in position order.
 type Log interface {

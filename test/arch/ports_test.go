@@ -11,27 +11,18 @@ import (
 	"testing"
 )
 
-// TestNoTypeAssertionOnAPortInCore keeps every capability of a port in the
-// port's own methods: no package under core/ asks at run time whether a
-// value of an interface it was given can do more (x.(SomePort), a case of
-// a type switch naming one, or x.(interface{ ... })). A storage speed-up
-// lives behind a method shaped like the use case that both backends
-// implement (turns.RunLocks), and where a backend has nothing to add the
-// method says so (memory's CachedQueueOfRun answers false). The contract
-// suite then runs every such path on both backends, not only through a
-// fake. Assertions to concrete types (a *string from a decoded body) are
-// left alone: they ask what a value is, not what a port can do.
-func TestNoTypeAssertionOnAPortInCore(t *testing.T) {
+// coreFile is a parsed non-test file of core/ and its package
+// (module-relative, core/turns).
+type coreFile struct {
+	path, pkg string
+	f         *ast.File
+}
+
+// parseCore parses every non-test file under core/.
+func parseCore(t *testing.T, fset *token.FileSet) []coreFile {
+	t.Helper()
 	root := filepath.Join("..", "..")
-	fset := token.NewFileSet()
-	type file struct {
-		path, pkg string
-		f         *ast.File
-	}
-	var files []file
-	// interfaces are the interface types core declares, by package path
-	// (module-relative) and name.
-	interfaces := map[string]bool{}
+	var files []coreFile
 	err := filepath.WalkDir(filepath.Join(root, "core"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
@@ -44,23 +35,48 @@ func TestNoTypeAssertionOnAPortInCore(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		pkg := filepath.ToSlash(rel)
-		files = append(files, file{path, pkg, f})
-		ast.Inspect(f, func(n ast.Node) bool {
-			if ts, ok := n.(*ast.TypeSpec); ok {
-				if _, ok := ts.Type.(*ast.InterfaceType); ok {
-					interfaces[pkg+"."+ts.Name.Name] = true
-				}
-			}
-			return true
-		})
+		files = append(files, coreFile{path, filepath.ToSlash(rel), f})
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(interfaces) == 0 {
-		t.Fatal("no interface found under core/: the walk is broken")
+	if len(files) == 0 {
+		t.Fatal("no file found under core/: the walk is broken")
+	}
+	return files
+}
+
+// interfacesOf calls f with each interface type f declares.
+func interfacesOf(file *ast.File, f func(ts *ast.TypeSpec)) {
+	ast.Inspect(file, func(n ast.Node) bool {
+		if ts, ok := n.(*ast.TypeSpec); ok {
+			if _, ok := ts.Type.(*ast.InterfaceType); ok {
+				f(ts)
+			}
+		}
+		return true
+	})
+}
+
+// TestNoTypeAssertionOnAPortInCore keeps every capability of a port in the
+// port's own methods: no package under core/ asks at run time whether a
+// value of an interface it was given can do more (x.(SomePort), a case of
+// a type switch naming one, or x.(interface{ ... })). A storage speed-up
+// lives behind a method shaped like the use case that both backends
+// implement (turns.RunLocks), and where a backend has nothing to add the
+// method says so (memory's CachedQueueOfRun answers false). The contract
+// suite then runs every such path on both backends, not only through a
+// fake. Assertions to concrete types (a *string from a decoded body) are
+// left alone: they ask what a value is, not what a port can do.
+func TestNoTypeAssertionOnAPortInCore(t *testing.T) {
+	fset := token.NewFileSet()
+	files := parseCore(t, fset)
+	// interfaces are the interface types core declares, by package path
+	// (module-relative) and name.
+	interfaces := map[string]bool{}
+	for _, fl := range files {
+		interfacesOf(fl.f, func(ts *ast.TypeSpec) { interfaces[fl.pkg+"."+ts.Name.Name] = true })
 	}
 	for _, fl := range files {
 		imports := map[string]string{}
@@ -126,39 +142,18 @@ var notPorts = map[string]bool{
 // implement, the outbound clients), is in that package's ports.go
 // (docs/architecture.md, "Ports").
 func TestPortsLiveInPortsGo(t *testing.T) {
-	root := filepath.Join("..", "..")
 	fset := token.NewFileSet()
 	found := 0
-	err := filepath.WalkDir(filepath.Join(root, "core"), func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, filepath.Dir(path))
-		if err != nil {
-			return err
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			ts, ok := n.(*ast.TypeSpec)
-			if !ok {
-				return true
-			}
-			if _, ok := ts.Type.(*ast.InterfaceType); !ok || notPorts[filepath.ToSlash(rel)+"."+ts.Name.Name] {
-				return true
+	for _, fl := range parseCore(t, fset) {
+		interfacesOf(fl.f, func(ts *ast.TypeSpec) {
+			if notPorts[fl.pkg+"."+ts.Name.Name] {
+				return
 			}
 			found++
-			if filepath.Base(path) != "ports.go" {
-				t.Errorf("%s: port %s is declared outside %s/ports.go", fset.Position(ts.Pos()), ts.Name.Name, filepath.ToSlash(rel))
+			if filepath.Base(fl.path) != "ports.go" {
+				t.Errorf("%s: port %s is declared outside %s/ports.go", fset.Position(ts.Pos()), ts.Name.Name, fl.pkg)
 			}
-			return true
 		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if found == 0 {
 		t.Fatal("no port found under core/: the walk is broken")
