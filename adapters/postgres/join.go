@@ -88,8 +88,12 @@ func (r *JoinLinks) ListByQueue(ctx context.Context, queueID string, page platfo
 	return out, nil
 }
 
-// CountLive counts the queue's unrevoked links.
+// CountLive counts the queue's unrevoked links, and holds the count until
+// the unit of work ends: no other link of the queue is made meanwhile.
 func (r *JoinLinks) CountLive(ctx context.Context, queueID string) (int, error) {
+	if err := r.db.holdCount(ctx, "join_links", queueID); err != nil {
+		return 0, err
+	}
 	n, err := r.db.IDB(ctx).NewSelect().Model((*joinLinkRow)(nil)).Where("queue_id = ? AND revoked_at IS NULL", queueID).Count(ctx)
 	return int(n), wrap(err, "count join links")
 }

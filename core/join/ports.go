@@ -25,7 +25,9 @@ type Repository interface {
 	// ListByQueue returns up to page.Limit+1 links of the queue after
 	// page.After, ordered by id.
 	ListByQueue(ctx context.Context, queueID string, page platform.PageRequest) ([]Link, error)
-	// CountLive counts the queue's unrevoked links.
+	// CountLive counts the queue's unrevoked links, and holds the count
+	// until the unit of work ends (no other link of the queue is made
+	// meanwhile), so MaxLinksPerQueue holds under concurrency.
 	CountLive(ctx context.Context, queueID string) (int, error)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -437,4 +438,122 @@ func TestBoardInSpanishInChromium(t *testing.T) {
 	if err := within(en, 10*time.Second, `window.qmsBoard && window.qmsBoard.state === "live" && document.documentElement.lang === "en" && document.querySelector("#waiting").innerText.includes("3 waiting")`); err != nil {
 		fail(t, en, "display-board-en-failed.png", "an English browser", err)
 	}
+}
+
+// TestJoinContrastInChromium measures the contrast of every visible text
+// of the join page on a phone, in each of its states: the form (a choice,
+// the access code, the phone, the location note), refusals beside their
+// fields, the kiosk's number, a closed queue, and a revoked link; and it
+// checks that a refusal is spoken: each field's error is an alert, and
+// the page's live region says what to do. The ticket page's arrival note
+// is measured too.
+func TestJoinContrastInChromium(t *testing.T) {
+	ctx := browser(t)
+	app := apptest.Memory(t, apptest.WithConfig(func(c *config.Config) {
+		c.RateLimit.PerMinute = 100000
+		c.Join.PerAddressPerMinute = 100000
+	}))
+	q := joinQueue(t, app, "Pharmacy", map[string]any{
+		"geofence":           map[string]any{"radiusMeters": 200, "requireToTake": true},
+		"accessCodeRequired": true,
+		"capacity":           map[string]any{"maxTurns": 1, "waitlistEnabled": true},
+		"carpool":            map[string]any{"enabled": true, "autoArriveOnGeofence": true},
+	})
+	app.API(http.MethodPost, "/access-codes", map[string]any{"code": "OK-1"}).Must(http.StatusCreated, nil)
+	takeTicketTurn(t, app, q.RunID, map[string]any{"formResponse": answers("Pick up"), "accessCode": "OK-1"})
+	l := newJoinLink(t, app, q.ID, map[string]any{"kiosk": true})
+	nav, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := chromedp.Run(nav, phoneSize, chromedp.Navigate(l.URL)); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(nav, 10*time.Second, `window.qmsJoin && window.qmsJoin.state === "ready"`); err != nil {
+		t.Fatalf("the join page never loaded: %v", err)
+	}
+	checkContrast(t, nav, "join, form", "#open-state.open-state.open", "#waiting.waiting", "#full.note", "#instructions-text",
+		"#take.primary", "#location-hint.hint", "#phone-hint.hint", "#people-less.step", "#privacy.note.small")
+
+	// Refused: every error beside its field, each an alert; the live
+	// region says to check them.
+	if err := chromedp.Run(nav, chromedp.Click("#take", chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(nav, 2*time.Second, visible("#err-q0")+" && "+visible("#err-accessCode")); err != nil {
+		t.Fatalf("no field errors: %v", err)
+	}
+	var live struct {
+		Roles     []string
+		Announced string
+		Polite    string
+	}
+	if err := chromedp.Run(nav, chromedp.Evaluate(`({
+		roles: [...document.querySelectorAll(".field-error:not([hidden])")].map(e => e.getAttribute("role") + ":" + e.id),
+		announced: document.querySelector("#announce").textContent,
+		polite: document.querySelector("#announce").getAttribute("aria-live") || ""})`, &live)); err != nil {
+		t.Fatal(err)
+	}
+	if len(live.Roles) < 3 || live.Announced != "Please check the fields marked." || live.Polite == "" {
+		t.Fatalf("refusals not spoken: %+v", live)
+	}
+	for _, r := range live.Roles {
+		if !strings.HasPrefix(r, "alert:") {
+			t.Errorf("a field error that is not an alert: %s", r)
+		}
+	}
+	var described bool
+	if err := chromedp.Run(nav, chromedp.Evaluate(`document.querySelector("#accessCode").getAttribute("aria-describedby").includes("err-accessCode") &&
+		document.querySelector("#q1").getAttribute("aria-describedby") === "err-q1" && document.querySelector("#q1").getAttribute("aria-invalid") === "true"`, &described)); err != nil || !described {
+		t.Fatalf("a field is not described by its error (%v)", err)
+	}
+	checkContrast(t, nav, "join, refused", "#err-q0.field-error", "#err-q1.field-error", "#err-accessCode.field-error")
+
+	// The kiosk's number.
+	u, _ := url.Parse(app.BaseURL)
+	atPlace(t, nav, u.Scheme+"://"+u.Host, solLat, solLng, 10)
+	if err := chromedp.Run(nav, chromedp.Click(`#q0-0`, chromedp.ByQuery), chromedp.SendKeys(`#q1`, "Ana", chromedp.ByQuery),
+		chromedp.SendKeys(`#accessCode`, "OK-1", chromedp.ByQuery), chromedp.Click("#take", chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(nav, 10*time.Second, `window.qmsJoin.state === "kiosk-done"`); err != nil {
+		t.Fatalf("no kiosk number: %v", err)
+	}
+	if err := within(nav, 2*time.Second, `document.querySelector("#announce").textContent.startsWith("Your number is ")`); err != nil {
+		t.Fatalf("the kiosk's number was not announced: %v", err)
+	}
+	checkContrast(t, nav, "join, kiosk number", "#kiosk-code.code", "#kiosk-code-label.label", "#kiosk-next.secondary")
+
+	// The ticket page's arrival note (the turn of the kiosk, opened on a
+	// phone at the door).
+	var kt client.TurnPage
+	app.API(http.MethodGet, "/queue-runs/"+q.RunID+"/turns?limit=10", nil).Must(http.StatusOK, &kt)
+	tl := newTicketLink(t, app, kt.Data[len(kt.Data)-1].ID, nil)
+	if err := chromedp.Run(nav, chromedp.Navigate(tl.URL)); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(nav, 10*time.Second, `window.qmsArrive && window.qmsArrive.arrived === true`); err != nil {
+		t.Fatalf("no arrival: %v", err)
+	}
+	checkContrast(t, nav, "ticket, arrival note", "#arrive-note.note")
+
+	// Closed, then revoked.
+	app.API(http.MethodPost, "/queue-runs/"+q.RunID+"/close", nil).Must(http.StatusCreated, nil)
+	if err := chromedp.Run(nav, chromedp.Navigate(l.URL)); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(nav, 10*time.Second, `window.qmsJoin && window.qmsJoin.state === "closed"`); err != nil {
+		t.Fatalf("not closed: %v", err)
+	}
+	checkContrast(t, nav, "join, closed", "#open-state.open-state.closed")
+	app.API(http.MethodDelete, "/join-links/"+l.ID, nil).Must(http.StatusOK, nil)
+	if err := chromedp.Run(nav, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(nav, 10*time.Second, `window.qmsJoin && window.qmsJoin.state === "revoked"`); err != nil {
+		t.Fatalf("not revoked: %v", err)
+	}
+	var role string
+	if err := chromedp.Run(nav, chromedp.Evaluate(`document.querySelector("#message").getAttribute("role")`, &role)); err != nil || role != "alert" {
+		t.Fatalf("the revoked message's role is %q (%v), want alert", role, err)
+	}
+	checkContrast(t, nav, "join, revoked", "#message-title", "#message-text")
 }

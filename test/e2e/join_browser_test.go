@@ -230,6 +230,9 @@ func TestJoinPageInChromium(t *testing.T) {
 		if err := within(nav, 10*time.Second, `window.qmsArrive && window.qmsArrive.arrived === true && `+textOf("#arrive-note", "Tu llegada está marcada")); err != nil {
 			fail(t, nav, "join-failed"+suffix, "the auto-arrival", err)
 		}
+		if err := within(nav, 2*time.Second, textOf("#connection", "En directo")); err != nil {
+			fail(t, nav, "join-failed"+suffix, "the ticket page's footer in Spanish", err)
+		}
 		shot(nav, "es-ticket-arrived")
 		dt := turnsOf(t, app, d.RunID)
 		if len(dt) != 1 || dt[0].ArrivedAt == nil || dt[0].Status != "WAITING" {

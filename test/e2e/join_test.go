@@ -192,6 +192,40 @@ func TestJoinLinks(t *testing.T) {
 			t.Fatalf("the line after the joins: %+v", st.Waiting)
 		}
 
+		// Whatever a page or a script sends: a clear 4xx naming the
+		// problem, never a 500.
+		for _, junk := range []struct {
+			body any
+			code string
+		}{
+			{`{"peopleCount":`, "VALIDATION_ERROR"},
+			{`{"peopleCount":"two"}`, "VALIDATION_ERROR"},
+			{`{"nope":1}`, "VALIDATION_ERROR"},
+			{`[1,2]`, "VALIDATION_ERROR"},
+			{`{"formResponse":{"name":"A\u0000B"}}`, "VALIDATION_ERROR"},
+			{`{"location":{"lat":"north"}}`, "VALIDATION_ERROR"},
+			{`{"location":{"lng":200}}`, "VALIDATION_ERROR"},
+			{`{"idempotencyKey":"short"}`, "VALIDATION_ERROR"},
+			{`{"accessCode":""}`, "VALIDATION_ERROR"},
+			{`{"phone":"` + strings.Repeat("9", 100) + `"}`, "VALIDATION_ERROR"},
+		} {
+			r := app.Do(http.MethodPost, "/join/"+l.Token, junk.body, map[string]string{"Cookie": cookie})
+			if r.Status != http.StatusBadRequest || r.ErrorCode() != junk.code {
+				t.Errorf("POST %s: %d %s", junk.body, r.Status, r.Body)
+			}
+		}
+		for _, path := range []string{"/join/nope", "/join/nope/state", "/join/nope/qr.svg", "/join/nope/poster", "/join/assets/nope.js", "/join/%00/state"} {
+			if r := app.Do(http.MethodGet, path, nil, nil); r.Status != http.StatusNotFound && r.Status != http.StatusBadRequest {
+				t.Errorf("GET %s: %d %s", path, r.Status, r.Body)
+			}
+		}
+		if r := app.Do(http.MethodPost, "/join/nope", map[string]any{}, nil); r.Status != http.StatusNotFound || r.ErrorCode() != "INVALID_JOIN_LINK" {
+			t.Errorf("POST an unknown link: %d %s", r.Status, r.Body)
+		}
+		if r := app.Do(http.MethodPost, "/ticket/nope/arrive", map[string]any{}, nil); r.Status != http.StatusNotFound {
+			t.Errorf("arrive on an unknown ticket: %d %s", r.Status, r.Body)
+		}
+
 		// QR code and poster.
 		if r := app.Do(http.MethodGet, "/join/"+l.Token+"/qr.svg", nil, nil); r.Status != http.StatusOK || !strings.HasPrefix(string(r.Body), "<svg") {
 			t.Fatalf("qr %d", r.Status)
@@ -326,6 +360,26 @@ func TestJoinRules(t *testing.T) {
 			t.Fatalf("join a closed queue: %d %s", r.Status, r.Body)
 		}
 
+		// Intake closed; full without a waitlist.
+		fq := newLiveQueue(t, app, "Small", map[string]any{"capacity": map[string]any{"maxTurns": 1}})
+		fl := newJoinLink(t, app, fq.ID, map[string]any{"kiosk": true})
+		app.Do(http.MethodPost, "/join/"+fl.Token, map[string]any{}, nil).Must(http.StatusCreated, nil)
+		app.Do(http.MethodGet, "/join/"+fl.Token+"/state", nil, nil).Must(http.StatusOK, &st)
+		if st.Open || st.Closed == nil || *st.Closed != "full" || !st.Full || st.Waitlist {
+			t.Fatalf("full without a waitlist: %+v", st)
+		}
+		if r := app.Do(http.MethodPost, "/join/"+fl.Token, map[string]any{}, nil); r.Status != http.StatusConflict || r.ErrorCode() != "CAPACITY_REACHED" {
+			t.Fatalf("join a full queue: %d %s", r.Status, r.Body)
+		}
+		app.API(http.MethodPost, "/queue-runs/"+fq.RunID+"/close-intake", nil).Must(http.StatusCreated, nil)
+		app.Do(http.MethodGet, "/join/"+fl.Token+"/state", nil, nil).Must(http.StatusOK, &st)
+		if st.Open || st.Closed == nil || *st.Closed != "intake_closed" {
+			t.Fatalf("intake closed: %+v", st)
+		}
+		if r := app.Do(http.MethodPost, "/join/"+fl.Token, map[string]any{}, nil); r.Status != http.StatusConflict || r.ErrorCode() != "INTAKE_CLOSED" {
+			t.Fatalf("join with intake closed: %d %s", r.Status, r.Body)
+		}
+
 		// Outside hours: closed, and when it opens.
 		hq := newLiveQueue(t, app, "Mornings", map[string]any{"schedule": map[string]any{"mode": "weekly",
 			"weekly": []any{map[string]any{"day": int(time.Now().UTC().Add(48 * time.Hour).Weekday()), "open": "09:00", "close": "10:00"}}}})
@@ -434,4 +488,15 @@ func TestJoinDoubleTapRace(t *testing.T) {
 		t.Fatalf("20 joins under one key took %d turns (answers named %v)", len(n.Data), ids)
 	}
 	t.Logf("20 simultaneous joins under one key: %d turn", len(n.Data))
+}
+
+// TestRaceJoinLinksAtMost50: 60 concurrent creates for one queue on
+// PostgreSQL make exactly 50 live join links; the rest are 409
+// TOO_MANY_JOIN_LINKS (docs/architecture.md, "At most N" rules).
+func TestRaceJoinLinksAtMost50(t *testing.T) {
+	a := raceApp(t)
+	q := newLiveQueue(t, a, "Links", nil)
+	if n := raceCreates(t, a, 60, "/queues/"+q.ID+"/join-links", func(int) any { return map[string]any{} }, "TOO_MANY_JOIN_LINKS"); n != 50 {
+		t.Fatalf("%d join links made for one queue, want 50", n)
+	}
 }

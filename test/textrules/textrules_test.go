@@ -17,6 +17,7 @@ import (
 	"github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/entities"
+	"github.com/qms-dev/qms/core/join"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
@@ -52,6 +53,8 @@ var bodies = []struct {
 	{"POST /api/v1/queue-runs/{runId}/display-tokens", display.CreateInput{}},
 	{"PATCH /api/v1/display-tokens/{tokenId}", display.UpdateInput{}},
 	{"POST /api/v1/turns/{turnId}/ticket-links", ticket.CreateInput{}},
+	{"POST /api/v1/queues/{queueId}/join-links", join.CreateInput{}},
+	{"POST /join/{token}", join.Input{}},
 	{"POST /api/v1/access-codes", accesscodes.CreateInput{}},
 	{"POST /api/v1/access-codes/bulk", accesscodes.BulkInput{}},
 	{"POST /api/v1/queue-runs/{runId}/slots", appointments.GenerateInput{}},

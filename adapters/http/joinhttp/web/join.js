@@ -52,13 +52,15 @@
     }
   }
 
-  // Only a measured range (three or more timed services) is a figure, as
-  // on the board and the ticket page; before that no wait is shown.
+  // waitText is the wait a newcomer faces, only from a measured range
+  // (as the ticket page and the board say it): no invented figure.
   function waitText(w) {
-    if (!w.waitRange) { return null; }
-    var r = w.waitRange;
-    if (r.p90Minutes < 1) { return t("wait.soon"); }
-    return t("wait.range", { wait: r.p50Minutes === r.p90Minutes ? i18n.number(r.p90Minutes) : i18n.number(r.p50Minutes) + "–" + i18n.number(r.p90Minutes) });
+    if (w.waitRange) {
+      var r = w.waitRange;
+      if (r.p90Minutes < 1) { return t("wait.soon"); } // "under 1 min", never "0 min"
+      return t("wait.range", { wait: r.p50Minutes === r.p90Minutes ? i18n.number(r.p90Minutes) : i18n.number(r.p50Minutes) + "–" + i18n.number(r.p90Minutes) });
+    }
+    return null;
   }
 
   // opensText says when the queue opens, in the branch's time zone, with
@@ -86,6 +88,9 @@
     var w = n > 0 ? waitText(p.waiting) : null;
     $("wait-row").hidden = w === null;
     text($("wait"), w || "");
+    // People wait but no wait is measured yet: said plainly, no figure.
+    $("wait-unknown").hidden = !(n > 0 && w === null);
+    text($("wait-unknown"), t("join.waitUnknown"));
     $("full").hidden = !(p.full && p.waitlist && p.open);
     text($("full"), t("join.fullWaitlist"));
   }

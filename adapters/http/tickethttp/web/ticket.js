@@ -247,6 +247,9 @@
     // it changes.
     i18n.use(tk.language).then(function (changed) {
       if (changed && last) { last = null; }
+      // The footer was labelled before the language was known ("Live"
+      // on a Spanish page): label it again in the new one.
+      if (changed) { setState(window.qmsTicket.state); }
       render(tk);
     });
   }
