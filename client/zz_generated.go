@@ -134,6 +134,7 @@ type AnalyticsQueueDashboard struct {
 	QueueID                    string           `json:"queueId"`
 	QueueName                  string           `json:"queueName"`
 	ServedToday                int              `json:"servedToday"`
+	SLAToday                   AnalyticsSLA     `json:"slaToday"`
 	// Timezone: The queue's time zone (UTC when unset).
 	Timezone string `json:"timezone"`
 	// Today: The queue's current local day.
@@ -156,10 +157,20 @@ type AnalyticsQueueSummary struct {
 	QueueName    string             `json:"queueName"`
 	Served       int                `json:"served"`
 	Service      AnalyticsDurations `json:"service"`
+	SLA          AnalyticsSLA       `json:"sla"`
 	Timezone     string             `json:"timezone"`
 	TurnsCreated int                `json:"turnsCreated"`
 	Wait         AnalyticsDurations `json:"wait"`
 }
+
+// AnalyticsSLA: The share of the period's turns within the queue's sla
+// targets (docs/queues.md): wait over the turns called in the period (from
+// taking the turn to the call, at most sla.maxWaitMinutes), service over the
+// turns completed with a service time (at most sla.maxServiceMinutes). Null
+// when the queue has neither target; each member null without its target. In
+// the total, each sums the queues that have the target. The targets in effect
+// now apply to the whole period. The raw JSON of either form.
+type AnalyticsSLA = json.RawMessage
 
 // AnalyticsSeconds: Seconds; null when there is nothing to measure.
 type AnalyticsSeconds struct {
@@ -174,6 +185,7 @@ type AnalyticsStats struct {
 	NoShows               int                `json:"noShows"`
 	Served                int                `json:"served"`
 	Service               AnalyticsDurations `json:"service"`
+	SLA                   AnalyticsSLA       `json:"sla"`
 	TurnsCreated          int                `json:"turnsCreated"`
 	Wait                  AnalyticsDurations `json:"wait"`
 }
@@ -409,6 +421,9 @@ type DisplayBoard struct {
 	// Recent: The last calls before them (at most 6), newest first.
 	Recent []DisplayBoardTurn `json:"recent"`
 	Run    DisplayBoardRun    `json:"run"`
+	// ShowSecurity: The queue's arrivalBoard.showSecurity; the called turns then
+	// carry securityCode.
+	ShowSecurity *bool `json:"showSecurity,omitempty"`
 	// Waiting: The line as the waiting room sees it: how many turns wait
 	// (WAITING), and the wait of the last of them, about what a newcomer faces:
 	// the estimate in minutes and, once the queue has enough measured service
@@ -441,10 +456,14 @@ type DisplayBoardTurn struct {
 	CalledAt *time.Time `json:"calledAt"`
 	// Columns: The turn's answers for the arrivalBoard columns, by column key;
 	// only those columns.
-	Columns     map[string]string        `json:"columns"`
-	DisplayCode string                   `json:"displayCode"`
-	Station     *DisplayBoardTurnStation `json:"station"`
-	TurnID      string                   `json:"turnId"`
+	Columns     map[string]string `json:"columns"`
+	DisplayCode string            `json:"displayCode"`
+	// SecurityCode: The turn's pickup security code when the queue's
+	// arrivalBoard.showSecurity is on (the ticket page shows the same); null
+	// otherwise.
+	SecurityCode Nullable[string]         `json:"securityCode,omitzero"`
+	Station      *DisplayBoardTurnStation `json:"station"`
+	TurnID       string                   `json:"turnId"`
 }
 
 // DisplayBoardTurnStation is a schema of the API.
@@ -459,9 +478,14 @@ type DisplayBoardTurnStation struct {
 // service times, the likely range. The wait is null when nobody waits.
 type DisplayBoardWaiting struct {
 	Count int `json:"count"`
+	// MaxWaitMinutes: The queue's sla.maxWaitMinutes (null without one).
+	MaxWaitMinutes Nullable[int] `json:"maxWaitMinutes,omitzero"`
 	// Next: The display codes of the first waiting turns, the next to be called
 	// first (a screen may show them as "next up").
-	Next        []string       `json:"next,omitempty"`
+	Next []string `json:"next,omitempty"`
+	// OverSLA: How many of them have waited longer than the queue's
+	// sla.maxWaitMinutes; null when the queue has no such target.
+	OverSLA     Nullable[int]  `json:"overSla,omitzero"`
 	WaitMinutes *int           `json:"waitMinutes"`
 	WaitRange   *TurnWaitRange `json:"waitRange"`
 }
@@ -618,6 +642,19 @@ type GetHealthResponse struct {
 	Status string `json:"status"`
 }
 
+// GetPhonePointsParams are the optional parameters of getPhonePoints.
+type GetPhonePointsParams struct {
+	Phone *string
+}
+
+func (p *GetPhonePointsParams) values() (url.Values, http.Header) {
+	q, h := url.Values{}, http.Header{}
+	if p.Phone != nil {
+		q.Add("phone", *p.Phone)
+	}
+	return q, h
+}
+
 // GetReadinessResponse is a schema of the API.
 type GetReadinessResponse struct {
 	Status string `json:"status"`
@@ -629,10 +666,35 @@ type Help struct {
 	QuickReplies []string `json:"quickReplies"`
 }
 
+// HelpAnswerInput is a schema of the API.
+type HelpAnswerInput struct {
+	Reply string `json:"reply"`
+}
+
 // HelpInput is a schema of the API.
 type HelpInput struct {
 	Enabled      *bool    `json:"enabled,omitempty"`
 	QuickReplies []string `json:"quickReplies,omitempty"`
+}
+
+// HelpRequest is a schema of the API.
+type HelpRequest struct {
+	AnsweredAt  *time.Time `json:"answeredAt"`
+	DisplayCode string     `json:"displayCode"`
+	ID          string     `json:"id"`
+	QueueID     string     `json:"queueId"`
+	QueueRunID  string     `json:"queueRunId"`
+	// Reply: The quick reply staff chose (null while OPEN).
+	Reply       *string   `json:"reply"`
+	RequestedAt time.Time `json:"requestedAt"`
+	Status      string    `json:"status"`
+	TurnID      string    `json:"turnId"`
+}
+
+// HelpRequestPage is a schema of the API.
+type HelpRequestPage struct {
+	Data       []HelpRequest `json:"data"`
+	Pagination Pagination    `json:"pagination"`
 }
 
 // JoinInput is a schema of the API.
@@ -970,6 +1032,32 @@ func (p *ListQueuesParams) values() (url.Values, http.Header) {
 	return q, h
 }
 
+// ListRunHelpRequestsParams are the optional parameters of listRunHelpRequests.
+type ListRunHelpRequestsParams struct {
+	Status *string
+	// Limit: Page size.
+	Limit *int
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
+	Cursor *string
+}
+
+func (p *ListRunHelpRequestsParams) values() (url.Values, http.Header) {
+	q, h := url.Values{}, http.Header{}
+	if p.Status != nil {
+		q.Add("status", *p.Status)
+	}
+	if p.Limit != nil {
+		q.Add("limit", strconv.Itoa(*p.Limit))
+	}
+	if p.Cursor != nil {
+		q.Add("cursor", *p.Cursor)
+	}
+	return q, h
+}
+
 // ListSlotsParams are the optional parameters of listSlots.
 type ListSlotsParams struct {
 	// Available: true keeps the slots with room that have not started; false or
@@ -1106,6 +1194,19 @@ type Pagination struct {
 	Limit int `json:"limit"`
 	// NextCursor: The cursor of the next page, null on the last page.
 	NextCursor *string `json:"nextCursor"`
+}
+
+// PhonePoints is a schema of the API.
+type PhonePoints struct {
+	// Earned: The phone's served turns in the queue still kept (one point each).
+	Earned int `json:"earned"`
+	// Full: points reached maxPoints.
+	Full      bool   `json:"full"`
+	MaxPoints int    `json:"maxPoints"`
+	Phone     string `json:"phone"`
+	// Points: earned, at most maxPoints.
+	Points  int    `json:"points"`
+	QueueID string `json:"queueId"`
 }
 
 // Plan: Only premium accounts reach the API.
@@ -1531,14 +1632,37 @@ type Ticket struct {
 	DisplayCode string           `json:"displayCode"`
 	ExpiresAt   *time.Time       `json:"expiresAt"`
 	FinishedAt  *time.Time       `json:"finishedAt"`
+	Help        *TicketHelp      `json:"help"`
 	Language    *DisplayLanguage `json:"language"`
 	Queue       TicketPlace      `json:"queue"`
 	RunOpen     bool             `json:"runOpen"`
+	// SecurityCode: The turn's pickup security code when the queue's
+	// arrivalBoard.showSecurity is on (the arrival board shows the same beside
+	// the turn); null otherwise.
+	SecurityCode *string `json:"securityCode"`
 	// Station: Where to go, once called (null: the counter).
 	Station     *string        `json:"station"`
 	Status      string         `json:"status"`
 	WaitMinutes *int           `json:"waitMinutes"`
 	WaitRange   *TurnWaitRange `json:"waitRange"`
+}
+
+// TicketHelp: Help on the ticket page; null when the queue has help off and
+// the turn never asked.
+type TicketHelp struct {
+	// Available: "I need help" applies now: help is enabled, the turn is not
+	// finished and no request is open.
+	Available bool `json:"available"`
+	// Request: The latest request, with staff's reply once answered.
+	Request *TicketHelpRequest `json:"request"`
+}
+
+// TicketHelpRequest is a schema of the API.
+type TicketHelpRequest struct {
+	AnsweredAt  *time.Time `json:"answeredAt"`
+	Reply       *string    `json:"reply"`
+	RequestedAt time.Time  `json:"requestedAt"`
+	Status      string     `json:"status"`
 }
 
 // TicketLinkCreate is a schema of the API.
@@ -1584,6 +1708,17 @@ type ToleranceInput struct {
 	AllowReentry *bool `json:"allowReentry,omitempty"`
 	GraceMinutes int   `json:"graceMinutes"`
 	MaxReentries *int  `json:"maxReentries,omitempty"`
+}
+
+// TransferTurnRequest is a schema of the API.
+type TransferTurnRequest struct {
+	QueueID string `json:"queueId"`
+}
+
+// TransferTurnResponse is a schema of the API.
+type TransferTurnResponse struct {
+	From Turn `json:"from"`
+	To   Turn `json:"to"`
 }
 
 // Turn is a schema of the API.
@@ -1664,6 +1799,14 @@ type TurnCreate struct {
 type TurnPage struct {
 	Data       []Turn     `json:"data"`
 	Pagination Pagination `json:"pagination"`
+}
+
+// TurnPoints is a schema of the API.
+type TurnPoints struct {
+	Earned  int          `json:"earned"`
+	Phone   *PhonePoints `json:"phone"`
+	QueueID string       `json:"queueId"`
+	TurnID  string       `json:"turnId"`
 }
 
 // TurnPriority is a schema of the API.
@@ -1812,6 +1955,9 @@ const (
 	WebhookEventNameQueueClosed          WebhookEventName = "queue.closed"
 	WebhookEventNameAppointmentScheduled WebhookEventName = "appointment.scheduled"
 	WebhookEventNameAppointmentCompleted WebhookEventName = "appointment.completed"
+	WebhookEventNameTurnHelpRequested    WebhookEventName = "turn.help_requested"
+	WebhookEventNameTurnHelpAnswered     WebhookEventName = "turn.help_answered"
+	WebhookEventNameTurnSLABreached      WebhookEventName = "turn.sla_breached"
 )
 
 // WeeklyHoursInput: One opening interval, from open to close in the queue's
@@ -2107,6 +2253,28 @@ func (c *Client) DeleteEntity(ctx context.Context, entityID string) (*DeleteEnti
 	return &out, nil
 }
 
+// GetHelpRequest: Read a help request (GET
+// /api/v1/help-requests/{helpRequestId}, scope turns:read).
+func (c *Client) GetHelpRequest(ctx context.Context, helpRequestID string) (*HelpRequest, error) {
+	r := request{op: "getHelpRequest", method: "GET", path: "/api/v1/help-requests/" + url.PathEscape(helpRequestID)}
+	var out HelpRequest
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// AnswerHelpRequest: Answer a help request with a quick reply (POST
+// /api/v1/help-requests/{helpRequestId}/answer, scope turns:write).
+func (c *Client) AnswerHelpRequest(ctx context.Context, helpRequestID string, body HelpAnswerInput) (*HelpRequest, error) {
+	r := request{op: "answerHelpRequest", method: "POST", path: "/api/v1/help-requests/" + url.PathEscape(helpRequestID) + "/answer", body: &body}
+	var out HelpRequest
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // RevokeJoinLink: Revoke a join link (DELETE /api/v1/join-links/{linkId},
 // scope queues:write).
 func (c *Client) RevokeJoinLink(ctx context.Context, linkID string) (*JoinLink, error) {
@@ -2304,6 +2472,20 @@ func (c *Client) CreateDisplayToken(ctx context.Context, runID string, body Disp
 	return &out, nil
 }
 
+// ListRunHelpRequests: List a run's help requests (GET
+// /api/v1/queue-runs/{runId}/help-requests, scope turns:read).
+func (c *Client) ListRunHelpRequests(ctx context.Context, runID string, params *ListRunHelpRequestsParams) (*HelpRequestPage, error) {
+	r := request{op: "listRunHelpRequests", method: "GET", path: "/api/v1/queue-runs/" + url.PathEscape(runID) + "/help-requests"}
+	if params != nil {
+		r.query, r.header = params.values()
+	}
+	var out HelpRequestPage
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // OpenRun: Open a run (POST /api/v1/queue-runs/{runId}/open, scope
 // queues:write).
 func (c *Client) OpenRun(ctx context.Context, runID string) (*Run, error) {
@@ -2474,6 +2656,20 @@ func (c *Client) SetQueueNumberingReset(ctx context.Context, queueID string, bod
 	return &out, nil
 }
 
+// GetPhonePoints: A phone's loyalty points in a queue (GET
+// /api/v1/queues/{queueId}/points, scope turns:read).
+func (c *Client) GetPhonePoints(ctx context.Context, queueID string, params *GetPhonePointsParams) (*PhonePoints, error) {
+	r := request{op: "getPhonePoints", method: "GET", path: "/api/v1/queues/" + url.PathEscape(queueID) + "/points"}
+	if params != nil {
+		r.query, r.header = params.values()
+	}
+	var out PhonePoints
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // SetQueueSLA: Set the SLA (PUT /api/v1/queues/{queueId}/sla, scope
 // queues:write).
 func (c *Client) SetQueueSLA(ctx context.Context, queueID string, body SLAInput) (*QueueView, error) {
@@ -2627,6 +2823,17 @@ func (c *Client) ListTurnForwards(ctx context.Context, turnID string) (*QueueFor
 	return &out, nil
 }
 
+// ListTurnHelpRequests: List a turn's help requests (GET
+// /api/v1/turns/{turnId}/help-requests, scope turns:read).
+func (c *Client) ListTurnHelpRequests(ctx context.Context, turnID string) (*HelpRequestPage, error) {
+	r := request{op: "listTurnHelpRequests", method: "GET", path: "/api/v1/turns/" + url.PathEscape(turnID) + "/help-requests"}
+	var out HelpRequestPage
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // HoldTurn: Hold a turn (POST /api/v1/turns/{turnId}/hold, scope
 // dispatch:write).
 func (c *Client) HoldTurn(ctx context.Context, turnID string) (*Turn, error) {
@@ -2643,6 +2850,17 @@ func (c *Client) HoldTurn(ctx context.Context, turnID string) (*Turn, error) {
 func (c *Client) NoShowTurn(ctx context.Context, turnID string) (*Turn, error) {
 	r := request{op: "noShowTurn", method: "POST", path: "/api/v1/turns/" + url.PathEscape(turnID) + "/no-show"}
 	var out Turn
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetTurnPoints: What a turn earned (GET /api/v1/turns/{turnId}/points, scope
+// turns:read).
+func (c *Client) GetTurnPoints(ctx context.Context, turnID string) (*TurnPoints, error) {
+	r := request{op: "getTurnPoints", method: "GET", path: "/api/v1/turns/" + url.PathEscape(turnID) + "/points"}
+	var out TurnPoints
 	if err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}
@@ -2698,6 +2916,17 @@ func (c *Client) StartTurn(ctx context.Context, turnID string) (*Turn, error) {
 func (c *Client) CreateTicketLink(ctx context.Context, turnID string, body TicketLinkCreate) (*TicketLinkCreated, error) {
 	r := request{op: "createTicketLink", method: "POST", path: "/api/v1/turns/" + url.PathEscape(turnID) + "/ticket-links", body: &body}
 	var out TicketLinkCreated
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// TransferTurn: Transfer a turn by hand to another queue (POST
+// /api/v1/turns/{turnId}/transfer, scope dispatch:write).
+func (c *Client) TransferTurn(ctx context.Context, turnID string, body TransferTurnRequest) (*TransferTurnResponse, error) {
+	r := request{op: "transferTurn", method: "POST", path: "/api/v1/turns/" + url.PathEscape(turnID) + "/transfer", body: &body}
+	var out TransferTurnResponse
 	if err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}
@@ -2830,6 +3059,16 @@ func (c *Client) ArriveByLocation(ctx context.Context, token string, body Arrive
 	return &out, nil
 }
 
+// AskForHelp: The customer asks for help (POST /ticket/{token}/help).
+func (c *Client) AskForHelp(ctx context.Context, token string) (*Ticket, error) {
+	r := request{op: "askForHelp", method: "POST", path: "/ticket/" + url.PathEscape(token) + "/help"}
+	var out Ticket
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // LeaveQueue: The customer leaves the queue (POST /ticket/{token}/leave).
 func (c *Client) LeaveQueue(ctx context.Context, token string) (*Ticket, error) {
 	r := request{op: "leaveQueue", method: "POST", path: "/ticket/" + url.PathEscape(token) + "/leave"}
@@ -2858,8 +3097,10 @@ var operations = []Operation{
 	{ID: "adminListAPIKeys", Method: "GET", Path: "/admin/v1/accounts/{accountId}/api-keys", GoMethods: []string{"Admin.ListAPIKeys"}},
 	{ID: "adminRevokeAPIKey", Method: "POST", Path: "/admin/v1/api-keys/{keyId}/revoke", GoMethods: []string{"Admin.RevokeAPIKey"}},
 	{ID: "adminSetAccountPlan", Method: "PUT", Path: "/admin/v1/accounts/{accountId}/plan", GoMethods: []string{"Admin.SetAccountPlan"}},
+	{ID: "answerHelpRequest", Method: "POST", Path: "/api/v1/help-requests/{helpRequestId}/answer", GoMethods: []string{"Client.AnswerHelpRequest"}},
 	{ID: "arriveByLocation", Method: "POST", Path: "/ticket/{token}/arrive", GoMethods: []string{"Client.ArriveByLocation"}},
 	{ID: "arriveTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/arrive", GoMethods: []string{"Client.ArriveTurn"}},
+	{ID: "askForHelp", Method: "POST", Path: "/ticket/{token}/help", GoMethods: []string{"Client.AskForHelp"}},
 	{ID: "assignStation", Method: "POST", Path: "/api/v1/turns/{turnId}/assign-station", GoMethods: []string{"Client.AssignStation"}},
 	{ID: "callTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/call", GoMethods: []string{"Client.CallTurn"}},
 	{ID: "cancelAppointment", Method: "POST", Path: "/api/v1/appointments/{id}/cancel", GoMethods: []string{"Client.CancelAppointment"}},
@@ -2896,6 +3137,7 @@ var operations = []Operation{
 	{ID: "getDisplayBoard", Method: "GET", Path: "/display/{token}/board", GoMethods: []string{"Client.GetDisplayBoard"}},
 	{ID: "getDisplayPage", Method: "GET", Path: "/display/{token}", GoMethods: []string(nil)},
 	{ID: "getHealth", Method: "GET", Path: "/healthz", GoMethods: []string{"Client.GetHealth"}},
+	{ID: "getHelpRequest", Method: "GET", Path: "/api/v1/help-requests/{helpRequestId}", GoMethods: []string{"Client.GetHelpRequest"}},
 	{ID: "getJoinAsset", Method: "GET", Path: "/join/assets/{file}", GoMethods: []string(nil)},
 	{ID: "getJoinPage", Method: "GET", Path: "/join/{token}", GoMethods: []string(nil)},
 	{ID: "getJoinPoster", Method: "GET", Path: "/join/{token}/poster", GoMethods: []string(nil)},
@@ -2905,6 +3147,7 @@ var operations = []Operation{
 	{ID: "getMetrics", Method: "GET", Path: "/metrics", GoMethods: []string(nil)},
 	{ID: "getOpenAPIDocument", Method: "GET", Path: "/api/v1/openapi.json", GoMethods: []string{"Client.GetOpenAPIDocument"}},
 	{ID: "getPageStrings", Method: "GET", Path: "/i18n/{file}", GoMethods: []string(nil)},
+	{ID: "getPhonePoints", Method: "GET", Path: "/api/v1/queues/{queueId}/points", GoMethods: []string{"Client.GetPhonePoints"}},
 	{ID: "getQueue", Method: "GET", Path: "/api/v1/queues/{queueId}", GoMethods: []string{"Client.GetQueue"}},
 	{ID: "getQueueLink", Method: "GET", Path: "/api/v1/queue-links/{linkId}", GoMethods: []string{"Client.GetQueueLink"}},
 	{ID: "getReadiness", Method: "GET", Path: "/readyz", GoMethods: []string{"Client.GetReadiness"}},
@@ -2915,6 +3158,7 @@ var operations = []Operation{
 	{ID: "getTicketQRCodeSVG", Method: "GET", Path: "/ticket/{token}/qr.svg", GoMethods: []string(nil)},
 	{ID: "getTurn", Method: "GET", Path: "/api/v1/turns/{turnId}", GoMethods: []string{"Client.GetTurn"}},
 	{ID: "getTurnAccessCode", Method: "GET", Path: "/api/v1/turns/{turnId}/access-code", GoMethods: []string{"Client.GetTurnAccessCode"}},
+	{ID: "getTurnPoints", Method: "GET", Path: "/api/v1/turns/{turnId}/points", GoMethods: []string{"Client.GetTurnPoints"}},
 	{ID: "holdTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/hold", GoMethods: []string{"Client.HoldTurn"}},
 	{ID: "joinQueue", Method: "POST", Path: "/join/{token}", GoMethods: []string{"Client.JoinQueue"}},
 	{ID: "leaveQueue", Method: "POST", Path: "/ticket/{token}/leave", GoMethods: []string{"Client.LeaveQueue"}},
@@ -2927,9 +3171,11 @@ var operations = []Operation{
 	{ID: "listQueueLinkForwards", Method: "GET", Path: "/api/v1/queue-links/{linkId}/forwards", GoMethods: []string{"Client.ListQueueLinkForwards"}},
 	{ID: "listQueueLinks", Method: "GET", Path: "/api/v1/queue-links", GoMethods: []string{"Client.ListQueueLinks"}},
 	{ID: "listQueues", Method: "GET", Path: "/api/v1/queues", GoMethods: []string{"Client.ListQueues"}},
+	{ID: "listRunHelpRequests", Method: "GET", Path: "/api/v1/queue-runs/{runId}/help-requests", GoMethods: []string{"Client.ListRunHelpRequests"}},
 	{ID: "listSlots", Method: "GET", Path: "/api/v1/queue-runs/{runId}/slots", GoMethods: []string{"Client.ListSlots"}},
 	{ID: "listStations", Method: "GET", Path: "/api/v1/queues/{queueId}/stations", GoMethods: []string{"Client.ListStations"}},
 	{ID: "listTurnForwards", Method: "GET", Path: "/api/v1/turns/{turnId}/forwards", GoMethods: []string{"Client.ListTurnForwards"}},
+	{ID: "listTurnHelpRequests", Method: "GET", Path: "/api/v1/turns/{turnId}/help-requests", GoMethods: []string{"Client.ListTurnHelpRequests"}},
 	{ID: "listTurns", Method: "GET", Path: "/api/v1/queue-runs/{runId}/turns", GoMethods: []string{"Client.ListTurns"}},
 	{ID: "listWebhookDeliveries", Method: "GET", Path: "/api/v1/webhook-deliveries", GoMethods: []string{"Client.ListWebhookDeliveries"}},
 	{ID: "listWebhookEndpoints", Method: "GET", Path: "/api/v1/webhook-endpoints", GoMethods: []string{"Client.ListWebhookEndpoints"}},
@@ -2954,6 +3200,7 @@ var operations = []Operation{
 	{ID: "streamDisplayBoard", Method: "GET", Path: "/display/{token}/events", GoMethods: []string{"Client.SubscribeDisplayBoard"}},
 	{ID: "streamEvents", Method: "GET", Path: "/api/v1/events/stream", GoMethods: []string{"Client.SubscribeEvents", "Client.PollEvents"}},
 	{ID: "streamTicket", Method: "GET", Path: "/ticket/{token}/events", GoMethods: []string(nil)},
+	{ID: "transferTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/transfer", GoMethods: []string{"Client.TransferTurn"}},
 	{ID: "updateDisplayToken", Method: "PATCH", Path: "/api/v1/display-tokens/{tokenId}", GoMethods: []string{"Client.UpdateDisplayToken"}},
 	{ID: "updateEntity", Method: "PATCH", Path: "/api/v1/entities/{entityId}", GoMethods: []string{"Client.UpdateEntity"}},
 	{ID: "updateQueueLink", Method: "PATCH", Path: "/api/v1/queue-links/{linkId}", GoMethods: []string{"Client.UpdateQueueLink"}},

@@ -66,15 +66,32 @@ func durations(vs []float64) analytics.Durations {
 	return d
 }
 
-// acc accumulates one queue's (or the total's) figures.
+// acc accumulates one queue's (or the total's) figures; slaWait and
+// slaService are non-nil once a window with that target counts into it.
 type acc struct {
-	stats         analytics.Stats
-	waits, served []float64
+	stats               analytics.Stats
+	waits, served       []float64
+	slaWait, slaService *analytics.SLAShare
 }
 
 func (a *acc) done() analytics.Stats {
 	a.stats.Wait, a.stats.Service = durations(a.waits), durations(a.served)
+	if a.slaWait != nil || a.slaService != nil {
+		a.stats.SLA = &analytics.SLAShares{Wait: a.slaWait, Service: a.slaService}
+	}
 	return a.stats
+}
+
+// slaCount counts one duration against a target: measured, and within
+// when at most the target.
+func slaCount(share **analytics.SLAShare, secs, target float64) {
+	if *share == nil {
+		*share = &analytics.SLAShare{}
+	}
+	(*share).Measured++
+	if secs <= target {
+		(*share).Within++
+	}
 }
 
 // Summary computes each window's figures and the total.
@@ -92,6 +109,23 @@ func (r *Analytics) Summary(ctx context.Context, windows []analytics.Window) (ma
 		f(per[queueID])
 		f(total)
 	}
+	// A target with nothing measured still shows, as 0 of 0.
+	for _, w := range windows {
+		if w.MaxWaitSeconds != nil {
+			both(w.QueueID, func(a *acc) {
+				if a.slaWait == nil {
+					a.slaWait = &analytics.SLAShare{}
+				}
+			})
+		}
+		if w.MaxServiceSeconds != nil {
+			both(w.QueueID, func(a *acc) {
+				if a.slaService == nil {
+					a.slaService = &analytics.SLAShare{}
+				}
+			})
+		}
+	}
 	r.s.read(ctx, func() {
 		for queueID, w := range byQueue {
 			r.turns.ofQueue(queueID, func(t turns.Turn) {
@@ -100,7 +134,12 @@ func (r *Analytics) Summary(ctx context.Context, windows []analytics.Window) (ma
 				}
 				if within(t.CalledAt, w) {
 					wait := t.CalledAt.Sub(t.CreatedAt).Seconds()
-					both(queueID, func(a *acc) { a.waits = append(a.waits, wait) })
+					both(queueID, func(a *acc) {
+						a.waits = append(a.waits, wait)
+						if w.MaxWaitSeconds != nil {
+							slaCount(&a.slaWait, wait, *w.MaxWaitSeconds)
+						}
+					})
 				}
 				if within(t.FinishedAt, w) {
 					switch t.Status {
@@ -109,6 +148,9 @@ func (r *Analytics) Summary(ctx context.Context, windows []analytics.Window) (ma
 							a.stats.Served++
 							if t.ServiceSeconds != nil {
 								a.served = append(a.served, *t.ServiceSeconds)
+								if w.MaxServiceSeconds != nil {
+									slaCount(&a.slaService, *t.ServiceSeconds, *w.MaxServiceSeconds)
+								}
 							}
 						})
 					case turns.NoShow:

@@ -22,13 +22,14 @@ type Turns struct {
 	lines   *table[int64]   // line version by run id
 	changes *table[[]turns.LineChange]
 	seq     *table[int64] // one row, the arrival sequence
+	marks   *table[time.Time] // turnmarks.go, by turn id + "/" + kind
 }
 
 // NewTurns builds the repository on s: deleting a run deletes its turns,
 // and deleting a station unassigns it from its turns.
 func NewTurns(s *Store) *Turns {
 	r := &Turns{s: s, turns: newTurnRows(), numbers: newTable[counter](s), lines: newTable[int64](s),
-		changes: newTable[[]turns.LineChange](s), seq: newTable[int64](s)}
+		changes: newTable[[]turns.LineChange](s), seq: newTable[int64](s), marks: newTable[time.Time](s)}
 	s.turns = r
 	s.OnDelete("run", func(ctx context.Context, runID string) {
 		for id := range maps.Clone(r.turns.byRun[runID]) {

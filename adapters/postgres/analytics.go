@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -20,8 +21,11 @@ func NewAnalytics(db *DB) *Analytics { return &Analytics{db: db} }
 // windowsCTE turns the windows into rows w(queue_id, lo, hi) the queries
 // join on: each queue's own period, which is what lets every queue count
 // its own local days in one statement.
+// max_wait and max_svc are the queue's SLA targets in seconds (null: none;
+// sent as text, '' for none).
 const windowsCTE = `WITH w AS (
-	SELECT * FROM unnest(?::text[], ?::timestamptz[], ?::timestamptz[]) AS w(queue_id, lo, hi)
+	SELECT queue_id, lo, hi, NULLIF(mw, '')::float8 AS max_wait, NULLIF(ms, '')::float8 AS max_svc
+	  FROM unnest(?::text[], ?::timestamptz[], ?::timestamptz[], ?::text[], ?::text[]) AS w(queue_id, lo, hi, mw, ms)
 )
 `
 
@@ -29,12 +33,61 @@ func windowArgs(windows []analytics.Window) []any {
 	ids := make([]string, len(windows))
 	los := make([]string, len(windows))
 	his := make([]string, len(windows))
+	mws := make([]string, len(windows))
+	mss := make([]string, len(windows))
+	target := func(v *float64) string {
+		if v == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*v, 'f', -1, 64)
+	}
 	for i, w := range windows {
 		ids[i] = w.QueueID
 		los[i] = w.From.UTC().Format(time.RFC3339Nano)
 		his[i] = w.To.UTC().Format(time.RFC3339Nano)
+		mws[i], mss[i] = target(w.MaxWaitSeconds), target(w.MaxServiceSeconds)
 	}
-	return []any{pgdialect.Array(ids), pgdialect.Array(los), pgdialect.Array(his)}
+	return []any{pgdialect.Array(ids), pgdialect.Array(los), pgdialect.Array(his), pgdialect.Array(mws), pgdialect.Array(mss)}
+}
+
+// slaShare is the counted share of a target, or nil when no window of
+// the group has the target.
+func slaShare(has bool, n, within int) *analytics.SLAShare {
+	if !has {
+		return nil
+	}
+	return &analytics.SLAShare{Measured: n, Within: within}
+}
+
+// setSLA sets one target's share on st (wait or service), keeping the other.
+func setSLA(st *analytics.Stats, wait bool, sh *analytics.SLAShare) {
+	if sh == nil {
+		return
+	}
+	if st.SLA == nil {
+		st.SLA = &analytics.SLAShares{}
+	}
+	if wait {
+		st.SLA.Wait = sh
+	} else {
+		st.SLA.Service = sh
+	}
+}
+
+// targets tells which windows have a target: by queue, and whether any.
+func targets(windows []analytics.Window, wait bool) (map[string]bool, bool) {
+	by := make(map[string]bool, len(windows))
+	anyOf := false
+	for _, w := range windows {
+		v := w.MaxServiceSeconds
+		if wait {
+			v = w.MaxWaitSeconds
+		}
+		if v != nil {
+			by[w.QueueID], anyOf = true, true
+		}
+	}
+	return by, anyOf
 }
 
 // countsRow is one window's counts.
@@ -81,6 +134,8 @@ type finishedRow struct {
 	SvcN      int       `bun:"svc_n"`
 	SvcAvg    *float64  `bun:"svc_avg"`
 	SvcPct    []float64 `bun:"svc_pct,array"`
+	SLAN      int       `bun:"sla_n"`
+	SLAWithin int       `bun:"sla_within"`
 }
 
 // finishedSQL: turns finished in each window, per queue and in total
@@ -89,9 +144,11 @@ var finishedSQL = windowsCTE + `SELECT t.queue_id,
 	count(*) FILTER (WHERE t.status = 'COMPLETED') AS served,
 	count(*) FILTER (WHERE t.status = 'NO_SHOW') AS no_shows,
 	count(*) FILTER (WHERE t.status = 'CANCELLED') AS cancelled,
-	` + durationsCols("svc", "t.status = 'COMPLETED'") + `
+	` + durationsCols("svc", "t.status = 'COMPLETED'") + `,
+	count(secs) FILTER (WHERE t.status = 'COMPLETED' AND t.lim IS NOT NULL) AS sla_n,
+	count(secs) FILTER (WHERE t.status = 'COMPLETED' AND secs <= t.lim) AS sla_within
 FROM w JOIN LATERAL (
-	SELECT t.queue_id, t.status, t.service_seconds AS secs FROM turns t
+	SELECT t.queue_id, t.status, t.service_seconds AS secs, w.max_svc AS lim FROM turns t
 	 WHERE t.queue_id = w.queue_id AND t.finished_at >= w.lo AND t.finished_at < w.hi
 ) t ON true
 GROUP BY GROUPING SETS ((t.queue_id), ())`
@@ -100,15 +157,19 @@ GROUP BY GROUPING SETS ((t.queue_id), ())`
 // the period.
 type waitRow struct {
 	QueueID *string   `bun:"queue_id"`
-	WaitN   int       `bun:"wait_n"`
-	WaitAvg *float64  `bun:"wait_avg"`
-	WaitPct []float64 `bun:"wait_pct,array"`
+	WaitN     int       `bun:"wait_n"`
+	WaitAvg   *float64  `bun:"wait_avg"`
+	WaitPct   []float64 `bun:"wait_pct,array"`
+	SLAN      int       `bun:"sla_n"`
+	SLAWithin int       `bun:"sla_within"`
 }
 
 var waitSQL = windowsCTE + `SELECT t.queue_id,
-	` + durationsCols("wait", "") + `
+	` + durationsCols("wait", "") + `,
+	count(secs) FILTER (WHERE t.lim IS NOT NULL) AS sla_n,
+	count(secs) FILTER (WHERE secs <= t.lim) AS sla_within
 FROM w JOIN LATERAL (
-	SELECT t.queue_id, extract(epoch FROM t.called_at - t.created_at)::float8 AS secs FROM turns t
+	SELECT t.queue_id, extract(epoch FROM t.called_at - t.created_at)::float8 AS secs, w.max_wait AS lim FROM turns t
 	 WHERE t.queue_id = w.queue_id AND t.called_at >= w.lo AND t.called_at < w.hi
 ) t ON true
 GROUP BY GROUPING SETS ((t.queue_id), ())`
@@ -132,14 +193,60 @@ func (r *Analytics) finished(ctx context.Context, windows []analytics.Window, pe
 		st.Served, st.NoShows, st.Cancelled = row.Served, row.NoShows, row.Cancelled
 		st.Service = durationsOf(row.SvcN, row.SvcAvg, row.SvcPct)
 	}
+	has, hasAny := targets(windows, false)
 	for _, row := range rows {
 		if row.QueueID == nil {
 			fill(total, row)
+			setSLA(total, false, slaShare(hasAny, row.SLAN, row.SLAWithin))
 			continue
 		}
 		st := per[*row.QueueID]
 		fill(&st, row)
+		setSLA(&st, false, slaShare(has[*row.QueueID], row.SLAN, row.SLAWithin))
 		per[*row.QueueID] = st
+	}
+	// A target with no finished turn (no row) still shows, as 0 of 0.
+	for id := range has {
+		st := per[id]
+		if st.SLA == nil || st.SLA.Service == nil {
+			setSLA(&st, false, slaShare(true, 0, 0))
+			per[id] = st
+		}
+	}
+	if hasAny && (total.SLA == nil || total.SLA.Service == nil) {
+		setSLA(total, false, slaShare(true, 0, 0))
+	}
+	return nil
+}
+
+// waits runs waitSQL into per (by queue) and total.
+func (r *Analytics) waits(ctx context.Context, windows []analytics.Window, per map[string]analytics.Stats, total *analytics.Stats) error {
+	var rows []waitRow
+	if err := r.db.IDB(ctx).NewRaw(waitSQL, windowArgs(windows)...).Scan(ctx, &rows); err != nil {
+		return wrap(err, "analytics: waits")
+	}
+	has, hasAny := targets(windows, true)
+	for _, row := range rows {
+		d := durationsOf(row.WaitN, row.WaitAvg, row.WaitPct)
+		if row.QueueID == nil {
+			total.Wait = d
+			setSLA(total, true, slaShare(hasAny, row.SLAN, row.SLAWithin))
+			continue
+		}
+		st := per[*row.QueueID]
+		st.Wait = d
+		setSLA(&st, true, slaShare(has[*row.QueueID], row.SLAN, row.SLAWithin))
+		per[*row.QueueID] = st
+	}
+	for id := range has {
+		st := per[id]
+		if st.SLA == nil || st.SLA.Wait == nil {
+			setSLA(&st, true, slaShare(true, 0, 0))
+			per[id] = st
+		}
+	}
+	if hasAny && (total.SLA == nil || total.SLA.Wait == nil) {
+		setSLA(total, true, slaShare(true, 0, 0))
 	}
 	return nil
 }
@@ -166,19 +273,8 @@ func (r *Analytics) Summary(ctx context.Context, windows []analytics.Window) (ma
 	if err := r.finished(ctx, windows, per, &total); err != nil {
 		return nil, total, err
 	}
-	var waits []waitRow
-	if err := r.db.IDB(ctx).NewRaw(waitSQL, windowArgs(windows)...).Scan(ctx, &waits); err != nil {
-		return nil, total, wrap(err, "analytics: waits")
-	}
-	for _, row := range waits {
-		d := durationsOf(row.WaitN, row.WaitAvg, row.WaitPct)
-		if row.QueueID == nil {
-			total.Wait = d
-			continue
-		}
-		st := per[*row.QueueID]
-		st.Wait = d
-		per[*row.QueueID] = st
+	if err := r.waits(ctx, windows, per, &total); err != nil {
+		return nil, total, err
 	}
 	return per, total, nil
 }
@@ -231,6 +327,13 @@ func (r *Analytics) Live(ctx context.Context, today []analytics.Window, now time
 	var total analytics.Stats
 	if err := r.finished(ctx, today, per, &total); err != nil {
 		return nil, nil, err
+	}
+	// Today's wait share, only where a queue has the target: the
+	// dashboard shows no other wait figure of today.
+	if _, anyWait := targets(today, true); anyWait {
+		if err := r.waits(ctx, today, per, &total); err != nil {
+			return nil, nil, err
+		}
 	}
 	return live, per, nil
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +63,9 @@ type DB struct {
 	readOnlyAt atomic.Int64
 	// readOnlyResets counts those resets (ReadOnlyResets).
 	readOnlyResets atomic.Int64
+	// doomed holds the connections whose server refused a write
+	// (*pgx.Conn keys): the pool closes them when they are released.
+	doomed sync.Map
 }
 
 // Options tune Open.
@@ -104,6 +108,7 @@ func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 	if opts.Tracer != nil {
 		cfg.ConnConfig.Tracer = multitracer.New(opts.Tracer, ro)
 	}
+	cfg.AfterRelease = db.afterRelease
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, startupError(cfg, err)

@@ -45,6 +45,21 @@ func (db *DB) discardReadOnly() {
 	}
 }
 
+// doom marks conn to be closed when it goes back to the pool (afterRelease)
+// rather than kept: its server refused a write.
+func (db *DB) doom(conn *pgx.Conn) {
+	if conn != nil {
+		db.doomed.Store(conn, struct{}{})
+	}
+}
+
+// afterRelease is the pool's AfterRelease: a connection marked by doom is
+// destroyed instead of going back to the idle ones.
+func (db *DB) afterRelease(conn *pgx.Conn) bool {
+	_, doomed := db.doomed.LoadAndDelete(conn)
+	return !doomed
+}
+
 // ReadOnlyResets returns how often the pool was reset because its server
 // had become read-only.
 func (db *DB) ReadOnlyResets() int64 { return db.readOnlyResets.Load() }
@@ -63,8 +78,9 @@ func (t *readOnlyTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx
 	return ctx
 }
 
-func (t *readOnlyTracer) TraceQueryEnd(_ context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
+func (t *readOnlyTracer) TraceQueryEnd(_ context.Context, conn *pgx.Conn, data pgx.TraceQueryEndData) {
 	if data.Err != nil && readOnly(data.Err) {
+		t.db.doom(conn)
 		t.db.discardReadOnly()
 	}
 }
@@ -73,14 +89,16 @@ func (t *readOnlyTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx
 	return ctx
 }
 
-func (t *readOnlyTracer) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+func (t *readOnlyTracer) TraceBatchQuery(_ context.Context, conn *pgx.Conn, data pgx.TraceBatchQueryData) {
 	if data.Err != nil && readOnly(data.Err) {
+		t.db.doom(conn)
 		t.db.discardReadOnly()
 	}
 }
 
-func (t *readOnlyTracer) TraceBatchEnd(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchEndData) {
+func (t *readOnlyTracer) TraceBatchEnd(_ context.Context, conn *pgx.Conn, data pgx.TraceBatchEndData) {
 	if data.Err != nil && readOnly(data.Err) {
+		t.db.doom(conn)
 		t.db.discardReadOnly()
 	}
 }

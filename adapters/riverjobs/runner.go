@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -89,6 +90,12 @@ type Options struct {
 	StopTimeout time.Duration
 	// Logger receives River's logs; nil uses slog.Default().
 	Logger *slog.Logger
+	// WatchdogInterval is how often the watchdog (watchdog.go) looks at
+	// River; zero is DefaultWatchdogInterval.
+	WatchdogInterval time.Duration
+	// StuckAfter is how long jobs may stay overdue with none worked before
+	// the watchdog restarts River; zero is DefaultStuckAfter.
+	StuckAfter time.Duration
 }
 
 // Runner schedules and runs jobs with River. Register every kind, then
@@ -102,6 +109,13 @@ type Runner struct {
 	kinds  map[string]ports.JobKind
 	client *river.Client[pgx.Tx]
 	cancel context.CancelFunc // ends the context River runs on
+
+	// lastWorked is when this process last began a job (unix nanos);
+	// restarts counts the watchdog's restarts.
+	lastWorked atomic.Int64
+	restarts   atomic.Int64
+	// stopping is set by Stop: the watchdog lets River stop then.
+	stopping atomic.Bool
 }
 
 // New returns a Runner on db's pool.
@@ -114,10 +128,14 @@ func New(db *postgres.DB, opts Options) *Runner {
 	opts.RescueStuckJobsAfter = cmp.Or(opts.RescueStuckJobsAfter, max(DefaultRescueStuckJobsAfter, opts.JobTimeout))
 	opts.MaxAttempts = cmp.Or(opts.MaxAttempts, DefaultMaxAttempts)
 	opts.StopTimeout = cmp.Or(opts.StopTimeout, DefaultStopTimeout)
+	opts.WatchdogInterval = cmp.Or(opts.WatchdogInterval, DefaultWatchdogInterval)
+	opts.StuckAfter = cmp.Or(opts.StuckAfter, DefaultStuckAfter)
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Runner{db: db, opts: opts, kinds: map[string]ports.JobKind{}}
+	r := &Runner{db: db, opts: opts, kinds: map[string]ports.JobKind{}}
+	r.lastWorked.Store(time.Now().UnixNano())
+	return r
 }
 
 // Register adds a kind of job. It panics on a programming error: an empty
@@ -151,7 +169,7 @@ func (r *Runner) Client() (*river.Client[pgx.Tx], error) {
 	var periodic []*river.PeriodicJob
 	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: r.opts.Workers}}
 	for name, kind := range r.kinds {
-		river.AddWorkerArgs(workers, jobArgs{kind: name}, &worker{kind: kind})
+		river.AddWorkerArgs(workers, jobArgs{kind: name}, &worker{kind: kind, worked: &r.lastWorked})
 		backoffs[name] = kind.Backoff
 		if kind.Every > 0 {
 			periodic = append(periodic, periodicJob(name, kind.Every, kind.Queue))
@@ -291,6 +309,7 @@ func (r *Runner) Start(context.Context) error {
 	r.mu.Lock()
 	r.cancel = cancel
 	r.mu.Unlock()
+	go r.watch(runCtx, client)
 	return nil
 }
 
@@ -299,6 +318,7 @@ func (r *Runner) Start(context.Context) error {
 // them until ctx ends. Jobs cut short are retried later, by this process
 // or another.
 func (r *Runner) Stop(ctx context.Context) error {
+	r.stopping.Store(true)
 	r.mu.Lock()
 	client, cancel := r.client, r.cancel
 	r.cancel = nil
@@ -343,10 +363,12 @@ func (a jobArgs) Kind() string { return a.kind }
 // worker runs one kind's handler.
 type worker struct {
 	river.WorkerDefaults[jobArgs]
-	kind ports.JobKind
+	kind   ports.JobKind
+	worked *atomic.Int64 // Runner.lastWorked
 }
 
 func (w *worker) Work(ctx context.Context, job *river.Job[jobArgs]) error {
+	w.worked.Store(time.Now().UnixNano())
 	return w.kind.Handler(ctx, ports.JobContext{
 		ID:          strconv.FormatInt(job.ID, 10),
 		Kind:        job.Kind,

@@ -21,11 +21,74 @@ const (
 	DefaultDays = 30
 )
 
-// Window is one queue's period: [From, To).
+// Window is one queue's period: [From, To), and the queue's SLA targets
+// in seconds (nil: no target), whose shares the storage counts.
 type Window struct {
-	QueueID string
-	From    time.Time
-	To      time.Time
+	QueueID           string
+	From              time.Time
+	To                time.Time
+	MaxWaitSeconds    *float64
+	MaxServiceSeconds *float64
+}
+
+// windowOf is q's window [from, to) with its SLA targets.
+func windowOf(q queues.Queue, from, to time.Time) Window {
+	w := Window{QueueID: q.ID, From: from, To: to}
+	if m := q.SLA.MaxWaitMinutes; m != nil {
+		w.MaxWaitSeconds = platform.Ptr(float64(*m) * 60)
+	}
+	if m := q.SLA.MaxServiceMinutes; m != nil {
+		w.MaxServiceSeconds = platform.Ptr(float64(*m) * 60)
+	}
+	return w
+}
+
+// SLAShares are the period's turns within a queue's sla targets
+// (docs/queues.md): Wait over the turns called in the period (waited at
+// most sla.maxWaitMinutes from taking the turn to the call), Service over
+// the turns completed in it with a service time (served within
+// sla.maxServiceMinutes). Each is null when the queue has no such target;
+// in the total, each sums the queues that have it. The targets in effect
+// now apply to the whole period.
+type SLAShares struct {
+	Wait    *SLAShare `json:"wait"`
+	Service *SLAShare `json:"service"`
+}
+
+// SLAShare is one target's share: Within of Measured turns met it; Share
+// is Within/Measured (null when none was measured). TargetMinutes is the
+// queue's target (null in the total, where queues' targets differ).
+type SLAShare struct {
+	TargetMinutes *int     `json:"targetMinutes"`
+	Measured      int      `json:"measured"`
+	Within        int      `json:"within"`
+	Share         *float64 `json:"share"`
+}
+
+// finish sets Share from the counts.
+func (s *SLAShare) finish(target *int) {
+	if s == nil {
+		return
+	}
+	s.TargetMinutes = target
+	if s.Measured > 0 {
+		s.Share = platform.Ptr(float64(s.Within) / float64(s.Measured))
+	}
+}
+
+// finishSLA completes the shares the storage counted: the targets, the
+// ratios; nil when neither target applied.
+func finishSLA(sh *SLAShares, sla *queues.SLA) *SLAShares {
+	if sh == nil || sh.Wait == nil && sh.Service == nil {
+		return nil
+	}
+	var wait, svc *int
+	if sla != nil {
+		wait, svc = sla.MaxWaitMinutes, sla.MaxServiceMinutes
+	}
+	sh.Wait.finish(wait)
+	sh.Service.finish(svc)
+	return sh
 }
 
 // Live is what the storage counts of a queue right now.
@@ -70,6 +133,10 @@ type Stats struct {
 	// period. Service: the service time of turns completed in the period.
 	Wait    Durations `json:"wait"`
 	Service Durations `json:"service"`
+	// SLA is the share of these turns within the queue's sla targets;
+	// null when it has none. The storage counts Measured and Within of
+	// each target its window names; the service completes the rest.
+	SLA *SLAShares `json:"sla"`
 }
 
 // QueueDashboard is the live figures of one queue.
@@ -84,6 +151,9 @@ type QueueDashboard struct {
 	ServedToday                int      `json:"servedToday"`
 	NoShowsToday               int      `json:"noShowsToday"`
 	AverageServiceSecondsToday *float64 `json:"averageServiceSecondsToday"`
+	// SLAToday is today's share of turns within the queue's sla targets
+	// (null when it has none).
+	SLAToday *SLAShares `json:"slaToday"`
 }
 
 // Dashboard is GET /analytics/dashboard.
@@ -180,7 +250,7 @@ func (s *Service) Dashboard(ctx context.Context, accountID string) (Dashboard, e
 	for i, q := range qs {
 		local := now.In(q.Zone())
 		from, to := localDays(local, local, q.Zone())
-		windows[i] = Window{QueueID: q.ID, From: from, To: to}
+		windows[i] = windowOf(q, from, to)
 	}
 	out := Dashboard{GeneratedAt: now, Queues: make([]QueueDashboard, len(qs))}
 	if len(qs) == 0 {
@@ -195,6 +265,7 @@ func (s *Service) Dashboard(ctx context.Context, accountID string) (Dashboard, e
 		out.Queues[i] = QueueDashboard{
 			QueueID: q.ID, QueueName: q.Name, Timezone: q.Zone().String(), Today: now.In(q.Zone()).Format(time.DateOnly),
 			Live: live[q.ID], ServedToday: st.Served, NoShowsToday: st.NoShows, AverageServiceSecondsToday: st.Service.AverageSeconds,
+			SLAToday: finishSLA(st.SLA, &q.SLA),
 		}
 	}
 	return out, nil
@@ -307,7 +378,7 @@ func (s *Service) Summary(ctx context.Context, accountID string, in SummaryInput
 		if end.Before(start) {
 			end = start // from after this queue's today: nothing to count
 		}
-		windows[i] = Window{QueueID: q.ID, From: start, To: end}
+		windows[i] = windowOf(q, start, end)
 		out.Queues[i] = QueueSummary{QueueID: q.ID, QueueName: q.Name, Timezone: q.Zone().String(), PeriodStart: start, PeriodEnd: end}
 		if i == 0 || from.Before(first) {
 			first = from
@@ -344,8 +415,11 @@ func (s *Service) Summary(ctx context.Context, accountID string, in SummaryInput
 		return Summary{}, err
 	}
 	for i := range out.Queues {
-		out.Queues[i].Stats = per[out.Queues[i].QueueID]
+		st := per[out.Queues[i].QueueID]
+		st.SLA = finishSLA(st.SLA, &qs[i].SLA)
+		out.Queues[i].Stats = st
 	}
+	total.SLA = finishSLA(total.SLA, nil)
 	out.Total.Stats = total
 	return out, nil
 }

@@ -125,6 +125,9 @@ type Board struct {
 	Queue   BoardQueue `json:"queue"`
 	Run     BoardRun   `json:"run"`
 	Columns []Column   `json:"columns"`
+	// ShowSecurity is the queue's arrivalBoard.showSecurity: the called
+	// turns carry their security codes, shown in a column of their own.
+	ShowSecurity bool `json:"showSecurity"`
 	// Calling are the turns called now (CALLED), the most recent call
 	// first.
 	Calling []BoardTurn `json:"calling"`
@@ -152,6 +155,12 @@ type BoardWaiting struct {
 	// Next are the display codes of the first NextUp waiting turns, the
 	// next to be called first; a screen may show them ("next up").
 	Next []string `json:"next"`
+	// OverSLA is how many of them have waited longer than the queue's
+	// sla.maxWaitMinutes (docs/queues.md); null when it has none. A
+	// screen may flag it ("3 waiting over 15 min").
+	OverSLA *int `json:"overSla"`
+	// MaxWaitMinutes is that target (null without one).
+	MaxWaitMinutes *int `json:"maxWaitMinutes"`
 }
 
 // NextUp is how many waiting codes the board lists as next up.
@@ -188,6 +197,9 @@ type BoardTurn struct {
 	Station     *BoardStation     `json:"station"`
 	CalledAt    *time.Time        `json:"calledAt"`
 	Columns     map[string]string `json:"columns"`
+	// SecurityCode is the turn's pickup code when the queue's
+	// arrivalBoard.showSecurity is on (null otherwise).
+	SecurityCode *string `json:"securityCode"`
 }
 
 // BoardStation is where a called turn goes.

@@ -212,13 +212,14 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 		stations[st.ID] = BoardStation{ID: st.ID, Label: st.Label}
 	}
 	b := Board{
-		Queue:       BoardQueue{ID: q.ID, Name: q.Name, Subtitle: q.Subtitle},
-		Run:         BoardRun{ID: run.ID, Status: run.Status, IntakeOpen: run.IntakeOpen},
-		Columns:     columns(q),
-		Calling:     []BoardTurn{},
-		Recent:      []BoardTurn{},
-		Options:     t.Options,
-		GeneratedAt: s.clock.Now(),
+		Queue:        BoardQueue{ID: q.ID, Name: q.Name, Subtitle: q.Subtitle},
+		Run:          BoardRun{ID: run.ID, Status: run.Status, IntakeOpen: run.IntakeOpen},
+		Columns:      columns(q),
+		ShowSecurity: turns.ShowsSecurity(q),
+		Calling:      []BoardTurn{},
+		Recent:       []BoardTurn{},
+		Options:      t.Options,
+		GeneratedAt:  s.clock.Now(),
 	}
 
 	page := platform.PageRequest{Limit: platform.MaxPageLimit}
@@ -230,6 +231,9 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 		}
 		for _, v := range p.Items {
 			bt := BoardTurn{TurnID: v.ID, DisplayCode: v.DisplayCode, CalledAt: v.CalledAt, Columns: map[string]string{}}
+			if b.ShowSecurity {
+				bt.SecurityCode = platform.Ptr(turns.SecurityCode(v.ID))
+			}
 			if v.Station != nil {
 				bt.Station = &BoardStation{ID: v.Station.ID, Label: v.Station.Label}
 			}
@@ -249,6 +253,12 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 	sort.SliceStable(b.Calling, func(i, j int) bool { return later(b.Calling[i].CalledAt, b.Calling[j].CalledAt) })
 
 	page = platform.PageRequest{Limit: platform.MaxPageLimit}
+	var over *int
+	var maxWait time.Duration
+	if m := q.SLA.MaxWaitMinutes; m != nil {
+		over, maxWait = new(int), time.Duration(*m)*time.Minute
+		b.Waiting.OverSLA, b.Waiting.MaxWaitMinutes = over, m
+	}
 	var last *turns.View
 	var ahead []turns.View
 	for {
@@ -259,6 +269,9 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 		for i := range p.Items {
 			v := p.Items[i]
 			b.Waiting.Count++
+			if over != nil && !b.GeneratedAt.Before(v.CreatedAt.Add(maxWait)) {
+				*over++
+			}
 			if v.Position != nil {
 				ahead = append(ahead, v)
 			}

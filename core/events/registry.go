@@ -7,6 +7,7 @@ import (
 	"github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
+	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
 )
 
@@ -27,6 +28,9 @@ var registry = []platform.Payload{
 	queues.QueueClosed{},
 	appointments.AppointmentScheduled{},
 	appointments.AppointmentCompleted{},
+	ticket.HelpRequestedData{},
+	ticket.HelpAnsweredData{},
+	turns.TurnSLABreached{},
 }
 
 // names are the registry's event names, in its order.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/qms-dev/qms/core/entities"
+	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
 )
@@ -22,11 +23,26 @@ type Repository interface {
 	// other link of the turn is made meanwhile), so MaxLinksPerTurn holds
 	// under concurrency.
 	CountByTurn(ctx context.Context, turnID string) (int, error)
-	// PruneTicketLinks deletes the links of turns that finished before before;
-	// the links of unfinished turns are kept, whatever their age, at most
-	// limit rows, in one short transaction of its own (not the caller's), and
-	// reports how many: the module's retention task (ports.RetentionTask)
-	// calls it again while it deletes a full batch.
+
+	// CreateHelp stores a new help request unless its turn has an OPEN
+	// one; it reports whether it stored this one.
+	CreateHelp(ctx context.Context, h HelpRequest) (bool, error)
+	GetHelp(ctx context.Context, id string) (HelpRequest, error)
+	// GetHelpForUpdate locks the request until the unit of work ends.
+	GetHelpForUpdate(ctx context.Context, id string) (HelpRequest, error)
+	UpdateHelp(ctx context.Context, h HelpRequest) error
+	// CountHelpOfTurn counts a turn's help requests.
+	CountHelpOfTurn(ctx context.Context, turnID string) (int, error)
+	// HelpOfTurn returns a turn's help requests by id (oldest first).
+	HelpOfTurn(ctx context.Context, turnID string) ([]HelpRequest, error)
+	// ListHelp returns up to page.Limit+1 help requests of the run after
+	// page.After by id, only those of status when it is not empty.
+	ListHelp(ctx context.Context, runID, status string, page platform.PageRequest) ([]HelpRequest, error)
+	// PruneTicketLinks deletes the links of turns that finished before
+	// before; the links of unfinished turns are kept, whatever their age.
+	// At most limit rows, in one short transaction of its own (not the
+	// caller's), and reports how many: the module's retention task
+	// (ports.RetentionTask) calls it again while it deletes a full batch.
 	PruneTicketLinks(ctx context.Context, before time.Time, limit int) (int, error)
 }
 

@@ -29,16 +29,18 @@ type Service struct {
 	places   Places
 	branches Branches
 	uow      platform.UnitOfWork
+	events   platform.EventSink
 	clock    platform.Clock
 	after    time.Duration
 }
 
 // NewService builds the service.
-func NewService(repo Repository, ts Turns, ps Places, bs Branches, uow platform.UnitOfWork, clock platform.Clock, opts Options) *Service {
+func NewService(repo Repository, ts Turns, ps Places, bs Branches, uow platform.UnitOfWork, events platform.EventSink,
+	clock platform.Clock, opts Options) *Service {
 	if opts.ExpireAfter <= 0 {
 		opts.ExpireAfter = DefaultExpireAfter
 	}
-	return &Service{repo: repo, turns: ts, places: ps, branches: bs, uow: uow, clock: clock, after: opts.ExpireAfter}
+	return &Service{repo: repo, turns: ts, places: ps, branches: bs, uow: uow, events: events, clock: clock, after: opts.ExpireAfter}
 }
 
 // ExpireAfter is how long links stay open after their turn finished.
@@ -152,6 +154,19 @@ func (s *Service) Ticket(ctx context.Context, l Link, t turns.View) (Ticket, err
 	if t.Station != nil {
 		label := t.Station.Label
 		out.Station = &label
+	}
+	asked, err := s.repo.HelpOfTurn(ctx, t.ID)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("ticket: reading help requests: %w", err)
+	}
+	var last *HelpRequest
+	if len(asked) > 0 {
+		last = &asked[len(asked)-1]
+	}
+	out.Help = helpOf(q, t, last)
+	if turns.ShowsSecurity(q) {
+		code := turns.SecurityCode(t.ID)
+		out.SecurityCode = &code
 	}
 	return out, nil
 }

@@ -90,9 +90,16 @@ type Ticket struct {
 	RunOpen bool `json:"runOpen"`
 	// CanLeave says whether "leave the queue" applies now (the turn is
 	// not finished).
-	CanLeave  bool       `json:"canLeave"`
-	Language  *string    `json:"language"`
-	ExpiresAt *time.Time `json:"expiresAt"`
+	CanLeave bool `json:"canLeave"`
+	// Help is the queue's help (null when it has help off and the turn
+	// never asked): whether "I need help" applies now, and the latest
+	// request with staff's reply.
+	Help *TicketHelp `json:"help"`
+	// SecurityCode is the turn's pickup code (turns.SecurityCode) when the
+	// queue's arrivalBoard.showSecurity is on; null otherwise.
+	SecurityCode *string    `json:"securityCode"`
+	Language     *string    `json:"language"`
+	ExpiresAt    *time.Time `json:"expiresAt"`
 }
 
 // Place names a queue or a branch.

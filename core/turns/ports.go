@@ -124,6 +124,9 @@ type Repository interface {
 
 	RunLocks
 	Views
+	PhoneCounter
+	Marker
+
 	// PruneLineChanges deletes the line changes of runs closed before before
 	// (those of open runs are pruned per run as the line moves), at most limit
 	// rows, in one short transaction of its own (not the caller's), and
@@ -203,4 +206,17 @@ type Queues interface {
 // its run and the turn locked; an error refuses the change.
 type Follower interface {
 	TurnChanged(ctx context.Context, before, after Turn) error
+}
+
+// PhoneCounter counts a phone's served turns in a queue (offers' points).
+type PhoneCounter interface {
+	CountServedByPhone(ctx context.Context, queueID, phone string) (int, error)
+}
+
+// Marker records that something happened to a turn, once: MarkOnce
+// reports whether this call recorded kind (false: it was recorded
+// before). The SLA job needs it so that a job run twice raises its event
+// once.
+type Marker interface {
+	MarkOnce(ctx context.Context, turnID, kind string, at time.Time) (bool, error)
 }

@@ -369,6 +369,9 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, LineChan
 	if err := s.emit(ctx, t, createdEvent); err != nil {
 		return Turn{}, LineChange{}, err
 	}
+	if err := s.scheduleSLA(ctx, in.Queue, t); err != nil {
+		return Turn{}, LineChange{}, err
+	}
 	lc := LineChange{Added: keys(promoted)}
 	if status == Waiting {
 		lc.Added = append(lc.Added, t.Key())

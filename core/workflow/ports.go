@@ -27,11 +27,11 @@ type ForwardRepository interface {
 	ForwardsOfLink(ctx context.Context, linkID string, page platform.PageRequest) ([]Forward, error)
 	// ForwardsOfTurn returns the forwards of a source turn, by id.
 	ForwardsOfTurn(ctx context.Context, turnID string) ([]Forward, error)
-	// PruneForwards deletes the finished forwards (FORWARDED or FAILED) last
-	// updated before before; pending ones are kept, at most limit rows, in one
-	// short transaction of its own (not the caller's), and reports how many:
-	// the module's retention task (ports.RetentionTask) calls it again while
-	// it deletes a full batch.
+	// PruneForwards deletes the finished forwards (FORWARDED or FAILED)
+	// last updated before before; pending ones are kept. At most limit
+	// rows, in one short transaction of its own (not the caller's), and
+	// reports how many: the module's retention task (ports.RetentionTask)
+	// calls it again while it deletes a full batch.
 	PruneForwards(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
@@ -39,6 +39,10 @@ type ForwardRepository interface {
 type Turns interface {
 	Turn(ctx context.Context, accountID, id string) (turns.Turn, error)
 	Admit(ctx context.Context, accountID, runID string, a turns.Admission) (turns.Turn, error)
+	// Get is a turn's full view; CancelFor cancels a turn for a reason
+	// (a transfer's source turn), in the caller's unit of work.
+	Get(ctx context.Context, accountID, id string) (turns.View, error)
+	CancelFor(ctx context.Context, accountID, id, reason string) (turns.View, error)
 }
 
 // QueueStore is what forwarding reads of queues and runs; the

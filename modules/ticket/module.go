@@ -42,14 +42,14 @@ func TicketLinksKeep(cfg *config.Config) time.Duration {
 var Module = fx.Module("ticket",
 	fx.Provide(
 		func(repo core.Repository, ts *turns.Service, qs *queues.Service, es *entities.Service, uow platform.UnitOfWork,
-			clock platform.Clock, cfg *config.Config) *core.Service {
-			return core.NewService(repo, ts, qs, es, uow, clock, core.Options{ExpireAfter: cfg.Tickets.ExpireAfter})
+			events platform.EventSink, clock platform.Clock, cfg *config.Config) *core.Service {
+			return core.NewService(repo, ts, qs, es, uow, events, clock, core.Options{ExpireAfter: cfg.Tickets.ExpireAfter})
 		},
 		fx.Annotate(LinksRetention, fx.ResultTags(ports.InGroup(ports.GroupRetention))),
 	),
 	fx.Invoke(func(srv *server.Server, svc *core.Service, hub *stream.Hub, lim ports.RateLimiter, cfg *config.Config,
 		clock platform.Clock, log *slog.Logger) {
-		tickethttp.RegisterAPI(srv.API, svc)
+		tickethttp.RegisterAPI(srv.API, svc, srv.Cursors)
 		// A ticket page is a waiting-room screen: keyless, limited by
 		// client address in the display boards' budget (one budget for a
 		// lobby's screens and phones, apart from other keyless traffic).

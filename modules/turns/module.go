@@ -27,8 +27,10 @@ var Module = fx.Module("turns",
 		func(r queues.Repository) core.Queues { return r },
 		fx.Annotate(toleranceJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 		fx.Annotate(lineChangesRetention, fx.ResultTags(ports.InGroup(ports.GroupRetention))),
+		fx.Annotate(slaJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 	),
 	fx.Invoke(func(srv *server.Server, s *core.Service) { turnhttp.Register(srv.API, s, srv.Cursors) }),
+	fx.Invoke(func(srv *server.Server, s *core.Service) { turnhttp.RegisterPoints(srv.API, s) }),
 	fx.Invoke(func(bus *events.Bus, s *core.Service) { bus.Subscribe(s) }),
 )
 
@@ -67,6 +69,18 @@ func toleranceJob(s *core.Service) ports.JobKind {
 		MaxAttempts: toleranceMaxAttempts,
 		Handler: ports.Typed("turns", func(ctx context.Context, args core.ToleranceArgs, _ ports.JobContext) error {
 			return s.ExpireTolerance(ctx, args)
+		}),
+	}
+}
+
+// slaJob is the job kind that raises turn.sla_breached for a turn still
+// waiting past its queue's sla.maxWaitMinutes.
+func slaJob(s *core.Service) ports.JobKind {
+	return ports.JobKind{
+		Name:        core.SLAJobKind,
+		MaxAttempts: toleranceMaxAttempts,
+		Handler: ports.Typed("turns", func(ctx context.Context, args core.SLAArgs, _ ports.JobContext) error {
+			return s.CheckSLA(ctx, args)
 		}),
 	}
 }

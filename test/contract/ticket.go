@@ -81,4 +81,75 @@ func RunTicketLinks(t *testing.T, newHarness func(t *testing.T) TicketLinksHarne
 			}
 		}
 	})
+
+	t.Run("help requests: one open per turn, every field kept, listed by run and status", func(t *testing.T) {
+		h := newHarness(t)
+		o := h.Owners.Seed(t)
+		a, b := h.Owners.Turn(t, o, o.QueueID), h.Owners.Turn(t, o, o.QueueID)
+		req := func(tu turns.Turn) ticket.HelpRequest {
+			return ticket.HelpRequest{ID: platform.NewID(ticket.PrefixHelp), AccountID: o.AccountID, TurnID: tu.ID, QueueID: tu.QueueID,
+				RunID: tu.RunID, DisplayCode: tu.DisplayCode, Status: ticket.HelpOpen, RequestedAt: now}
+		}
+		first := req(a)
+		for i, want := range []bool{true, false} {
+			r := first
+			if i > 0 {
+				r = req(a)
+			}
+			created, err := h.Repo.CreateHelp(ctx, r)
+			if err != nil || created != want {
+				t.Fatalf("create %d: created %v (want %v), %v", i, created, want, err)
+			}
+		}
+		got, err := h.Repo.GetHelp(ctx, first.ID)
+		if err != nil || !reflect.DeepEqual(got, first) {
+			t.Fatalf("stored %+v, read back %+v (%v)", first, got, err)
+		}
+		err = h.UoW.Do(ctx, func(ctx context.Context) error {
+			r, err := h.Repo.GetHelpForUpdate(ctx, first.ID)
+			if err != nil {
+				return err
+			}
+			at := now.Add(time.Minute)
+			r.Status, r.Reply, r.AnsweredAt = ticket.HelpAnswered, platform.Ptr("On my way"), &at
+			return h.Repo.UpdateHelp(ctx, r)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		second := req(a) // answered: the turn may ask again
+		if created, err := h.Repo.CreateHelp(ctx, second); err != nil || !created {
+			t.Fatalf("asking again after an answer: %v %v", created, err)
+		}
+		if created, err := h.Repo.CreateHelp(ctx, req(b)); err != nil || !created {
+			t.Fatalf("another turn: %v %v", created, err)
+		}
+		if n, err := h.Repo.CountHelpOfTurn(ctx, a.ID); err != nil || n != 2 {
+			t.Fatalf("count %d %v", n, err)
+		}
+		of, err := h.Repo.HelpOfTurn(ctx, a.ID)
+		if err != nil || len(of) != 2 || of[0].ID != first.ID || of[1].ID != second.ID || of[0].Reply == nil || *of[0].Reply != "On my way" ||
+			of[0].AnsweredAt == nil || !of[0].AnsweredAt.Equal(now.Add(time.Minute)) {
+			t.Fatalf("a turn's requests %+v %v", of, err)
+		}
+		wantOpen := 1 // second; b's too when it shares a's run
+		if b.RunID == a.RunID {
+			wantOpen = 2
+		}
+		open, err := h.Repo.ListHelp(ctx, a.RunID, ticket.HelpOpen, platform.PageRequest{Limit: 10})
+		if err != nil || len(open) != wantOpen || open[0].ID != second.ID {
+			t.Fatalf("open of the run %+v %v", open, err)
+		}
+		all, err := h.Repo.ListHelp(ctx, a.RunID, "", platform.PageRequest{Limit: 1})
+		if err != nil || len(all) != 2 || all[0].ID != first.ID {
+			t.Fatalf("the run's first page (limit 1, one more fetched) %+v %v", all, err)
+		}
+		rest, err := h.Repo.ListHelp(ctx, a.RunID, "", platform.PageRequest{Limit: 10, After: all[0].ID})
+		if err != nil || len(rest) != wantOpen || rest[0].ID != second.ID {
+			t.Fatalf("after the first %+v %v", rest, err)
+		}
+		if _, err := h.Repo.GetHelp(ctx, "hlp_none"); !platform.IsCode(err, platform.CodeNotFound) {
+			t.Fatalf("unknown: %v", err)
+		}
+	})
 }

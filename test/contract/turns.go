@@ -75,6 +75,7 @@ func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 	runTurns2(t, newHarness)
 	runTurns3(t, newHarness)
 	runTurns4(t, newHarness)
+	runTurnMarks(t, newHarness)
 }
 
 // runTurns1 is part 1 of RunTurns: create and get keep every field; an

@@ -73,7 +73,7 @@ func TestTicketLinks(t *testing.T) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		want := "ahead branch calledAt canLeave displayCode expiresAt finishedAt language queue runOpen station status waitMinutes waitRange"
+		want := "ahead branch calledAt canLeave displayCode expiresAt finishedAt help language queue runOpen securityCode station status waitMinutes waitRange"
 		if strings.Join(keys, " ") != want {
 			t.Fatalf("ticket members %v, want %s", keys, want)
 		}

@@ -188,7 +188,8 @@ func (h *Harness) Problems(req *http.Request, status int, header http.Header, bo
 	if reqID == "" {
 		problems = append(problems, "no X-Request-Id header")
 	}
-	if status >= 400 {
+	// /readyz's 503 has a body of its own, not the error envelope.
+	if status >= 400 && req.URL.Path != "/readyz" {
 		var env struct {
 			Error struct {
 				RequestID string `json:"requestId"`

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -91,27 +93,33 @@ func StartFormation(t testing.TB) *Formation {
 	t.Cleanup(f.stop)
 
 	f.monitor = filepath.Join(dir, "monitor")
-	monitorPort := freePort(t)
+	monitorPort := serverPort(t)
 	f.autoctl("create", "monitor", "--pgdata", f.monitor, "--pgport", strconv.Itoa(monitorPort),
 		"--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl")
 	f.run("monitor", f.monitor)
 	monitorURI := f.waitMonitor(fmt.Sprintf("postgres://autoctl_node@127.0.0.1:%d/pg_auto_failover?sslmode=disable", monitorPort))
 
 	for i := 1; i <= 2; i++ {
-		n := &Node{Name: fmt.Sprintf("node%d", i), Port: freePort(t), PGDATA: filepath.Join(dir, fmt.Sprintf("node%d", i))}
+		n := &Node{Name: fmt.Sprintf("node%d", i), Port: serverPort(t), PGDATA: filepath.Join(dir, fmt.Sprintf("node%d", i))}
 		f.autoctl("create", "postgres", "--pgdata", n.PGDATA, "--pgport", strconv.Itoa(n.Port),
 			"--hostname", "127.0.0.1", "--name", n.Name, "--auth", "trust", "--no-ssl",
 			"--dbname", FormationDB, "--monitor", monitorURI)
+		// The test's own servers need no durability: a node restarted
+		// after kill -9 skips syncing its whole data directory (which takes
+		// seconds on a loaded machine) and recovers from its WAL at once.
+		conf, err := os.OpenFile(filepath.Join(n.PGDATA, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conf.WriteString("\n# qms test: no durability needed\nfsync = off\n")
+		conf.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
 		f.run(n.Name, n.PGDATA)
 		f.Nodes = append(f.Nodes, n)
 		if i == 1 {
 			f.WaitState(90*time.Second, map[string]string{"node1": "single"})
-			// The test's own servers need no durability: a node restarted
-			// after kill -9 skips syncing its whole data directory (which
-			// takes seconds on a loaded machine) and recovers from its WAL
-			// at once. The standby copies the setting with the data.
-			f.exec(n, "ALTER SYSTEM SET fsync = off")
-			f.exec(n, "SELECT pg_reload_conf()")
 		}
 	}
 	f.WaitState(120*time.Second, map[string]string{"node1": "primary", "node2": "secondary"})
@@ -169,6 +177,34 @@ func (f *Formation) WaitState(within time.Duration, want map[string]string) {
 	}
 }
 
+// WaitSettled waits until one node is primary and every other one its
+// secondary (after a crash the keeper may restart the primary, or the
+// monitor may fail over; either way), and returns the primary.
+func (f *Formation) WaitSettled(within time.Duration) *Node {
+	f.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st := f.State()
+		var primary *Node
+		secondaries := 0
+		for _, n := range f.Nodes {
+			switch st[n.Name] {
+			case [2]string{"primary", "primary"}:
+				primary = n
+			case [2]string{"secondary", "secondary"}:
+				secondaries++
+			}
+		}
+		if primary != nil && secondaries == len(f.Nodes)-1 {
+			return primary
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("pgcluster: formation not settled after %v: %v\n%s", within, st, f.logs())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // PerformFailover asks the monitor for a failover and waits for it
 // (`pg_autoctl perform failover`): the primary is demoted, the secondary
 // promoted.
@@ -203,29 +239,6 @@ func (f *Formation) KillPostmaster(n *Node) {
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		f.t.Fatalf("pgcluster: kill -9 %d: %v", pid, err)
-	}
-}
-
-// Exec runs a statement on the node's database.
-func (f *Formation) exec(n *Node, sql string) {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var conn *pgx.Conn
-	var err error
-	for {
-		// The node may still be starting when the monitor has its state.
-		if conn, err = pgx.Connect(ctx, n.URL()); err == nil || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if err != nil {
-		f.t.Fatalf("pgcluster: connect to %s: %v", n.Name, err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		f.t.Fatalf("pgcluster: %s on %s: %v", sql, n.Name, err)
 	}
 }
 
@@ -352,16 +365,53 @@ func (f *Formation) nodeDirs() []string {
 }
 
 // logs is the tail of each pg_autoctl's output, for failure messages.
+func (f *Formation) Logs() string { return f.logs() }
+
 func (f *Formation) logs() string {
 	var b strings.Builder
 	paths, _ := filepath.Glob(filepath.Join(f.dir, "*.log"))
+	for _, n := range f.Nodes {
+		// Each node's server log, the newest file.
+		if logs, _ := filepath.Glob(filepath.Join(n.PGDATA, "log", "*.log")); len(logs) > 0 {
+			paths = append(paths, logs[len(logs)-1])
+		}
+	}
+	if out, err := exec.Command("ps", "-eo", "pid,pgid,user,etime,args").Output(); err == nil {
+		var mine []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, f.dir) {
+				mine = append(mine, l)
+			}
+		}
+		fmt.Fprintf(&b, "--- processes\n%s\n", strings.Join(mine, "\n"))
+	}
 	for _, p := range paths {
 		data, _ := os.ReadFile(p)
 		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 		if len(lines) > 15 {
 			lines = lines[len(lines)-15:]
 		}
-		fmt.Fprintf(&b, "--- %s\n%s\n", filepath.Base(p), strings.Join(lines, "\n"))
+		fmt.Fprintf(&b, "--- %s\n%s\n", strings.TrimPrefix(p, f.dir+"/"), strings.Join(lines, "\n"))
 	}
 	return b.String()
+}
+
+// serverPort picks a free loopback port below the kernel's ephemeral
+// range: pg_autoctl's servers listen on every address (-h *), and a port
+// from the ephemeral range may be taken, between the pick and the
+// server's bind, by one of the many outgoing connections of a busy test
+// machine, leaving the server listening on IPv6 only.
+func serverPort(t testing.TB) int {
+	t.Helper()
+	for range 100 {
+		p := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return p
+	}
+	t.Fatal("pgcluster: no free port in 20000-31999")
+	return 0
 }

@@ -2,7 +2,6 @@ package pgcluster_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -36,14 +35,4 @@ func TestStopAndStart(t *testing.T) {
 	if err := query(); err != nil {
 		t.Fatalf("after restart: %v", err)
 	}
-}
-
-func TestFormationDev(t *testing.T) {
-	if os.Getenv("QMS_DEV_FORMATION") == "" {
-		t.Skip("dev")
-	}
-	f := pgcluster.StartFormation(t)
-	t.Log(f.URL(), f.State())
-	f.PerformFailover()
-	t.Log(f.State(), f.Primary().Name)
 }

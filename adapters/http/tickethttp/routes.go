@@ -53,9 +53,12 @@ type created struct {
 // pageURL is the page's address for a link value.
 func pageURL(c *fiber.Ctx, value string) string { return httpx.PublicBase(c) + Prefix + "/" + value }
 
-// RegisterAPI mounts the link route on the authenticated /api/v1 router.
-// Making a link needs turns:write: the link can cancel the turn.
-func RegisterAPI(r fiber.Router, svc *ticket.Service) {
+// RegisterAPI mounts the link route and the staff side of help on the
+// authenticated /api/v1 router. Making a link needs turns:write: the link
+// can cancel the turn. Reading help requests needs turns:read, answering
+// one turns:write.
+func RegisterAPI(r fiber.Router, svc *ticket.Service, cur httpx.Cursors) {
+	registerHelpAPI(r, svc, cur)
 	r.Post("/turns/:turnId/ticket-links", httpx.Require(accounts.ScopeTurnsWrite), func(c *fiber.Ctx) error {
 		var in ticket.CreateInput
 		if err := httpx.Decode(c, &in); err != nil {
@@ -134,6 +137,14 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 	app.Get(Prefix+"/:token/state", limit, func(c *fiber.Ctx) error {
 		securityHeaders(c)
 		_, tk, err := svc.Read(c.UserContext(), strings.Clone(c.Params("token")))
+		if err != nil {
+			return err
+		}
+		return httpx.OK(c, tk)
+	})
+	app.Post(Prefix+"/:token/help", limit, func(c *fiber.Ctx) error {
+		securityHeaders(c)
+		tk, err := svc.AskHelp(c.UserContext(), strings.Clone(c.Params("token")))
 		if err != nil {
 			return err
 		}

@@ -61,6 +61,20 @@ func Register(r fiber.Router, svc *workflow.Service, fwd *workflow.Forwarder, cu
 		}
 		return httpx.Created(c, f)
 	})
+	// A transfer by hand to any turn queue, no link needed: the queue's
+	// transferEnabled (docs/queues.md). A dispatch operation, like
+	// forward.
+	r.Post("/turns/:turnId/transfer", httpx.Require(accounts.ScopeDispatchWrite), func(c *fiber.Ctx) error {
+		var in workflow.TransferInput
+		if err := httpx.Decode(c, &in); err != nil {
+			return err
+		}
+		t, err := fwd.Transfer(c.UserContext(), httpx.AccountOf(c), c.Params("turnId"), in)
+		if err != nil {
+			return err
+		}
+		return httpx.Created(c, t)
+	})
 	// Where forwards and their failures are visible.
 	r.Get("/queue-links/:linkId/forwards", read, func(c *fiber.Ctx) error {
 		page, err := httpx.ParsePage(c, cur, forwardList)

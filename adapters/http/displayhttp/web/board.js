@@ -104,6 +104,7 @@
     var head = $("calling-head");
     head.replaceChildren(cell("th", t("board.turn")), cell("th", t("board.goTo")));
     board.columns.forEach(function (c) { head.appendChild(cell("th", c.label)); });
+    if (board.showSecurity) { head.appendChild(cell("th", t("board.security"))); }
 
     var rows = $("calling-rows");
     rows.replaceChildren();
@@ -114,6 +115,7 @@
       tr.appendChild(cell("td", t.displayCode, "code"));
       tr.appendChild(t.station ? stationCell("td", t.station.label, "station") : cell("td", i18n.t("board.counter"), "station"));
       board.columns.forEach(function (c) { tr.appendChild(cell("td", t.columns[c.key] || "")); });
+      if (board.showSecurity) { tr.appendChild(cell("td", t.securityCode || "", "security")); }
       if (t.turnId === fresh) { tr.className = "fresh"; }
       rows.appendChild(tr);
     });

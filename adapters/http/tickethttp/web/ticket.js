@@ -97,6 +97,10 @@
     $("run-closed").hidden = tk.runOpen || finished;
     $("expires").hidden = !tk.expiresAt;
     if (tk.expiresAt) { text($("expires"), t("ticket.expiresAt", { time: i18n.time(new Date(tk.expiresAt)) })); }
+    renderHelp(tk.help);
+    // The pickup security code (the queue's arrivalBoard.showSecurity).
+    $("security").hidden = !tk.securityCode;
+    text($("security-code"), tk.securityCode || "");
     $("leave").hidden = !tk.canLeave;
     $("alerts").hidden = finished;
     text($("updated"), t("ticket.updated", { time: i18n.time(new Date()) }));
@@ -111,6 +115,38 @@
     }
     last = tk;
   }
+
+  // Help (the queue's help.enabled): "I need help" while it applies, a
+  // note while the request waits, staff's reply once it comes (announced
+  // when it arrives live).
+  var lastReply = null;
+  function renderHelp(h) {
+    $("help").hidden = !h;
+    if (!h) { return; }
+    var req = h.request;
+    $("help-ask").hidden = !h.available;
+    $("help-asked").hidden = !(req && req.status === "OPEN");
+    var reply = req && req.reply ? req.reply : null;
+    $("help-reply").hidden = reply === null;
+    text($("help-reply-text"), reply || "");
+    if (reply !== null && lastReply !== null && reply !== lastReply.value) { announce(t("ticket.helpReply") + ": " + reply); }
+    lastReply = { value: reply };
+    window.qmsTicket.helpReply = reply;
+  }
+  $("help-ask").addEventListener("click", function () {
+    var btn = this;
+    btn.disabled = true;
+    $("help-error").hidden = true;
+    fetch(base + "/help", { method: "POST", cache: "no-store" }).then(function (r) {
+      return r.json().then(function (body) {
+        if (!r.ok) { throw new Error(body && body.error ? body.error.code : String(r.status)); }
+        render(body);
+      });
+    }).catch(function () {
+      text($("help-error"), t("ticket.helpFailed"));
+      $("help-error").hidden = false;
+    }).then(function () { btn.disabled = false; });
+  });
 
   // The screen-reader announcement of a change (aria-live="assertive").
   function announce(s) {
