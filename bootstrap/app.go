@@ -30,6 +30,7 @@ import (
 	"github.com/qms-dev/qms/modules/entities"
 	"github.com/qms-dev/qms/modules/join"
 	"github.com/qms-dev/qms/modules/metrics"
+	"github.com/qms-dev/qms/modules/notify"
 	"github.com/qms-dev/qms/modules/queues"
 	"github.com/qms-dev/qms/modules/retention"
 	"github.com/qms-dev/qms/modules/stream"
@@ -76,6 +77,7 @@ var Modules = []fx.Option{
 	ticket.Module,
 	join.Module,
 	retention.Module,
+	notify.Module,
 }
 
 // New builds the application for cfg. Start it with app.Start and stop it

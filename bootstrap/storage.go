@@ -17,6 +17,7 @@ import (
 	"github.com/qms-dev/qms/adapters/riverjobs"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/events"
+	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	core "github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/ports"
@@ -38,6 +39,7 @@ var memoryAdapters = fx.Module("memory",
 			return adapterset.Memory(s, adapterset.Options{Clock: clock, Logger: log})
 		},
 	),
+	giveUpMetrics,
 	fx.Invoke(runJobs, subscribeCopies),
 	fx.Invoke(notifiedInProcess),
 )
@@ -50,7 +52,7 @@ var postgresAdapters = fx.Module("postgres",
 				SecretKey: cfg.Webhooks.SecretKey, OldSecretKeys: cfg.OldSecretKeys(),
 				Jobs: riverjobs.Options{
 					Workers:           cfg.Jobs.Workers,
-					QueueWorkers:      map[string]int{core.JobQueue: cfg.Webhooks.Workers},
+					QueueWorkers:      map[string]int{core.JobQueue: cfg.Webhooks.Workers, notify.JobQueue: cfg.Notify.Workers},
 					FetchCooldown:     cfg.Jobs.FetchCooldown,
 					FetchPollInterval: cfg.Jobs.FetchPollInterval,
 				}})
@@ -58,6 +60,7 @@ var postgresAdapters = fx.Module("postgres",
 		postgres.NewAuthListener,
 		fx.Annotate(postgresCollectors, fx.ResultTags(`group:"`+ports.GroupMetrics+`,flatten"`)),
 	),
+	giveUpMetrics,
 	fx.Invoke(runJobs, subscribeCopies),
 	fx.Invoke(listenAuth),
 	fx.Invoke(sealPlainSecrets),
@@ -127,9 +130,9 @@ type jobKinds struct {
 // runJobs registers every module's job kinds and runs the workers with the
 // application. Registered after the storage, so it stops before the pool
 // closes.
-func runJobs(lc fx.Lifecycle, runner ports.JobRunner, kinds jobKinds) {
+func runJobs(lc fx.Lifecycle, runner ports.JobRunner, kinds jobKinds, gu *giveUps) {
 	for _, k := range kinds.Kinds {
-		runner.Register(k)
+		runner.Register(gu.wrap(k))
 	}
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error { return runner.Start(context.Background()) },

@@ -138,9 +138,13 @@ type AnalyticsQueueDashboard struct {
 	// Timezone: The queue's time zone (UTC when unset).
 	Timezone string `json:"timezone"`
 	// Today: The queue's current local day.
-	Today      string `json:"today"`
-	Waiting    int    `json:"waiting"`
-	Waitlisted int    `json:"waitlisted"`
+	Today   string `json:"today"`
+	Waiting int    `json:"waiting"`
+	// WaitingToJoin: HYBRID queues: checked-in appointments whose time to join
+	// the line has come while the run is closed; they join when it opens again
+	// (docs/appointments.md, "Waiting to join").
+	WaitingToJoin *int `json:"waitingToJoin,omitempty"`
+	Waitlisted    int  `json:"waitlisted"`
 }
 
 // AnalyticsQueueSummary is a schema of the API.
@@ -220,16 +224,21 @@ type Appointment struct {
 	Date         string            `json:"date"`
 	FormResponse map[string]string `json:"formResponse"`
 	ID           string            `json:"id"`
-	NoShowAt     *time.Time        `json:"noShowAt"`
-	Notes        *string           `json:"notes"`
-	Phone        *string           `json:"phone"`
-	QueueID      string            `json:"queueId"`
-	QueueRunID   string            `json:"queueRunId"`
-	SlotEnd      time.Time         `json:"slotEnd"`
-	SlotID       string            `json:"slotId"`
-	SlotStart    time.Time         `json:"slotStart"`
-	StartedAt    *time.Time        `json:"startedAt"`
-	Status       AppointmentStatus `json:"status"`
+	// JoinsLineAt: In a HYBRID queue, while the checked-in appointment is not in
+	// the line yet: when it joins (its slot's start, when checked in early). In
+	// the past, it is waiting to join because the run is closed, and joins when
+	// the run opens again. Null once in the line, and otherwise.
+	JoinsLineAt Nullable[time.Time] `json:"joinsLineAt,omitzero"`
+	NoShowAt    *time.Time          `json:"noShowAt"`
+	Notes       *string             `json:"notes"`
+	Phone       *string             `json:"phone"`
+	QueueID     string              `json:"queueId"`
+	QueueRunID  string              `json:"queueRunId"`
+	SlotEnd     time.Time           `json:"slotEnd"`
+	SlotID      string              `json:"slotId"`
+	SlotStart   time.Time           `json:"slotStart"`
+	StartedAt   *time.Time          `json:"startedAt"`
+	Status      AppointmentStatus   `json:"status"`
 	// TurnID: In a HYBRID queue, the turn the checked-in appointment stands in
 	// the run's line as, from its effective join time (the later of its slot's
 	// start and its check-in): dispatch it with the turn endpoints, and the
@@ -1091,6 +1100,11 @@ func (p *ListSlotsParams) values() (url.Values, http.Header) {
 	return q, h
 }
 
+// ListTurnNotificationsResponse is a schema of the API.
+type ListTurnNotificationsResponse struct {
+	Data []Notification `json:"data"`
+}
+
 // ListTurnsParams are the optional parameters of listTurns.
 type ListTurnsParams struct {
 	// Status: One or more statuses (TurnStatus), comma-separated; the parameter
@@ -1167,6 +1181,58 @@ type LocationInput struct {
 	// Timezone: An IANA time zone such as Europe/Madrid; the queue's schedule,
 	// numbering reset and slots follow it (UTC when absent).
 	Timezone *string `json:"timezone,omitempty"`
+}
+
+// Notification is a schema of the API.
+type Notification struct {
+	Attempts int `json:"attempts"`
+	// Body: The text, empty until the first attempt.
+	Body      string    `json:"body"`
+	Channel   string    `json:"channel"`
+	CreatedAt time.Time `json:"createdAt"`
+	Error     *string   `json:"error"`
+	// ErrorCode: INVALID_NUMBER, OPTED_OUT, REJECTED, RETRIES_EXHAUSTED,
+	// LOST_POINT, or the provider's code.
+	ErrorCode *string `json:"errorCode"`
+	// FallbackOf: The WhatsApp message this SMS stands in for.
+	FallbackOf *string `json:"fallbackOf"`
+	ID         string  `json:"id"`
+	Language   string  `json:"language"`
+	Moment     string  `json:"moment"`
+	// Occurrence: Tells apart the messages of one moment (the second call's
+	// called_again).
+	Occurrence int `json:"occurrence"`
+	// Provider: log, twilio or whatsapp.
+	Provider          string     `json:"provider"`
+	ProviderMessageID *string    `json:"providerMessageId"`
+	QueueID           string     `json:"queueId"`
+	SentAt            *time.Time `json:"sentAt"`
+	Status            string     `json:"status"`
+	// To: The number, masked (+34*******22); empty once notify.keep_phones has
+	// passed.
+	To        string    `json:"to"`
+	TurnID    string    `json:"turnId"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// NotificationSettings is a schema of the API.
+type NotificationSettings struct {
+	Language            string   `json:"language"`
+	Moments             []string `json:"moments"`
+	NearFrontAhead      int      `json:"nearFrontAhead"`
+	NearFrontMinutes    int      `json:"nearFrontMinutes"`
+	Sms                 bool     `json:"sms"`
+	WhatsappFallbackSms bool     `json:"whatsappFallbackSms"`
+}
+
+// NotificationSettingsInput is a schema of the API.
+type NotificationSettingsInput struct {
+	Language            Nullable[string]   `json:"language,omitzero"`
+	Moments             Nullable[[]string] `json:"moments,omitzero"`
+	NearFrontAhead      Nullable[int]      `json:"nearFrontAhead,omitzero"`
+	NearFrontMinutes    Nullable[int]      `json:"nearFrontMinutes,omitzero"`
+	Sms                 Nullable[bool]     `json:"sms,omitzero"`
+	WhatsappFallbackSms Nullable[bool]     `json:"whatsappFallbackSms,omitzero"`
 }
 
 // Offers is a schema of the API.
@@ -1958,6 +2024,7 @@ const (
 	WebhookEventNameTurnHelpRequested    WebhookEventName = "turn.help_requested"
 	WebhookEventNameTurnHelpAnswered     WebhookEventName = "turn.help_answered"
 	WebhookEventNameTurnSLABreached      WebhookEventName = "turn.sla_breached"
+	WebhookEventNameNotificationStatus   WebhookEventName = "notification.status"
 )
 
 // WeeklyHoursInput: One opening interval, from open to close in the queue's
@@ -2645,6 +2712,28 @@ func (c *Client) CreateJoinLink(ctx context.Context, queueID string, body JoinLi
 	return &out, nil
 }
 
+// GetQueueNotificationSettings: A queue's notification settings in effect
+// (GET /api/v1/queues/{queueId}/notifications, scope queues:read).
+func (c *Client) GetQueueNotificationSettings(ctx context.Context, queueID string) (*NotificationSettings, error) {
+	r := request{op: "getQueueNotificationSettings", method: "GET", path: "/api/v1/queues/" + url.PathEscape(queueID) + "/notifications"}
+	var out NotificationSettings
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// PutQueueNotificationSettings: Set a queue's notification settings (PUT
+// /api/v1/queues/{queueId}/notifications, scope queues:write).
+func (c *Client) PutQueueNotificationSettings(ctx context.Context, queueID string, body NotificationSettingsInput) (*NotificationSettings, error) {
+	r := request{op: "putQueueNotificationSettings", method: "PUT", path: "/api/v1/queues/" + url.PathEscape(queueID) + "/notifications", body: &body}
+	var out NotificationSettings
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // SetQueueNumberingReset: Reset turn numbering daily, or not (PUT
 // /api/v1/queues/{queueId}/numbering-reset, scope queues:write).
 func (c *Client) SetQueueNumberingReset(ctx context.Context, queueID string, body SetQueueNumberingResetRequest) (*QueueView, error) {
@@ -2850,6 +2939,17 @@ func (c *Client) HoldTurn(ctx context.Context, turnID string) (*Turn, error) {
 func (c *Client) NoShowTurn(ctx context.Context, turnID string) (*Turn, error) {
 	r := request{op: "noShowTurn", method: "POST", path: "/api/v1/turns/" + url.PathEscape(turnID) + "/no-show"}
 	var out Turn
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListTurnNotifications: A turn's messages (GET
+// /api/v1/turns/{turnId}/notifications, scope turns:read).
+func (c *Client) ListTurnNotifications(ctx context.Context, turnID string) (*ListTurnNotificationsResponse, error) {
+	r := request{op: "listTurnNotifications", method: "GET", path: "/api/v1/turns/" + url.PathEscape(turnID) + "/notifications"}
+	var out ListTurnNotificationsResponse
 	if err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}
@@ -3150,6 +3250,7 @@ var operations = []Operation{
 	{ID: "getPhonePoints", Method: "GET", Path: "/api/v1/queues/{queueId}/points", GoMethods: []string{"Client.GetPhonePoints"}},
 	{ID: "getQueue", Method: "GET", Path: "/api/v1/queues/{queueId}", GoMethods: []string{"Client.GetQueue"}},
 	{ID: "getQueueLink", Method: "GET", Path: "/api/v1/queue-links/{linkId}", GoMethods: []string{"Client.GetQueueLink"}},
+	{ID: "getQueueNotificationSettings", Method: "GET", Path: "/api/v1/queues/{queueId}/notifications", GoMethods: []string{"Client.GetQueueNotificationSettings"}},
 	{ID: "getReadiness", Method: "GET", Path: "/readyz", GoMethods: []string{"Client.GetReadiness"}},
 	{ID: "getTicket", Method: "GET", Path: "/ticket/{token}/state", GoMethods: []string{"Client.GetTicket"}},
 	{ID: "getTicketAsset", Method: "GET", Path: "/ticket/assets/{file}", GoMethods: []string(nil)},
@@ -3176,6 +3277,7 @@ var operations = []Operation{
 	{ID: "listStations", Method: "GET", Path: "/api/v1/queues/{queueId}/stations", GoMethods: []string{"Client.ListStations"}},
 	{ID: "listTurnForwards", Method: "GET", Path: "/api/v1/turns/{turnId}/forwards", GoMethods: []string{"Client.ListTurnForwards"}},
 	{ID: "listTurnHelpRequests", Method: "GET", Path: "/api/v1/turns/{turnId}/help-requests", GoMethods: []string{"Client.ListTurnHelpRequests"}},
+	{ID: "listTurnNotifications", Method: "GET", Path: "/api/v1/turns/{turnId}/notifications", GoMethods: []string{"Client.ListTurnNotifications"}},
 	{ID: "listTurns", Method: "GET", Path: "/api/v1/queue-runs/{runId}/turns", GoMethods: []string{"Client.ListTurns"}},
 	{ID: "listWebhookDeliveries", Method: "GET", Path: "/api/v1/webhook-deliveries", GoMethods: []string{"Client.ListWebhookDeliveries"}},
 	{ID: "listWebhookEndpoints", Method: "GET", Path: "/api/v1/webhook-endpoints", GoMethods: []string{"Client.ListWebhookEndpoints"}},
@@ -3183,6 +3285,7 @@ var operations = []Operation{
 	{ID: "noShowTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/no-show", GoMethods: []string{"Client.NoShowTurn"}},
 	{ID: "openRun", Method: "POST", Path: "/api/v1/queue-runs/{runId}/open", GoMethods: []string{"Client.OpenRun"}},
 	{ID: "openRunIntake", Method: "POST", Path: "/api/v1/queue-runs/{runId}/open-intake", GoMethods: []string{"Client.OpenRunIntake"}},
+	{ID: "putQueueNotificationSettings", Method: "PUT", Path: "/api/v1/queues/{queueId}/notifications", GoMethods: []string{"Client.PutQueueNotificationSettings"}},
 	{ID: "redeliverWebhookDelivery", Method: "POST", Path: "/api/v1/webhook-deliveries/{deliveryId}/redeliver", GoMethods: []string{"Client.RedeliverWebhookDelivery"}},
 	{ID: "releaseTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/release", GoMethods: []string{"Client.ReleaseTurn"}},
 	{ID: "reopenTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/reopen", GoMethods: []string{"Client.ReopenTurn"}},
@@ -3201,7 +3304,11 @@ var operations = []Operation{
 	{ID: "streamEvents", Method: "GET", Path: "/api/v1/events/stream", GoMethods: []string{"Client.SubscribeEvents", "Client.PollEvents"}},
 	{ID: "streamTicket", Method: "GET", Path: "/ticket/{token}/events", GoMethods: []string(nil)},
 	{ID: "transferTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/transfer", GoMethods: []string{"Client.TransferTurn"}},
+	{ID: "twilioInbound", Method: "POST", Path: "/notify/twilio/inbound", GoMethods: []string(nil)},
+	{ID: "twilioStatusCallback", Method: "POST", Path: "/notify/twilio/status", GoMethods: []string(nil)},
 	{ID: "updateDisplayToken", Method: "PATCH", Path: "/api/v1/display-tokens/{tokenId}", GoMethods: []string{"Client.UpdateDisplayToken"}},
 	{ID: "updateEntity", Method: "PATCH", Path: "/api/v1/entities/{entityId}", GoMethods: []string{"Client.UpdateEntity"}},
 	{ID: "updateQueueLink", Method: "PATCH", Path: "/api/v1/queue-links/{linkId}", GoMethods: []string{"Client.UpdateQueueLink"}},
+	{ID: "whatsappVerify", Method: "GET", Path: "/notify/whatsapp", GoMethods: []string(nil)},
+	{ID: "whatsappWebhook", Method: "POST", Path: "/notify/whatsapp", GoMethods: []string(nil)},
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/join"
+	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
@@ -71,6 +72,7 @@ type Set struct {
 	DisplayTokens   display.Repository
 	TicketLinks     ticket.Repository
 	JoinLinks       join.Repository
+	Notify          notify.Repository
 	RateLimiter     ports.RateLimiter
 	JobRunner       ports.JobRunner
 	Jobs            platform.JobScheduler
@@ -149,6 +151,7 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 		DisplayTokens:   memory.NewDisplayTokens(s),
 		TicketLinks:     tl,
 		JoinLinks:       memory.NewJoinLinks(s),
+		Notify:          memory.NewNotify(s, tr),
 		RateLimiter:     rl,
 		JobRunner:       runner,
 		Jobs:            runner,
@@ -189,6 +192,7 @@ func Postgres(db *postgres.DB, o Options) (Set, error) {
 		DisplayTokens:   postgres.NewDisplayTokens(db),
 		TicketLinks:     postgres.NewTicketLinks(db),
 		JoinLinks:       postgres.NewJoinLinks(db),
+		Notify:          postgres.NewNotify(db),
 		RateLimiter:     postgres.NewRateLimiter(db),
 		JobRunner:       runner,
 		Jobs:            runner,

@@ -203,6 +203,12 @@ func (r *Analytics) Live(ctx context.Context, today []analytics.Window, now time
 				}
 			})
 		}
+		r.appts.eachAppointment(func(ap appointments.Appointment) {
+			if l, ok := live[ap.QueueID]; ok && ap.JoinsLineAt != nil && !ap.JoinsLineAt.After(now) {
+				l.WaitingToJoin++
+				live[ap.QueueID] = l
+			}
+		})
 	})
 	for id, ws := range waits {
 		l := live[id]

@@ -251,6 +251,47 @@ func (r *Appointments) ListAppointments(ctx context.Context, runID string, f app
 	return out, nil
 }
 
+// RunsJoining lists the runs with appointments waiting to join at now.
+func (r *Appointments) RunsJoining(ctx context.Context, now time.Time) (out []string, err error) {
+	seen := map[string]bool{}
+	r.s.read(ctx, func() {
+		for _, a := range r.appts.rows {
+			if a.JoinsLineAt != nil && !a.JoinsLineAt.After(now) && !seen[a.RunID] {
+				seen[a.RunID] = true
+				out = append(out, a.RunID)
+			}
+		}
+	})
+	sort.Strings(out)
+	return out, nil
+}
+
+// CountJoining counts the run's appointments waiting to join its line at
+// now.
+func (r *Appointments) CountJoining(ctx context.Context, runID string, now time.Time) (int, error) {
+	out, err := r.Joining(ctx, runID, now)
+	return len(out), err
+}
+
+// Joining returns the run's appointments waiting to join its line at now
+// (JoinsLineAt reached), in the order they join.
+func (r *Appointments) Joining(ctx context.Context, runID string, now time.Time) (out []appointments.Appointment, err error) {
+	r.s.read(ctx, func() {
+		for _, a := range r.appts.rows {
+			if a.RunID == runID && a.JoinsLineAt != nil && !a.JoinsLineAt.After(now) {
+				out = append(out, a)
+			}
+		}
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].JoinsLineAt.Equal(*out[j].JoinsLineAt) {
+			return out[i].JoinsLineAt.Before(*out[j].JoinsLineAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
 // eachAppointment calls f with each stored appointment; the caller holds
 // the store's lock. It is the narrow reading analytics has of this
 // repository's table.

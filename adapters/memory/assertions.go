@@ -9,6 +9,7 @@ import (
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/join"
+	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
@@ -45,6 +46,7 @@ var (
 	_ display.Repository         = (*DisplayTokens)(nil)
 	_ ticket.Repository          = (*TicketLinks)(nil)
 	_ join.Repository            = (*JoinLinks)(nil)
+	_ notify.Repository          = (*Notify)(nil)
 	_ ports.RateLimiter          = (*RateLimiter)(nil)
 	_ ports.JobRunner            = (*JobRunner)(nil)
 	_ platform.JobScheduler      = (*JobRunner)(nil)

@@ -35,11 +35,6 @@ type streamRow struct {
 	e   platform.Event
 }
 
-var (
-	_ stream.Log      = (*StreamLog)(nil)
-	_ stream.Notifier = (*StreamLog)(nil)
-)
-
 // NewStreamLog builds the stream log on s. Subscribe it to the event bus.
 func NewStreamLog(s *Store) *StreamLog {
 	return &StreamLog{s: s, keep: 2 * stream.DefaultRetention, byID: map[string]uint64{}}

@@ -323,6 +323,22 @@ func (r *Analytics) Live(ctx context.Context, today []analytics.Window, now time
 		live[row.QueueID] = analytics.Live{Waiting: row.Waiting, Waitlisted: row.Waitlisted, Held: row.Held, Called: row.Called,
 			InService: row.InService, AverageWaitSeconds: row.AvgWait, LongestWaitSeconds: row.MaxWait}
 	}
+	// Appointments waiting to join a closed run's line: the partial index
+	// on joins_line_at holds only the few checked in and not in line.
+	var joining []struct {
+		QueueID string `bun:"queue_id"`
+		N       int    `bun:"n"`
+	}
+	if err := r.db.IDB(ctx).NewRaw(`SELECT queue_id, count(*) AS n FROM appointments
+		WHERE joins_line_at IS NOT NULL AND joins_line_at <= ? AND queue_id = ANY(?::text[]) GROUP BY queue_id`,
+		at, pgdialect.Array(ids)).Scan(ctx, &joining); err != nil {
+		return nil, nil, wrap(err, "analytics: appointments waiting to join")
+	}
+	for _, j := range joining {
+		l := live[j.QueueID]
+		l.WaitingToJoin = j.N
+		live[j.QueueID] = l
+	}
 	per := make(map[string]analytics.Stats, len(today))
 	var total analytics.Stats
 	if err := r.finished(ctx, today, per, &total); err != nil {

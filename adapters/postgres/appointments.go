@@ -60,6 +60,7 @@ type appointmentRow struct {
 	CancelledAt    *time.Time   `bun:"cancelled_at"`
 	NoShowAt       *time.Time   `bun:"no_show_at"`
 	TurnID         *string      `bun:"turn_id"`
+	JoinsLineAt    *time.Time   `bun:"joins_line_at"`
 }
 
 func appointmentToRow(a appointments.Appointment) *appointmentRow {
@@ -72,7 +73,7 @@ func appointmentToRow(a appointments.Appointment) *appointmentRow {
 		CustomerName: a.CustomerName, Phone: a.Phone, Notes: a.Notes, FormResponse: form,
 		IdempotencyKey: a.IdempotencyKey, RequestHash: a.RequestHash, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
 		CheckedInAt: a.CheckedInAt, StartedAt: a.StartedAt, CompletedAt: a.CompletedAt, CancelledAt: a.CancelledAt, NoShowAt: a.NoShowAt,
-		TurnID: a.TurnID}
+		TurnID: a.TurnID, JoinsLineAt: a.JoinsLineAt}
 }
 
 func (row appointmentRow) domain() appointments.Appointment {
@@ -85,7 +86,7 @@ func (row appointmentRow) domain() appointments.Appointment {
 		CustomerName: row.CustomerName, Phone: row.Phone, Notes: row.Notes, FormResponse: form,
 		IdempotencyKey: row.IdempotencyKey, RequestHash: row.RequestHash, CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(),
 		CheckedInAt: utcPtr(row.CheckedInAt), StartedAt: utcPtr(row.StartedAt), CompletedAt: utcPtr(row.CompletedAt),
-		CancelledAt: utcPtr(row.CancelledAt), NoShowAt: utcPtr(row.NoShowAt), TurnID: row.TurnID}
+		CancelledAt: utcPtr(row.CancelledAt), NoShowAt: utcPtr(row.NoShowAt), TurnID: row.TurnID, JoinsLineAt: utcPtr(row.JoinsLineAt)}
 }
 
 // Appointments is the Postgres appointments.Repository. Seats are taken and
@@ -283,9 +284,43 @@ func (r *Appointments) FindByIdempotencyKey(ctx context.Context, accountID, key 
 // UpdateAppointment writes an appointment's status and times.
 func (r *Appointments) UpdateAppointment(ctx context.Context, a appointments.Appointment) error {
 	_, err := r.db.IDB(ctx).NewUpdate().Model(appointmentToRow(a)).
-		Column("status", "updated_at", "checked_in_at", "started_at", "completed_at", "cancelled_at", "no_show_at", "turn_id").
+		Column("status", "updated_at", "checked_in_at", "started_at", "completed_at", "cancelled_at", "no_show_at", "turn_id", "joins_line_at").
 		WherePK().Exec(ctx)
 	return wrap(err, "update appointment")
+}
+
+// RunsJoining lists the runs with appointments waiting to join at now,
+// through the partial index on joins_line_at.
+func (r *Appointments) RunsJoining(ctx context.Context, now time.Time) ([]string, error) {
+	var ids []string
+	err := r.db.IDB(ctx).NewRaw(`SELECT DISTINCT run_id FROM appointments
+		WHERE joins_line_at IS NOT NULL AND joins_line_at <= ? ORDER BY run_id`, now).Scan(ctx, &ids)
+	return ids, wrap(err, "list runs with appointments waiting to join")
+}
+
+// CountJoining counts the run's appointments waiting to join its line at
+// now.
+func (r *Appointments) CountJoining(ctx context.Context, runID string, now time.Time) (int, error) {
+	n, err := r.db.IDB(ctx).NewSelect().Model((*appointmentRow)(nil)).
+		Where("run_id = ? AND joins_line_at IS NOT NULL AND joins_line_at <= ?", runID, now).Count(ctx)
+	return int(n), wrap(err, "count appointments waiting to join")
+}
+
+// Joining returns the run's appointments waiting to join its line at now
+// (joins_line_at reached), in the order they join.
+func (r *Appointments) Joining(ctx context.Context, runID string, now time.Time) ([]appointments.Appointment, error) {
+	var rows []appointmentRow
+	err := r.db.IDB(ctx).NewSelect().Model(&rows).
+		Where("run_id = ? AND joins_line_at IS NOT NULL AND joins_line_at <= ?", runID, now).
+		Order("joins_line_at", "id").Scan(ctx)
+	if err != nil {
+		return nil, wrap(err, "list appointments waiting to join")
+	}
+	out := make([]appointments.Appointment, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
 }
 
 // ListAppointments pages a run's appointments by slot start then id.

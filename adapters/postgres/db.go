@@ -64,8 +64,10 @@ type DB struct {
 	// readOnlyResets counts those resets (ReadOnlyResets).
 	readOnlyResets atomic.Int64
 	// doomed holds the connections whose server refused a write
-	// (*pgx.Conn keys): the pool closes them when they are released.
-	doomed sync.Map
+	// (*pgx.Conn keys), doomedN how many: the pool destroys them instead
+	// of handing them out again (readonly.go).
+	doomed  sync.Map
+	doomedN atomic.Int64
 }
 
 // Options tune Open.
@@ -108,7 +110,7 @@ func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 	if opts.Tracer != nil {
 		cfg.ConnConfig.Tracer = multitracer.New(opts.Tracer, ro)
 	}
-	cfg.AfterRelease = db.afterRelease
+	cfg.PrepareConn = db.prepareConn
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, startupError(cfg, err)

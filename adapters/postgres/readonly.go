@@ -41,23 +41,38 @@ func (db *DB) discardReadOnly() {
 	}
 	if db.Pool != nil {
 		// Not on the statement's goroutine: it still holds its connection.
-		go db.Pool.Reset()
+		go func() {
+			db.Pool.Reset()
+			// Every connection marked so far goes with the reset (those in
+			// use when they are released).
+			db.doomed.Clear()
+			db.doomedN.Store(0)
+		}()
 	}
 }
 
-// doom marks conn to be closed when it goes back to the pool (afterRelease)
-// rather than kept: its server refused a write.
+// doom marks conn to be closed rather than handed out again (prepareConn):
+// its server refused a write.
 func (db *DB) doom(conn *pgx.Conn) {
 	if conn != nil {
 		db.doomed.Store(conn, struct{}{})
+		db.doomedN.Add(1)
 	}
 }
 
-// afterRelease is the pool's AfterRelease: a connection marked by doom is
-// destroyed instead of going back to the idle ones.
-func (db *DB) afterRelease(conn *pgx.Conn) bool {
-	_, doomed := db.doomed.LoadAndDelete(conn)
-	return !doomed
+// prepareConn is the pool's PrepareConn, run as a connection is acquired:
+// one marked by doom is destroyed, and the pool hands out another. The
+// common case (nothing marked) is one atomic load: AfterRelease would do
+// the same at release, but costs every release a goroutine.
+func (db *DB) prepareConn(_ context.Context, conn *pgx.Conn) (bool, error) {
+	if db.doomedN.Load() == 0 {
+		return true, nil
+	}
+	if _, doomed := db.doomed.LoadAndDelete(conn); doomed {
+		db.doomedN.Add(-1)
+		return false, nil
+	}
+	return true, nil
 }
 
 // ReadOnlyResets returns how often the pool was reset because its server

@@ -19,6 +19,7 @@ import (
 	"github.com/knadh/koanf/v2"
 
 	"github.com/qms-dev/qms/configs"
+	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/stream"
 )
 
@@ -125,6 +126,10 @@ type Config struct {
 		// keeps it at least that long whatever this says).
 		TicketLinks time.Duration `koanf:"ticket_links"`
 	} `koanf:"retention"`
+	// Notify configures customer notifications (docs/notifications.md):
+	// the provider of each channel and the operator's account with it,
+	// the defaults of every queue, and how long numbers are kept.
+	Notify  Notify `koanf:"notify"`
 	Metrics struct {
 		// Addr, when set, serves GET /metrics on its own listener (and not
 		// on the API's); empty serves it on the API's listener.
@@ -134,6 +139,90 @@ type Config struct {
 	// setting (a typo, or a setting of another version): start-up warns
 	// about each, since they are otherwise silently ignored.
 	UnknownEnv []string `koanf:"-"`
+}
+
+// Notify is the notify section. The provider settings are the operator's:
+// one provider account sends for every business of the install.
+type Notify struct {
+	// SMS is the SMS provider: log (the outbox: logs, sends nothing),
+	// twilio, or none. WhatsApp is WhatsApp's: log, twilio, cloud (the
+	// WhatsApp Business Cloud API) or none.
+	SMS      string `koanf:"sms"`
+	WhatsApp string `koanf:"whatsapp"`
+	// Region reads numbers typed without a country code (ISO 3166
+	// alpha-2; empty: a number must carry its +country code).
+	Region string `koanf:"region"`
+	// Language, NearFrontAhead, FallbackSMS and Moments are the defaults
+	// of queues that set none.
+	Language       string `koanf:"language"`
+	NearFrontAhead int    `koanf:"near_front_ahead"`
+	FallbackSMS    bool   `koanf:"fallback_sms"`
+	Moments        string `koanf:"moments"`
+	// KeepPhones is how long a message keeps the number it was sent to.
+	KeepPhones time.Duration `koanf:"keep_phones"`
+	// Workers sends messages in a job queue of their own (postgres mode).
+	Workers int `koanf:"workers"`
+	// Attempts is how many times a message is tried while the provider
+	// answers 429 or 5xx before it is given up.
+	Attempts int `koanf:"attempts"`
+
+	TwilioURL                 string `koanf:"twilio_url"`
+	TwilioAccountSID          string `koanf:"twilio_account_sid"`
+	TwilioAuthToken           string `koanf:"twilio_auth_token"`
+	TwilioFrom                string `koanf:"twilio_from"`
+	TwilioMessagingServiceSID string `koanf:"twilio_messaging_service_sid"`
+	TwilioWhatsAppFrom        string `koanf:"twilio_whatsapp_from"`
+
+	CloudURL           string `koanf:"cloud_url"`
+	CloudVersion       string `koanf:"cloud_version"`
+	CloudPhoneNumberID string `koanf:"cloud_phone_number_id"`
+	CloudToken         string `koanf:"cloud_token"`
+	CloudAppSecret     string `koanf:"cloud_app_secret"`
+	CloudVerifyToken   string `koanf:"cloud_verify_token"`
+}
+
+// validate checks the notify section.
+func (n Notify) validate() error {
+	switch n.SMS {
+	case "log", "twilio", "none":
+	default:
+		return fmt.Errorf("config: QMS_NOTIFY_SMS (notify.sms) must be log, twilio or none, got %q", n.SMS)
+	}
+	switch n.WhatsApp {
+	case "log", "twilio", "cloud", "none":
+	default:
+		return fmt.Errorf("config: QMS_NOTIFY_WHATSAPP (notify.whatsapp) must be log, twilio, cloud or none, got %q", n.WhatsApp)
+	}
+	if (n.SMS == "twilio" || n.WhatsApp == "twilio") && (n.TwilioAccountSID == "" || n.TwilioAuthToken == "") {
+		return fmt.Errorf("config: Twilio needs QMS_NOTIFY_TWILIO_ACCOUNT_SID and QMS_NOTIFY_TWILIO_AUTH_TOKEN (notify.twilio_account_sid, notify.twilio_auth_token)")
+	}
+	if n.SMS == "twilio" && n.TwilioFrom == "" && n.TwilioMessagingServiceSID == "" {
+		return fmt.Errorf("config: SMS through Twilio needs QMS_NOTIFY_TWILIO_FROM or QMS_NOTIFY_TWILIO_MESSAGING_SERVICE_SID")
+	}
+	if n.WhatsApp == "twilio" && n.TwilioWhatsAppFrom == "" {
+		return fmt.Errorf("config: WhatsApp through Twilio needs QMS_NOTIFY_TWILIO_WHATSAPP_FROM (notify.twilio_whatsapp_from)")
+	}
+	if n.WhatsApp == "cloud" && (n.CloudPhoneNumberID == "" || n.CloudToken == "" || n.CloudAppSecret == "") {
+		return fmt.Errorf("config: the WhatsApp Cloud API needs QMS_NOTIFY_CLOUD_PHONE_NUMBER_ID, QMS_NOTIFY_CLOUD_TOKEN and QMS_NOTIFY_CLOUD_APP_SECRET")
+	}
+	if n.KeepPhones <= 0 {
+		return fmt.Errorf("config: QMS_NOTIFY_KEEP_PHONES (notify.keep_phones) must be positive, got %s", n.KeepPhones)
+	}
+	for _, m := range strings.Split(n.Moments, ",") {
+		if m = strings.TrimSpace(m); m != "" && !slices.Contains(notify.Moments, m) {
+			return fmt.Errorf("config: QMS_NOTIFY_MOMENTS (notify.moments) names %q, not one of %s", m, strings.Join(notify.Moments, ", "))
+		}
+	}
+	if !slices.Contains(notify.Languages, n.Language) {
+		return fmt.Errorf("config: QMS_NOTIFY_LANGUAGE (notify.language) must be one of %s, got %q", strings.Join(notify.Languages, ", "), n.Language)
+	}
+	if n.Attempts < 1 || n.Attempts > 25 {
+		return fmt.Errorf("config: QMS_NOTIFY_ATTEMPTS (notify.attempts) must be between 1 and 25, got %d", n.Attempts)
+	}
+	if n.NearFrontAhead < 0 {
+		return fmt.Errorf("config: QMS_NOTIFY_NEAR_FRONT_AHEAD (notify.near_front_ahead) must not be negative")
+	}
+	return nil
 }
 
 // Load reads the defaults, then file (when not empty), then the environment
@@ -334,6 +423,9 @@ func ParseTrustedProxies(list []string) ([]netip.Prefix, error) {
 // first one at fault.
 func (c *Config) Validate() error {
 	if err := c.validateDatabase(); err != nil {
+		return err
+	}
+	if err := c.Notify.validate(); err != nil {
 		return err
 	}
 	if c.HTTP.Addr == "" {

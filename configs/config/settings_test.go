@@ -41,6 +41,24 @@ var stringSamples = map[string]string{
 	"log.level":                "debug",
 	"log.format":               "text",
 	"metrics.addr":             "127.0.0.1:9124",
+	// Each alone must load: "none" needs no provider account.
+	"notify.sms":                          "none",
+	"notify.whatsapp":                     "none",
+	"notify.region":                       "ES",
+	"notify.language":                     "es",
+	"notify.moments":                      "joined,called",
+	"notify.twilio_url":                   "https://twilio.proxy.example",
+	"notify.twilio_account_sid":           "AC0123",
+	"notify.twilio_auth_token":            "token-sample",
+	"notify.twilio_from":                  "+15005550006",
+	"notify.twilio_messaging_service_sid": "MG0123",
+	"notify.twilio_whatsapp_from":         "+14155238886",
+	"notify.cloud_url":                    "https://graph.proxy.example",
+	"notify.cloud_version":                "v22.0",
+	"notify.cloud_phone_number_id":        "1065",
+	"notify.cloud_token":                  "cloud-token-sample",
+	"notify.cloud_app_secret":             "app-secret-sample",
+	"notify.cloud_verify_token":           "verify-sample",
 }
 
 // sample is a valid value of key, different from its default, as text

@@ -104,8 +104,13 @@ func (in *CreateInput) validate(v *platform.Validator, path string) {
 		v.Fail(p("maxUses"), "max", "must be at most %d", MaxUsesLimit)
 	}
 	if in.ExpiresAt != nil {
-		if _, err := time.Parse(time.RFC3339, *in.ExpiresAt); err != nil {
+		if at, err := time.Parse(time.RFC3339, *in.ExpiresAt); err != nil {
 			v.Fail(p("expiresAt"), "date_time", "must be an RFC 3339 date-time such as 2030-01-31T18:00:00Z")
+		} else if y := at.UTC().Year(); y < 1 || y > 9999 {
+			// In UTC, as it is stored and answered: 9999-12-31T23:00:00-05:00
+			// is in year 10000, which no answer can carry (a 500 before
+			// issue 23).
+			v.Fail(p("expiresAt"), "range", "must be an instant from year 1 to year 9999 in UTC")
 		}
 	}
 	v.OptLen(p("prefix"), in.Prefix, 0, MaxPrefix)

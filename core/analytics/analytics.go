@@ -98,6 +98,10 @@ type Live struct {
 	Held       int `json:"held"`
 	Called     int `json:"called"`
 	InService  int `json:"inService"`
+	// WaitingToJoin counts the checked-in appointments of a HYBRID queue
+	// whose time to join the line has come while the run is closed: they
+	// join when it opens again.
+	WaitingToJoin int `json:"waitingToJoin"`
 	// AverageWaitSeconds and LongestWaitSeconds are over the turns waiting
 	// now (WAITING and WAITLISTED), from their creation; null with none.
 	AverageWaitSeconds *float64 `json:"averageWaitSeconds"`

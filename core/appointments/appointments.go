@@ -106,6 +106,12 @@ type Appointment struct {
 	// in the line as, from its effective join time (the later of its
 	// slot's start and its check-in); null before, and in other queues.
 	TurnID *string `json:"turnId"`
+	// JoinsLineAt is set while a checked-in appointment of a HYBRID queue
+	// is not in the line yet: when it joins (its slot's start, when
+	// checked in early). Past it, the appointment is waiting to join
+	// because the run is closed: it joins when the run opens again. Null
+	// once in the line, and in every other case.
+	JoinsLineAt *time.Time `json:"joinsLineAt"`
 
 	// IdempotencyKey and RequestHash identify the booking request that made
 	// the appointment, so a repeat finds it and a different request with the
@@ -124,12 +130,20 @@ type GenerateInput struct {
 	Capacity    *int    `json:"capacity"`
 }
 
+// LastSlotDate is the last day slots can be generated for.
+var LastSlotDate = time.Date(9999, 12, 30, 0, 0, 0, 0, time.UTC)
+
 // Validate checks every bound of spec 2.4, that endTime is after startTime
 // and that the window holds at least one slot, and reports every failure.
 func (in *GenerateInput) Validate() error {
 	var v platform.Validator
 	if v.Required("date", in.Date != nil) {
-		v.Date("date", *in.Date)
+		// The last day whose slots are instants of year 9999 in every
+		// zone (UTC-12 to UTC+14): later ones could not be written in the
+		// answers (RFC 3339), a 500 before issue 23.
+		if d, ok := v.Date("date", *in.Date); ok && d.After(LastSlotDate) {
+			v.Fail("date", "range", "must be a date up to %s", LastSlotDate.Format(time.DateOnly))
+		}
 	}
 	okStart := v.Required("startTime", in.StartTime != nil) && v.ClockTime("startTime", *in.StartTime)
 	okEnd := v.Required("endTime", in.EndTime != nil) && v.ClockTime("endTime", *in.EndTime)

@@ -94,6 +94,9 @@ func (s Status) Valid() bool {
 // Starting without a check-in counts as the arrival too.
 func (a *Appointment) apply(to Status, now time.Time) {
 	a.Status, a.UpdatedAt = to, now
+	if to != StatusCheckedIn {
+		a.JoinsLineAt = nil // served, cancelled or gone: it no longer joins
+	}
 	switch to {
 	case StatusCheckedIn:
 		a.CheckedInAt = &now

@@ -50,6 +50,14 @@ type Repository interface {
 	// that pass f, ordered by slot start then id, after the appointment
 	// whose SortKey is page.After.
 	ListAppointments(ctx context.Context, runID string, f ListFilter, page platform.PageRequest) ([]Appointment, error)
+	// Joining returns the run's appointments waiting to join its line at
+	// now (JoinsLineAt set and reached), by JoinsLineAt then id.
+	Joining(ctx context.Context, runID string, now time.Time) ([]Appointment, error)
+	// CountJoining counts them.
+	CountJoining(ctx context.Context, runID string, now time.Time) (int, error)
+	// RunsJoining lists the runs (ids, sorted) that have appointments
+	// waiting to join at now.
+	RunsJoining(ctx context.Context, now time.Time) ([]string, error)
 }
 
 // Queues is what this module needs of the queues module: queues.Repository

@@ -360,12 +360,30 @@ const CancelReason = "appointment_cancelled"
 // appointment then stands in the run's line as a turn from its effective
 // join time: at once when its slot has started, else at the slot's start
 // (a job, JoinLine).
+//
+// A closed run refuses the check-in (QUEUE_CLOSED), early or late: the
+// customer would stand in no line. A run closed later, over the slot's
+// start, leaves the appointment waiting to join (JoinsLineAt past) until
+// the run opens again (OnEvent).
 func (s *Service) CheckIn(ctx context.Context, accountID, id string) (Appointment, error) {
 	return s.transition(ctx, accountID, id, ActionCheckIn, nil, func(ctx context.Context, q queues.Queue, a *Appointment) error {
 		if q.Type != queues.TypeHybrid || s.line == nil {
 			return nil
 		}
+		run, err := s.queues.GetRun(ctx, a.RunID) // locked by transition
+		if err != nil {
+			return err
+		}
+		if !run.Open() {
+			return platform.Conflict(turns.CodeQueueClosed, "the queue run is closed; a HYBRID appointment checks in while its run is open",
+				map[string]any{"queueRunId": run.ID, "appointmentId": a.ID})
+		}
 		if a.SlotStart.After(*a.CheckedInAt) {
+			at := a.SlotStart
+			a.JoinsLineAt = &at
+			if err := s.repo.UpdateAppointment(ctx, *a); err != nil {
+				return err
+			}
 			return s.jobs.Schedule(ctx, platform.Job{Kind: JoinLineJobKind, Args: JoinLineArgs{AppointmentID: a.ID},
 				RunAt: a.SlotStart, UniqueKey: a.ID, MaxAttempts: joinLineMaxAttempts})
 		}
@@ -389,6 +407,11 @@ type JoinLineArgs struct {
 // JoinLine is the join job: the appointment joins the line if it is still
 // checked in and not in it yet; anything else (cancelled, started, already
 // in line) means there is nothing to do, so running it twice is harmless.
+// A closed run is not a failure to retry: the appointment stays waiting to
+// join (JoinsLineAt past, visible on its read, the dashboard and the
+// board) and joins when the run opens again (OnEvent). Before issue 23 the
+// job failed with QUEUE_CLOSED until it was discarded, and the customer,
+// checked in, was in no line for good.
 func (s *Service) JoinLine(ctx context.Context, args JoinLineArgs) error {
 	return s.uow.Do(ctx, func(ctx context.Context) error {
 		peek, err := s.repo.GetAppointment(ctx, args.AppointmentID)
@@ -398,15 +421,99 @@ func (s *Service) JoinLine(ctx context.Context, args JoinLineArgs) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.queues.GetRunForUpdate(ctx, peek.RunID); err != nil {
+		run, err := s.queues.GetRunForUpdate(ctx, peek.RunID)
+		if err != nil {
 			return err
 		}
 		a, err := s.repo.GetAppointmentForUpdate(ctx, args.AppointmentID)
 		if err != nil || a.Status != StatusCheckedIn || a.TurnID != nil {
 			return err
 		}
+		if !run.Open() {
+			if a.JoinsLineAt == nil { // checked in before the column existed
+				at := a.SlotStart
+				a.JoinsLineAt = &at
+				return s.repo.UpdateAppointment(ctx, a)
+			}
+			return nil // joins when the run opens again
+		}
 		return s.join(ctx, &a)
 	})
+}
+
+// OnEvent puts the appointments waiting to join a run's line in it when
+// the run opens again (an events.Subscriber of queue.opened, inside the
+// transaction that opened the run and holds its lock), in the order they
+// were due: each one's slot start, then id. They were checked in while
+// the run was open and their slot started while it was closed.
+func (s *Service) OnEvent(ctx context.Context, e platform.Event) error {
+	if e.Name != platform.EventName[queues.QueueOpened]() || e.RunID == "" || s.line == nil {
+		return nil
+	}
+	_, err := s.joinWaiting(ctx, e.RunID)
+	return err
+}
+
+// joinWaiting puts the run's appointments waiting to join in its line, in
+// the order they were due; the caller holds the run's lock and has
+// checked it is open. It returns how many joined.
+func (s *Service) joinWaiting(ctx context.Context, runID string) (int, error) {
+	waiting, err := s.repo.Joining(ctx, runID, s.now())
+	if err != nil {
+		return 0, err
+	}
+	joined := 0
+	for _, w := range waiting {
+		a, err := s.repo.GetAppointmentForUpdate(ctx, w.ID)
+		if err != nil {
+			return joined, err
+		}
+		if a.Status != StatusCheckedIn || a.TurnID != nil {
+			continue
+		}
+		if err := s.join(ctx, &a); err != nil {
+			return joined, fmt.Errorf("appointments: joining %s to the line of run %s: %w", a.ID, runID, err)
+		}
+		joined++
+	}
+	return joined, nil
+}
+
+// JoinDueJobKind is the periodic sweep (JoinDue) that joins appointments
+// left waiting on an open run.
+const JoinDueJobKind = "appointments.join_due"
+
+// JoinDue is the safety net of the join job: every appointment waiting to
+// join a run that is open joins its line. It finds those whose join job
+// gave up (the database away through every attempt) or was lost; a run
+// that opened took its own in already (OnEvent). Each run is its own unit
+// of work; a run that fails does not stop the others, and the first error
+// is returned so the job is retried. It returns how many joined.
+func (s *Service) JoinDue(ctx context.Context) (int, error) {
+	if s.line == nil {
+		return 0, nil
+	}
+	runs, err := s.repo.RunsJoining(ctx, s.now())
+	if err != nil {
+		return 0, err
+	}
+	joined := 0
+	var first error
+	for _, runID := range runs {
+		err := s.uow.Do(ctx, func(ctx context.Context) error {
+			run, err := s.queues.GetRunForUpdate(ctx, runID)
+			if err != nil || !run.Open() {
+				return err // a closed run waits for its opening
+			}
+			n, err := s.joinWaiting(ctx, runID)
+			joined += n
+			return err
+		})
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return joined, first
 }
 
 // join admits the appointment's turn into its run and links the two. The
@@ -417,7 +524,7 @@ func (s *Service) join(ctx context.Context, a *Appointment) error {
 	if err != nil {
 		return err
 	}
-	a.TurnID, a.UpdatedAt = &t.ID, s.now()
+	a.TurnID, a.JoinsLineAt, a.UpdatedAt = &t.ID, nil, s.now()
 	return s.repo.UpdateAppointment(ctx, *a)
 }
 

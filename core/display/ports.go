@@ -2,6 +2,7 @@ package display
 
 import (
 	"context"
+	"time"
 
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
@@ -46,4 +47,12 @@ type Calls interface {
 	// RecentCalls returns the run's last turn.called events, newest first,
 	// at most limit.
 	RecentCalls(ctx context.Context, accountID, runID string, limit int) ([]platform.Event, error)
+}
+
+// Joining counts the checked-in appointments of a HYBRID run waiting to
+// join its line (their time came while the run was closed): people in the
+// room the board counts as waiting. The appointments repository provides
+// it.
+type Joining interface {
+	CountJoining(ctx context.Context, runID string, now time.Time) (int, error)
 }

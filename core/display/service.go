@@ -18,7 +18,13 @@ type Service struct {
 	calls  Calls
 	uow    platform.UnitOfWork
 	clock  platform.Clock
+	// joining, when set, counts appointments waiting to join (UseJoining).
+	joining Joining
 }
+
+// UseJoining makes the board's waiting count include the appointments
+// waiting to join the line. Call it while wiring.
+func (s *Service) UseJoining(j Joining) { s.joining = j }
 
 // NewService builds the service.
 func NewService(repo Repository, qs Queues, ts Turns, calls Calls, uow platform.UnitOfWork, clock platform.Clock) *Service {
@@ -283,6 +289,15 @@ func (s *Service) Board(ctx context.Context, t Token) (Board, error) {
 			break
 		}
 		page.After = p.Next
+	}
+	if s.joining != nil {
+		// Checked in for an appointment, due, and the run closed: they
+		// wait in the room and join the line when it opens (issue 23).
+		n, err := s.joining.CountJoining(ctx, run.ID, s.clock.Now())
+		if err != nil {
+			return Board{}, err
+		}
+		b.Waiting.Count += n
 	}
 	sort.SliceStable(ahead, func(i, j int) bool { return *ahead[i].Position < *ahead[j].Position })
 	b.Waiting.Next = []string{}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/ticket"
@@ -31,6 +32,7 @@ var registry = []platform.Payload{
 	ticket.HelpRequestedData{},
 	ticket.HelpAnsweredData{},
 	turns.TurnSLABreached{},
+	notify.StatusChanged{},
 }
 
 // names are the registry's event names, in its order.

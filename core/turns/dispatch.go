@@ -26,6 +26,8 @@ type change struct {
 	// line is the change commit recorded in the run's line (Version 0
 	// for none).
 	line LineChange
+	// reason is a cancellation's reason, for the watchers.
+	reason string
 }
 
 // mutate runs fn on the locked turn of the account in one unit of work,
@@ -104,6 +106,11 @@ func (s *Service) commit(ctx context.Context, c *change) error {
 			if err := f.TurnChanged(ctx, c.before, c.t); err != nil {
 				return err
 			}
+		}
+	}
+	if len(s.watchers) > 0 {
+		if err := s.watch(ctx, Watched{Queue: c.q, Before: c.before, After: c.t, Op: c.op, Reason: c.reason, Line: lc}); err != nil {
+			return err
 		}
 	}
 	if c.event != nil {
@@ -520,6 +527,7 @@ func cancelTurn(c *change, reason string) {
 	from := c.t.Status
 	finish(c, Cancelled)
 	c.event = cancelledEvent(from, reason)
+	c.reason = reason
 }
 
 // Reopen brings a finished turn back to the status it finished from, with

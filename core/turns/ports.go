@@ -220,3 +220,12 @@ type PhoneCounter interface {
 type Marker interface {
 	MarkOnce(ctx context.Context, turnID, kind string, at time.Time) (bool, error)
 }
+
+// Watcher hears every change of every turn, inside the change's unit of
+// work, after the turn is stored: the notifications module decides its
+// messages there, so they commit with the change. An error refuses the
+// change. A watcher must be cheap for the turns it has nothing to do
+// with: it runs on every change.
+type Watcher interface {
+	TurnChanged(ctx context.Context, w Watched) error
+}

@@ -25,6 +25,38 @@ type Service struct {
 	// followers keep records of other modules in step with the turns they
 	// follow (Follow).
 	followers []Follower
+	// watchers hear every change of every turn (Watch).
+	watchers []Watcher
+}
+
+// Watched is one change a Watcher hears of.
+type Watched struct {
+	Queue queues.Queue
+	// Before is the turn before the change, zero for a new turn.
+	Before, After Turn
+	Op            Operation
+	// Reason is a cancellation's reason (turn.cancelled's).
+	Reason string
+	// Forwarded: a new turn another queue sent here (Admit, not an
+	// appointment's check-in).
+	Forwarded bool
+	// Line is what the change did to the run's waiting line.
+	Line LineChange
+	// View is a new turn's view (its position and wait) when the intake
+	// built it: nil otherwise.
+	View *View
+}
+
+// Watch adds a watcher. Call it while wiring, before the service is used.
+func (s *Service) Watch(w Watcher) { s.watchers = append(s.watchers, w) }
+
+func (s *Service) watch(ctx context.Context, w Watched) error {
+	for _, x := range s.watchers {
+		if err := x.TurnChanged(ctx, w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Follow adds a follower. Call it while wiring, before the service is used.
@@ -106,8 +138,10 @@ func (s *Service) createInRun(ctx context.Context, accountID, runID string, in C
 			}
 			// The answer is built from what the transaction holds: nothing
 			// is read again after the commit.
-			view, err = s.txView(ctx, q, run, created, lc)
-			return err
+			if view, err = s.txView(ctx, q, run, created, lc); err != nil {
+				return err
+			}
+			return s.watch(ctx, Watched{Queue: q, After: created, Op: OpCreate, Line: lc, View: &view})
 		})
 		if errors.Is(err, errRedraw) && drawAhead {
 			// The number drawn ahead was spelled with settings the queue
@@ -525,8 +559,11 @@ func (s *Service) Admit(ctx context.Context, accountID, runID string, a Admissio
 		if d.formResponse == nil {
 			d.formResponse = map[string]string{}
 		}
-		t, _, err = s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Forwarded: true}, d)
-		return err
+		var lc LineChange
+		if t, lc, err = s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Forwarded: true}, d); err != nil {
+			return err
+		}
+		return s.watch(ctx, Watched{Queue: q, After: t, Op: OpCreate, Forwarded: a.AppointmentID == nil, Line: lc})
 	})
 	return t, err
 }

@@ -50,6 +50,9 @@ type Turns interface {
 type QueueStore interface {
 	GetQueue(ctx context.Context, id string) (queues.Queue, error)
 	ListRuns(ctx context.Context, queueID string, limit int) ([]queues.Run, error)
+	// GetRunForUpdate locks a run (a transfer locks its two runs in id
+	// order before anything else).
+	GetRunForUpdate(ctx context.Context, id string) (queues.Run, error)
 }
 
 // Repository stores links.

@@ -98,11 +98,21 @@ func (f *Forwarder) Transfer(ctx context.Context, accountID, turnID string, in T
 			return platform.Unprocessable(CodeNotATurnQueue, "the destination is an APPOINTMENT queue, which takes no turns",
 				map[string]any{"field": "queueId", "queueId": dest.ID})
 		}
-		left, err := f.turns.CancelFor(ctx, accountID, src.ID, TransferReason)
+		run, err := f.openRun(ctx, dest.ID)
 		if err != nil {
 			return err
 		}
-		run, err := f.openRun(ctx, dest.ID)
+		// Two runs change: lock both, lower id first, before anything
+		// else (docs/turns.md, the lock order), so transfers crossing
+		// between two queues at once wait for each other instead of
+		// deadlocking. The cancel and the admission then find their run
+		// locked already.
+		for _, id := range ordered(src.RunID, run.ID) {
+			if _, err := f.queues.GetRunForUpdate(ctx, id); err != nil {
+				return err
+			}
+		}
+		left, err := f.turns.CancelFor(ctx, accountID, src.ID, TransferReason)
 		if err != nil {
 			return err
 		}
@@ -123,4 +133,12 @@ func (f *Forwarder) Transfer(ctx context.Context, accountID, turnID string, in T
 		return nil
 	})
 	return out, err
+}
+
+// ordered returns a and b, lower first.
+func ordered(a, b string) []string {
+	if b < a {
+		return []string{b, a}
+	}
+	return []string{a, b}
 }

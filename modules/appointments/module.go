@@ -5,12 +5,15 @@ package appointments
 
 import (
 	"context"
+	"log/slog"
+	"time"
 
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/http/appointmenthttp"
 	"github.com/qms-dev/qms/adapters/http/server"
 	core "github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
@@ -26,10 +29,14 @@ var Module = fx.Module("appointments",
 		core.NewService,
 		func(r queues.Repository) core.Queues { return r },
 		fx.Annotate(joinLineJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
+		fx.Annotate(joinDueJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 	),
-	fx.Invoke(func(s *core.Service, line *turns.Service, jobs platform.JobScheduler) {
+	fx.Invoke(func(s *core.Service, line *turns.Service, jobs platform.JobScheduler, bus *events.Bus) {
 		s.UseLine(line, jobs)
 		line.Follow(s)
+		// A reopened run takes in the appointments that were due to join
+		// it while it was closed.
+		bus.Subscribe(s)
 	}),
 	fx.Invoke(func(srv *server.Server, s *core.Service) { appointmenthttp.Register(srv.API, s, srv.Cursors) }),
 )
@@ -43,5 +50,29 @@ func joinLineJob(s *core.Service) ports.JobKind {
 		Handler: ports.Typed("appointments", func(ctx context.Context, args core.JoinLineArgs, _ ports.JobContext) error {
 			return s.JoinLine(ctx, args)
 		}),
+	}
+}
+
+// joinDueEvery is how often the sweep looks for appointments left waiting
+// to join an open run: a join job that gave up is made good within it.
+const joinDueEvery = time.Minute
+
+// joinDueJob is the periodic sweep that joins appointments left waiting on
+// an open run (their join job gave up or was lost); a run that opens takes
+// its own in at once. One process runs it per period (River's leader).
+func joinDueJob(s *core.Service, log *slog.Logger) ports.JobKind {
+	log = log.With("module", "appointments")
+	return ports.JobKind{
+		Name:        core.JoinDueJobKind,
+		Every:       joinDueEvery,
+		MaxAttempts: 3,
+		Handler: func(ctx context.Context, _ ports.JobContext) error {
+			n, err := s.JoinDue(ctx)
+			if n > 0 {
+				// Each was due and not in the line: worth an operator's look.
+				log.Warn("appointments: joined appointments left waiting on an open run", "joined", n)
+			}
+			return err
+		},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/qms-dev/qms/adapters/http/httpx"
 	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/configs/config"
+	"github.com/qms-dev/qms/core/appointments"
 	core "github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
@@ -27,6 +28,8 @@ var Module = fx.Module("display",
 		func(s *queues.Service) core.Queues { return s },
 		func(s *turns.Service) core.Turns { return s },
 	),
+	// The board counts HYBRID appointments waiting to join as waiting.
+	fx.Invoke(func(svc *core.Service, apts appointments.Repository) { svc.UseJoining(apts) }),
 	fx.Invoke(func(srv *server.Server, svc *core.Service, hub *stream.Hub, lim ports.RateLimiter, cfg *config.Config,
 		clock platform.Clock, log *slog.Logger) {
 		displayhttp.RegisterAPI(srv.API, svc, srv.Cursors)

@@ -359,3 +359,72 @@ func runAppointments2(t *testing.T, newSet NewSet) {
 		}
 	})
 }
+
+// RunAppointmentsWaitingToJoin: joinsLineAt is stored and read
+// back; Joining lists a run's appointments whose joinsLineAt has come, by
+// joinsLineAt then id, and CountJoining counts them, on both adapters
+// (issue 23: the appointments a reopened run takes in).
+func RunAppointmentsWaitingToJoin(t *testing.T, newSet NewSet) {
+	ctx := context.Background()
+	newStack := aptStacks(newSet)
+	{
+		st := newStack(t)
+		run := st.run(t, func(in *queues.CreateInput) { in.Type = platform.Ptr(queues.TypeHybrid) })
+		other := st.run(t, func(in *queues.CreateInput) { in.Type = platform.Ptr(queues.TypeHybrid) })
+		s := st.slots(t, run.ID, "2026-03-08", "09:00", "10:00", 30, 5)
+		book := func(runID, slotID string, joins *time.Time) appointments.Appointment {
+			a, err := st.svc.Schedule(ctx, st.account, runID, appointments.ScheduleInput{SlotID: &slotID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.JoinsLineAt = joins
+			if err := st.repo.UpdateAppointment(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		nine, half := s[0].Start, s[1].Start
+		second := book(run.ID, s[1].ID, &half)
+		first := book(run.ID, s[0].ID, &nine)
+		book(run.ID, s[0].ID, nil) // not waiting
+		os := st.slots(t, other.ID, "2026-03-08", "09:00", "09:30", 30, 1)
+		book(other.ID, os[0].ID, &nine) // another run's
+
+		got, err := st.repo.GetAppointment(ctx, first.ID)
+		if err != nil || got.JoinsLineAt == nil || !got.JoinsLineAt.Equal(nine) {
+			t.Fatalf("joinsLineAt read back: %v %v", got.JoinsLineAt, err)
+		}
+		for _, c := range []struct {
+			at   time.Time
+			want []string
+		}{
+			{nine.Add(-time.Second), nil},
+			{nine, []string{first.ID}},
+			{half.Add(time.Hour), []string{first.ID, second.ID}},
+		} {
+			list, err := st.repo.Joining(ctx, run.ID, c.at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, a := range list {
+				ids = append(ids, a.ID)
+			}
+			n, err := st.repo.CountJoining(ctx, run.ID, c.at)
+			if err != nil || n != len(c.want) || len(ids) != len(c.want) || (len(ids) > 0 && (ids[0] != c.want[0] || ids[len(ids)-1] != c.want[len(c.want)-1])) {
+				t.Fatalf("at %v: %v (count %d, %v), want %v", c.at, ids, n, err, c.want)
+			}
+		}
+		runs, err := st.repo.RunsJoining(ctx, nine)
+		want := []string{run.ID, other.ID}
+		if run.ID > other.ID {
+			want = []string{other.ID, run.ID}
+		}
+		if err != nil || len(runs) != 2 || runs[0] != want[0] || runs[1] != want[1] {
+			t.Fatalf("runs joining: %v %v, want %v", runs, err, want)
+		}
+		if runs, err := st.repo.RunsJoining(ctx, nine.Add(-time.Second)); err != nil || len(runs) != 0 {
+			t.Fatalf("runs joining before any is due: %v %v", runs, err)
+		}
+	}
+}

@@ -52,6 +52,7 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 	})
 	t.Run("Appointments", func(t *testing.T) { t.Parallel(); RunAppointments(t, newSet) })
 	t.Run("AppointmentRaces", func(t *testing.T) { t.Parallel(); RunAppointmentRaces(t, newSet) })
+	t.Run("AppointmentsWaitingToJoin", func(t *testing.T) { t.Parallel(); RunAppointmentsWaitingToJoin(t, newSet) })
 	t.Run("UnitOfWork", func(t *testing.T) {
 		t.Parallel()
 		RunUnitOfWork(t, func(t *testing.T) UnitOfWorkHarness { return unitOfWork(t, newSet(t)) })
@@ -124,6 +125,13 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 		RunStreamNotifier(t, func(t *testing.T) StreamNotifierHarness {
 			s := newSet(t)
 			return StreamNotifierHarness{UoW: s.UoW, Bus: Subscribe(s), Notifier: s.StreamNotifier, Account: NewAccount(t, s)}
+		})
+	})
+	t.Run("Notify", func(t *testing.T) {
+		t.Parallel()
+		RunNotify(t, func(t *testing.T) NotifyHarness {
+			s := newSet(t)
+			return NotifyHarness{Repo: s.Notify, UoW: s.UoW, Owners: OwnersOf(s), Concurrent: o.concurrent}
 		})
 	})
 	t.Run("JoinLinks", func(t *testing.T) {

@@ -179,3 +179,39 @@ func TestAnalyticsEmptyPeriodIsNotBackwards(t *testing.T) {
 		}
 	})
 }
+
+// TestSlotsAtTheCalendarsEnd: generating slots for 9999-12-31 in a zone
+// west of UTC would make instants of year 10000, which no answer can
+// carry: 400 on date (rule range), not the 500 it was (issue 23); the day
+// before is made, in both modes.
+func TestSlotsAtTheCalendarsEnd(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		a := start(t)
+		_, _, run := setupQueue(t, a, map[string]any{"type": "APPOINTMENT", "location": map[string]any{
+			"lat": 0, "lng": -179, "shortAddress": "Baker", "timezone": "Etc/GMT+12"}})
+		body := func(date string) map[string]any {
+			return map[string]any{"date": date, "startTime": "23:00", "endTime": "23:30", "slotMinutes": 30, "capacity": 1}
+		}
+		r := a.API(http.MethodPost, "/queue-runs/"+run+"/slots", body("9999-12-31"))
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), `"path":"date","rule":"range"`) {
+			t.Fatalf("9999-12-31: %d %s", r.Status, r.Body)
+		}
+		a.API(http.MethodPost, "/queue-runs/"+run+"/slots", body("9999-12-30")).Must(http.StatusCreated, nil)
+	})
+}
+
+// TestAccessCodeExpiryAtTheCalendarsEnd: an expiresAt whose UTC instant
+// leaves the years 1-9999 is 400 on expiresAt (rule range), not the 500 it
+// was (it was stored, then could not be answered), in both modes.
+func TestAccessCodeExpiryAtTheCalendarsEnd(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		a := start(t)
+		for i, at := range []string{"9999-12-31T23:00:00-05:00", "0001-01-01T00:30:00+01:00"} {
+			r := a.API(http.MethodPost, "/access-codes", map[string]any{"code": "EDGE-" + string(rune('A'+i)), "expiresAt": at})
+			if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), `"path":"expiresAt","rule":"range"`) {
+				t.Fatalf("expiresAt %s: %d %s", at, r.Status, r.Body)
+			}
+		}
+		a.API(http.MethodPost, "/access-codes", map[string]any{"code": "EDGE-OK", "expiresAt": "9999-12-31T23:00:00Z"}).Must(http.StatusCreated, nil)
+	})
+}

@@ -71,6 +71,13 @@ func TestMetricsScrape(t *testing.T) {
 				t.Errorf("%s = %v, want at least %v", series, got, atLeast)
 			}
 		}
+		// Every job kind's give-ups are exposed, at 0 from the start
+		// (issue 23), in both modes.
+		for _, kind := range []string{"appointments.join_line", "turns.tolerance_expired", "webhook.deliver", "workflow.forward", "retention.prune"} {
+			if !strings.Contains(text, `qms_jobs_given_up_total{kind="`+kind+`"}`) {
+				t.Errorf("no qms_jobs_given_up_total for %s", kind)
+			}
+		}
 		if t.Name() == "TestMetricsScrape/postgres" {
 			if got := sample(text, "qms_db_pool_max_connections"); got <= 0 {
 				t.Errorf("qms_db_pool_max_connections = %v", got)

@@ -28,6 +28,7 @@ func openTicketPage(t *testing.T, ctx context.Context, url string) context.Conte
 	return nav
 }
 
+// shows is join_browser_test.go's textOf; visible is declared there too.
 func shows(sel, s string) string {
 	return `(document.querySelector(` + strconv.Quote(sel) + `)?.innerText || "").includes(` + strconv.Quote(s) + `)`
 }

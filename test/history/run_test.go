@@ -60,6 +60,7 @@ func runHistory(t *testing.T, b *backend) {
 	wl.checkCodeInUse(ck, ops, byTurn)
 	wl.checkEvents(ck, ops, s, calls, wl.readEvents(t, cursor))
 	wl.checkSlots(t, ck, ops)
+	wl.checkNotifications(t, ck, ops, s)
 	if len(b.logs) > 0 {
 		lc, err := countLogs(b.logs)
 		if err != nil {

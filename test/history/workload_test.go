@@ -214,6 +214,14 @@ func (wl *workload) intake(client int, rng *rand.Rand) {
 	if rng.Intn(3) == 0 {
 		body["peopleCount"] = 1 + rng.Intn(3)
 	}
+	if rng.Intn(2) == 0 {
+		// Half the customers leave a number: their turns are messaged
+		// (the log outbox), checked by checkNotifications.
+		body["phone"] = fmt.Sprintf("+34600%06d", wl.seq.Add(1)%1_000_000)
+		if rng.Intn(4) == 0 {
+			body["notifyWhatsapp"] = true
+		}
+	}
 	if r == wl.w.runs[2] && rng.Intn(2) == 0 {
 		body["accessCode"] = wl.w.codes[rng.Intn(len(wl.w.codes))]
 	}

@@ -208,9 +208,31 @@ func (f *Formation) WaitSettled(within time.Duration) *Node {
 // PerformFailover asks the monitor for a failover and waits for it
 // (`pg_autoctl perform failover`): the primary is demoted, the secondary
 // promoted.
+//
+// It first waits for the formation to settle: after a crash the monitor
+// may still be failing over by itself, and then it answers "couldn't find
+// the primary node". If the request fails because the monitor moved the
+// primary meanwhile (a loaded machine misses a health check), that
+// failover is the one asked for; otherwise it asks again, up to three
+// times.
 func (f *Formation) PerformFailover() {
 	f.t.Helper()
-	f.autoctl("perform", "failover", "--pgdata", f.monitor, "--wait", "90")
+	before := f.WaitSettled(2 * time.Minute)
+	for attempt := 1; ; attempt++ {
+		out, err := f.tryAutoctl("perform", "failover", "--pgdata", f.monitor, "--wait", "90")
+		if err == nil {
+			return
+		}
+		after := f.WaitSettled(2 * time.Minute)
+		if after != before {
+			f.t.Logf("pgcluster: perform failover: %v; the monitor failed over by itself meanwhile (%s is primary)", err, after.Name)
+			return
+		}
+		if attempt == 3 {
+			f.t.Fatalf("pgcluster: pg_autoctl perform failover, 3 attempts: %v\n%s\n%s", err, out, f.logs())
+		}
+		f.t.Logf("pgcluster: perform failover, attempt %d: %v; asking again", attempt, err)
+	}
 }
 
 // Primary is the node the monitor has as primary now.

@@ -36,19 +36,19 @@ func registerHelpAPI(r fiber.Router, svc *ticket.Service, cur httpx.Cursors) {
 		// At most ticket.MaxHelpPerTurn: one page.
 		return httpx.WritePage(c, cur, "help-turn", platform.Page[ticket.HelpRequest]{Items: hs}, max(len(hs), 1))
 	})
-	r.Get("/help-requests/:id", read, func(c *fiber.Ctx) error {
-		h, err := svc.GetHelp(c.UserContext(), httpx.AccountOf(c), c.Params("id"))
+	r.Get("/help-requests/:helpRequestId", read, func(c *fiber.Ctx) error {
+		h, err := svc.GetHelp(c.UserContext(), httpx.AccountOf(c), c.Params("helpRequestId"))
 		if err != nil {
 			return err
 		}
 		return httpx.OK(c, h)
 	})
-	r.Post("/help-requests/:id/answer", write, func(c *fiber.Ctx) error {
+	r.Post("/help-requests/:helpRequestId/answer", write, func(c *fiber.Ctx) error {
 		var in ticket.AnswerInput
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		h, err := svc.AnswerHelp(c.UserContext(), httpx.AccountOf(c), c.Params("id"), in)
+		h, err := svc.AnswerHelp(c.UserContext(), httpx.AccountOf(c), c.Params("helpRequestId"), in)
 		if err != nil {
 			return err
 		}

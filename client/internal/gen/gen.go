@@ -19,20 +19,24 @@ import (
 // Excluded operations have no SDK method, each for the reason given. The
 // coverage test checks this list against the document too.
 var Excluded = map[string]string{
-	"getDisplayPage":     "the board's HTML page, for a browser",
-	"getDisplayAsset":    "the board page's script and style sheet, for a browser",
-	"getMetrics":         "Prometheus text for a scraper, not for integrators",
-	"getTicketPage":      "the customer's ticket page, for a browser",
-	"getTicketAsset":     "the ticket page's script and style sheet, for a browser",
-	"getPageStrings":     "the waiting-room pages' strings and the script choosing them, for a browser",
-	"getTicketQRCodeSVG": "an image to print or show, not JSON",
-	"getTicketQRCodePNG": "an image to print or show, not JSON",
-	"streamTicket":       "the customer's ticket page's stream, for a browser (GetTicket reads the same ticket)",
-	"getJoinPage":        "the join page's HTML, for a customer's browser",
-	"getJoinAsset":       "the join page's scripts and style sheets, for a browser",
-	"getJoinQRCodeSVG":   "an image to print or show, not JSON",
-	"getJoinQRCodePNG":   "an image to print or show, not JSON",
-	"getJoinPoster":      "a poster to print, HTML",
+	"getDisplayPage":       "the board's HTML page, for a browser",
+	"getDisplayAsset":      "the board page's script and style sheet, for a browser",
+	"getMetrics":           "Prometheus text for a scraper, not for integrators",
+	"getTicketPage":        "the customer's ticket page, for a browser",
+	"getTicketAsset":       "the ticket page's script and style sheet, for a browser",
+	"getPageStrings":       "the waiting-room pages' strings and the script choosing them, for a browser",
+	"getTicketQRCodeSVG":   "an image to print or show, not JSON",
+	"getTicketQRCodePNG":   "an image to print or show, not JSON",
+	"streamTicket":         "the customer's ticket page's stream, for a browser (GetTicket reads the same ticket)",
+	"getJoinPage":          "the join page's HTML, for a customer's browser",
+	"getJoinAsset":         "the join page's scripts and style sheets, for a browser",
+	"getJoinQRCodeSVG":     "an image to print or show, not JSON",
+	"getJoinQRCodePNG":     "an image to print or show, not JSON",
+	"getJoinPoster":        "a poster to print, HTML",
+	"twilioStatusCallback": "Twilio's signed status callback, called by Twilio",
+	"twilioInbound":        "Twilio's signed incoming-message webhook, called by Twilio",
+	"whatsappVerify":       "Meta's webhook verification handshake, called by Meta",
+	"whatsappWebhook":      "the WhatsApp Cloud API's signed webhook, called by Meta",
 }
 
 // Handwritten operations have methods written by hand in the client
