@@ -26,6 +26,7 @@ import (
 	"github.com/qms-dev/qms/modules/accounts"
 	"github.com/qms-dev/qms/modules/analytics"
 	"github.com/qms-dev/qms/modules/appointments"
+	"github.com/qms-dev/qms/modules/counter"
 	"github.com/qms-dev/qms/modules/display"
 	"github.com/qms-dev/qms/modules/entities"
 	"github.com/qms-dev/qms/modules/join"
@@ -76,6 +77,7 @@ var Modules = []fx.Option{
 	display.Module,
 	ticket.Module,
 	join.Module,
+	counter.Module,
 	retention.Module,
 	notify.Module,
 }

@@ -357,6 +357,252 @@ type CarpoolInput struct {
 	OneActiveTurnPerCode *bool `json:"oneActiveTurnPerCode,omitempty"`
 }
 
+// CounterAction is an enumeration of the API.
+type CounterAction string
+
+// Values of CounterAction.
+const (
+	CounterActionNext     CounterAction = "next"
+	CounterActionCall     CounterAction = "call"
+	CounterActionArrive   CounterAction = "arrive"
+	CounterActionStart    CounterAction = "start"
+	CounterActionComplete CounterAction = "complete"
+	CounterActionNoShow   CounterAction = "no-show"
+	CounterActionHold     CounterAction = "hold"
+	CounterActionRelease  CounterAction = "release"
+	CounterActionCancel   CounterAction = "cancel"
+	CounterActionReopen   CounterAction = "reopen"
+	CounterActionPriority CounterAction = "priority"
+	CounterActionForward  CounterAction = "forward"
+	CounterActionWalkIn   CounterAction = "walk-in"
+)
+
+// CounterConsole is a schema of the API.
+type CounterConsole struct {
+	Called []CounterRow `json:"called"`
+	// Finished: Turns finished in the last 5 minutes (with allowReopen only).
+	Finished []CounterRow `json:"finished"`
+	// Forward: The queues a turn may be forwarded to (none unless
+	// transferEnabled).
+	Forward     []CounterConsoleForwardItem `json:"forward"`
+	GeneratedAt time.Time                   `json:"generatedAt"`
+	Held        []CounterRow                `json:"held"`
+	InService   []CounterRow                `json:"inService"`
+	Link        CounterConsoleLink          `json:"link"`
+	// People: The people the waiting turns bring.
+	People int                 `json:"people"`
+	Queue  CounterConsoleQueue `json:"queue"`
+	Run    *CounterConsoleRun  `json:"run"`
+	// Stations: The stations the link may act for, and the turn at each.
+	Stations []CounterConsoleStationsItem `json:"stations"`
+	// Waiting: In line order.
+	Waiting    []CounterRow `json:"waiting"`
+	Waitlisted []CounterRow `json:"waitlisted"`
+}
+
+// CounterConsoleForwardItem is a schema of the API.
+type CounterConsoleForwardItem struct {
+	LinkID    string `json:"linkId"`
+	QueueID   string `json:"queueId"`
+	QueueName string `json:"queueName"`
+}
+
+// CounterConsoleLink is a schema of the API.
+type CounterConsoleLink struct {
+	ID          string           `json:"id"`
+	Label       *string          `json:"label"`
+	Language    *CounterLanguage `json:"language"`
+	ShowDetails bool             `json:"showDetails"`
+	StationIDs  []string         `json:"stationIds"`
+}
+
+// CounterConsoleQueue is a schema of the API.
+type CounterConsoleQueue struct {
+	Capacity CounterConsoleQueueCapacity `json:"capacity"`
+	// Flow: The dispatch flow, defaults applied; it decides the console's
+	// buttons.
+	Flow       CounterConsoleQueueFlow `json:"flow"`
+	Help       Help                    `json:"help"`
+	ID         string                  `json:"id"`
+	Name       string                  `json:"name"`
+	Priorities []Priority              `json:"priorities"`
+	// Questions: The queue's pre-attention questions, for the walk-in form.
+	Questions       []map[string]any             `json:"questions"`
+	SLA             SLA                          `json:"sla"`
+	Subtitle        *string                      `json:"subtitle"`
+	Tolerance       CounterConsoleQueueTolerance `json:"tolerance"`
+	TransferEnabled bool                         `json:"transferEnabled"`
+	Type            string                       `json:"type"`
+	WhatsappCapture bool                         `json:"whatsappCapture"`
+}
+
+// CounterConsoleQueueCapacity is a schema of the API.
+type CounterConsoleQueueCapacity struct {
+	MaxTurns *int `json:"maxTurns"`
+}
+
+// CounterConsoleQueueFlow: The dispatch flow, defaults applied; it decides
+// the console's buttons.
+type CounterConsoleQueueFlow struct {
+	AllowReopen  bool `json:"allowReopen"`
+	CallOnNext   bool `json:"callOnNext"`
+	TrackService bool `json:"trackService"`
+}
+
+// CounterConsoleQueueTolerance is a schema of the API.
+type CounterConsoleQueueTolerance struct {
+	AllowReentry bool `json:"allowReentry"`
+}
+
+// CounterConsoleRun is a schema of the API.
+type CounterConsoleRun struct {
+	ID         string `json:"id"`
+	IntakeOpen bool   `json:"intakeOpen"`
+	Status     string `json:"status"`
+}
+
+// CounterConsoleStationsItem is a schema of the API.
+type CounterConsoleStationsItem struct {
+	ID     string  `json:"id"`
+	Label  string  `json:"label"`
+	TurnID *string `json:"turnId"`
+}
+
+// CounterLanguage: The console's language; absent or null follows the
+// browser's.
+type CounterLanguage string
+
+// Values of CounterLanguage.
+const (
+	CounterLanguageEn CounterLanguage = "en"
+	CounterLanguageEs CounterLanguage = "es"
+	CounterLanguagePt CounterLanguage = "pt"
+	CounterLanguageFr CounterLanguage = "fr"
+)
+
+// CounterLink is a schema of the API.
+type CounterLink struct {
+	CreatedAt   time.Time        `json:"createdAt"`
+	ID          string           `json:"id"`
+	Label       *string          `json:"label"`
+	Language    *CounterLanguage `json:"language"`
+	QueueID     string           `json:"queueId"`
+	RevokedAt   *time.Time       `json:"revokedAt"`
+	ShowDetails bool             `json:"showDetails"`
+	StationIDs  []string         `json:"stationIds"`
+}
+
+// CounterLinkCreate is a schema of the API.
+type CounterLinkCreate struct {
+	// Label: Names the counter (Desk A).
+	Label    *string          `json:"label,omitempty"`
+	Language *CounterLanguage `json:"language,omitempty"`
+	// ShowDetails: Whether the console shows the customers' phone numbers and
+	// form answers (default false).
+	ShowDetails *bool `json:"showDetails,omitempty"`
+	// StationIDs: The stations of the queue the link may act for; absent or
+	// empty, every one.
+	StationIDs []string `json:"stationIds,omitempty"`
+}
+
+// CounterLinkCreated is a schema of the API.
+type CounterLinkCreated struct {
+	CounterLink
+	// Token: The token, shown this once.
+	Token string `json:"token"`
+	// URL: The console's address on the host the request reached.
+	URL string `json:"url"`
+}
+
+// CounterLinkPage is a schema of the API.
+type CounterLinkPage struct {
+	Data       []CounterLink `json:"data"`
+	Pagination Pagination    `json:"pagination"`
+}
+
+// CounterPress is a schema of the API.
+type CounterPress struct {
+	Action CounterAction `json:"action"`
+	// Key: Made once per press of a button; a repeat is done once.
+	Key string `json:"key"`
+	// LinkID: The connected-queue link to forward through (forward).
+	LinkID   *string   `json:"linkId,omitempty"`
+	Priority *Priority `json:"priority,omitempty"`
+	// StationID: The station the press is made for (next and call call to it).
+	StationID *string `json:"stationId,omitempty"`
+	// TurnID: The turn acted on; required but for next and walk-in.
+	TurnID *string `json:"turnId,omitempty"`
+	// WalkIn: The new turn (walk-in), as the turn create body; its idempotencyKey
+	// comes from the press's key.
+	WalkIn *CounterPressWalkIn `json:"walkIn,omitempty"`
+}
+
+// CounterPressList is a schema of the API.
+type CounterPressList struct {
+	Data []CounterPressRecord `json:"data"`
+}
+
+// CounterPressRecord is a schema of the API.
+type CounterPressRecord struct {
+	Action    CounterAction `json:"action"`
+	At        time.Time     `json:"at"`
+	ID        string        `json:"id"`
+	LinkID    string        `json:"linkId"`
+	QueueID   string        `json:"queueId"`
+	StationID *string       `json:"stationId"`
+	TurnID    *string       `json:"turnId"`
+}
+
+// CounterPressWalkIn: The new turn (walk-in), as the turn create body; its
+// idempotencyKey comes from the press's key.
+type CounterPressWalkIn struct {
+	FormResponse   map[string]string `json:"formResponse,omitempty"`
+	NotifyWhatsapp *bool             `json:"notifyWhatsapp,omitempty"`
+	PeopleCount    *int              `json:"peopleCount,omitempty"`
+	Phone          *string           `json:"phone,omitempty"`
+}
+
+// CounterPressed is a schema of the API.
+type CounterPressed struct {
+	Console CounterConsole       `json:"console"`
+	Result  CounterPressedResult `json:"result"`
+}
+
+// CounterPressedResult is a schema of the API.
+type CounterPressedResult struct {
+	Action   CounterAction `json:"action"`
+	Forward  *QueueForward `json:"forward,omitempty"`
+	Replayed bool          `json:"replayed"`
+	Turn     *Turn         `json:"turn"`
+}
+
+// CounterRow is a schema of the API.
+type CounterRow struct {
+	ArrivedAt   *time.Time `json:"arrivedAt"`
+	CallCount   int        `json:"callCount"`
+	CalledAt    *time.Time `json:"calledAt"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	DisplayCode string     `json:"displayCode"`
+	FinishedAt  *time.Time `json:"finishedAt"`
+	// FormResponse: Only when the link shows customer details.
+	FormResponse map[string]string `json:"formResponse,omitempty"`
+	ID           string            `json:"id"`
+	PeopleCount  int               `json:"peopleCount"`
+	// Phone: Only when the link shows customer details.
+	Phone     Nullable[string]   `json:"phone,omitzero"`
+	Position  *int               `json:"position"`
+	Priority  Priority           `json:"priority"`
+	StartedAt *time.Time         `json:"startedAt"`
+	Station   *CounterRowStation `json:"station"`
+	Status    TurnStatus         `json:"status"`
+}
+
+// CounterRowStation is a schema of the API.
+type CounterRowStation struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
+
 // CreateAccessCodesInBulkRequest is a schema of the API.
 type CreateAccessCodesInBulkRequest struct {
 	Codes []AccessCodeCreate `json:"codes"`
@@ -894,6 +1140,28 @@ type ListArrivalsParams struct {
 }
 
 func (p *ListArrivalsParams) values() (url.Values, http.Header) {
+	q, h := url.Values{}, http.Header{}
+	if p.Limit != nil {
+		q.Add("limit", strconv.Itoa(*p.Limit))
+	}
+	if p.Cursor != nil {
+		q.Add("cursor", *p.Cursor)
+	}
+	return q, h
+}
+
+// ListCounterLinksParams are the optional parameters of listCounterLinks.
+type ListCounterLinksParams struct {
+	// Limit: Page size.
+	Limit *int
+	// Cursor: The nextCursor of the previous page of the same list, sent with the
+	// same path and filters (limit may change). Opaque; tampered, foreign, other
+	// lists' cursors or a cursor sent with other path or filter parameters are
+	// 400 INVALID_CURSOR.
+	Cursor *string
+}
+
+func (p *ListCounterLinksParams) values() (url.Values, http.Header) {
 	q, h := url.Values{}, http.Header{}
 	if p.Limit != nil {
 		q.Add("limit", strconv.Itoa(*p.Limit))
@@ -2252,6 +2520,17 @@ func (c *Client) StartAppointment(ctx context.Context, id string) (*Appointment,
 	return &out, nil
 }
 
+// RevokeCounterLink: Revoke a counter link (DELETE
+// /api/v1/counter-links/{linkId}, scope dispatch:write).
+func (c *Client) RevokeCounterLink(ctx context.Context, linkID string) (*CounterLink, error) {
+	r := request{op: "revokeCounterLink", method: "DELETE", path: "/api/v1/counter-links/" + url.PathEscape(linkID)}
+	var out CounterLink
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // UpdateDisplayToken: Change a display token's label and screen options
 // (PATCH /api/v1/display-tokens/{tokenId}, scope queues:write).
 func (c *Client) UpdateDisplayToken(ctx context.Context, tokenID string, body DisplayTokenUpdate) (*DisplayToken, error) {
@@ -2676,6 +2955,31 @@ func (c *Client) SetQueueCancellationPolicy(ctx context.Context, queueID string,
 	return &out, nil
 }
 
+// ListCounterLinks: List a queue's counter links (GET
+// /api/v1/queues/{queueId}/counter-links, scope queues:read).
+func (c *Client) ListCounterLinks(ctx context.Context, queueID string, params *ListCounterLinksParams) (*CounterLinkPage, error) {
+	r := request{op: "listCounterLinks", method: "GET", path: "/api/v1/queues/" + url.PathEscape(queueID) + "/counter-links"}
+	if params != nil {
+		r.query, r.header = params.values()
+	}
+	var out CounterLinkPage
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CreateCounterLink: Make a counter link for a queue's console (POST
+// /api/v1/queues/{queueId}/counter-links, scope dispatch:write).
+func (c *Client) CreateCounterLink(ctx context.Context, queueID string, body CounterLinkCreate) (*CounterLinkCreated, error) {
+	r := request{op: "createCounterLink", method: "POST", path: "/api/v1/queues/" + url.PathEscape(queueID) + "/counter-links", body: &body}
+	var out CounterLinkCreated
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // SetQueueDispatchFlow: Set the dispatch flow (PUT
 // /api/v1/queues/{queueId}/dispatch-flow, scope queues:write).
 func (c *Client) SetQueueDispatchFlow(ctx context.Context, queueID string, body DispatchFlowInput) (*QueueView, error) {
@@ -2890,6 +3194,17 @@ func (c *Client) CompleteTurn(ctx context.Context, turnID string) (*Turn, error)
 	return &out, nil
 }
 
+// ListTurnCounterPresses: A turn's history at the counters (GET
+// /api/v1/turns/{turnId}/counter-presses, scope turns:read).
+func (c *Client) ListTurnCounterPresses(ctx context.Context, turnID string) (*CounterPressList, error) {
+	r := request{op: "listTurnCounterPresses", method: "GET", path: "/api/v1/turns/" + url.PathEscape(turnID) + "/counter-presses"}
+	var out CounterPressList
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // ForwardTurn: Forward a turn through a link, now (POST
 // /api/v1/turns/{turnId}/forward, scope dispatch:write).
 func (c *Client) ForwardTurn(ctx context.Context, turnID string, body ForwardTurnRequest) (*QueueForward, error) {
@@ -3091,6 +3406,37 @@ func (c *Client) DeleteWebhookEndpoint(ctx context.Context, webhookID string) (*
 	return &out, nil
 }
 
+// PressCounterButton: Press a console button (POST /counter/{token}/press).
+func (c *Client) PressCounterButton(ctx context.Context, token string, body CounterPress) (*CounterPressed, error) {
+	r := request{op: "pressCounterButton", method: "POST", path: "/counter/" + url.PathEscape(token) + "/press", body: &body}
+	var out CounterPressed
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetCounterConsole: The console, once (GET /counter/{token}/state).
+func (c *Client) GetCounterConsole(ctx context.Context, token string) (*CounterConsole, error) {
+	r := request{op: "getCounterConsole", method: "GET", path: "/counter/" + url.PathEscape(token) + "/state"}
+	var out CounterConsole
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetCounterTurnPresses: A turn's history at the counters, for the console
+// (GET /counter/{token}/turns/{turnId}/presses).
+func (c *Client) GetCounterTurnPresses(ctx context.Context, token string, turnID string) (*CounterPressList, error) {
+	r := request{op: "getCounterTurnPresses", method: "GET", path: "/counter/" + url.PathEscape(token) + "/turns/" + url.PathEscape(turnID) + "/presses"}
+	var out CounterPressList
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // GetDisplayBoard: The board, once (GET /display/{token}/board).
 func (c *Client) GetDisplayBoard(ctx context.Context, token string) (*DisplayBoard, error) {
 	r := request{op: "getDisplayBoard", method: "GET", path: "/display/" + url.PathEscape(token) + "/board"}
@@ -3212,6 +3558,7 @@ var operations = []Operation{
 	{ID: "completeTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/complete", GoMethods: []string{"Client.CompleteTurn"}},
 	{ID: "createAccessCode", Method: "POST", Path: "/api/v1/access-codes", GoMethods: []string{"Client.CreateAccessCode"}},
 	{ID: "createAccessCodesInBulk", Method: "POST", Path: "/api/v1/access-codes/bulk", GoMethods: []string{"Client.CreateAccessCodesInBulk"}},
+	{ID: "createCounterLink", Method: "POST", Path: "/api/v1/queues/{queueId}/counter-links", GoMethods: []string{"Client.CreateCounterLink"}},
 	{ID: "createDisplayToken", Method: "POST", Path: "/api/v1/queue-runs/{runId}/display-tokens", GoMethods: []string{"Client.CreateDisplayToken"}},
 	{ID: "createEntity", Method: "POST", Path: "/api/v1/entities", GoMethods: []string{"Client.CreateEntity"}},
 	{ID: "createJoinLink", Method: "POST", Path: "/api/v1/queues/{queueId}/join-links", GoMethods: []string{"Client.CreateJoinLink"}},
@@ -3233,6 +3580,10 @@ var operations = []Operation{
 	{ID: "getAnalyticsDashboard", Method: "GET", Path: "/api/v1/analytics/dashboard", GoMethods: []string{"Client.GetAnalyticsDashboard"}},
 	{ID: "getAnalyticsSummary", Method: "GET", Path: "/api/v1/analytics/summary", GoMethods: []string{"Client.GetAnalyticsSummary"}},
 	{ID: "getAppointment", Method: "GET", Path: "/api/v1/appointments/{id}", GoMethods: []string{"Client.GetAppointment"}},
+	{ID: "getCounterAsset", Method: "GET", Path: "/counter/assets/{file}", GoMethods: []string(nil)},
+	{ID: "getCounterConsole", Method: "GET", Path: "/counter/{token}/state", GoMethods: []string{"Client.GetCounterConsole"}},
+	{ID: "getCounterPage", Method: "GET", Path: "/counter/{token}", GoMethods: []string(nil)},
+	{ID: "getCounterTurnPresses", Method: "GET", Path: "/counter/{token}/turns/{turnId}/presses", GoMethods: []string{"Client.GetCounterTurnPresses"}},
 	{ID: "getDisplayAsset", Method: "GET", Path: "/display/assets/{file}", GoMethods: []string(nil)},
 	{ID: "getDisplayBoard", Method: "GET", Path: "/display/{token}/board", GoMethods: []string{"Client.GetDisplayBoard"}},
 	{ID: "getDisplayPage", Method: "GET", Path: "/display/{token}", GoMethods: []string(nil)},
@@ -3266,6 +3617,7 @@ var operations = []Operation{
 	{ID: "listAccessCodes", Method: "GET", Path: "/api/v1/access-codes", GoMethods: []string{"Client.ListAccessCodes"}},
 	{ID: "listAppointments", Method: "GET", Path: "/api/v1/queue-runs/{runId}/appointments", GoMethods: []string{"Client.ListAppointments"}},
 	{ID: "listArrivals", Method: "GET", Path: "/api/v1/queue-runs/{runId}/arrivals", GoMethods: []string{"Client.ListArrivals"}},
+	{ID: "listCounterLinks", Method: "GET", Path: "/api/v1/queues/{queueId}/counter-links", GoMethods: []string{"Client.ListCounterLinks"}},
 	{ID: "listDisplayTokens", Method: "GET", Path: "/api/v1/queue-runs/{runId}/display-tokens", GoMethods: []string{"Client.ListDisplayTokens"}},
 	{ID: "listEntities", Method: "GET", Path: "/api/v1/entities", GoMethods: []string{"Client.ListEntities"}},
 	{ID: "listJoinLinks", Method: "GET", Path: "/api/v1/queues/{queueId}/join-links", GoMethods: []string{"Client.ListJoinLinks"}},
@@ -3275,6 +3627,7 @@ var operations = []Operation{
 	{ID: "listRunHelpRequests", Method: "GET", Path: "/api/v1/queue-runs/{runId}/help-requests", GoMethods: []string{"Client.ListRunHelpRequests"}},
 	{ID: "listSlots", Method: "GET", Path: "/api/v1/queue-runs/{runId}/slots", GoMethods: []string{"Client.ListSlots"}},
 	{ID: "listStations", Method: "GET", Path: "/api/v1/queues/{queueId}/stations", GoMethods: []string{"Client.ListStations"}},
+	{ID: "listTurnCounterPresses", Method: "GET", Path: "/api/v1/turns/{turnId}/counter-presses", GoMethods: []string{"Client.ListTurnCounterPresses"}},
 	{ID: "listTurnForwards", Method: "GET", Path: "/api/v1/turns/{turnId}/forwards", GoMethods: []string{"Client.ListTurnForwards"}},
 	{ID: "listTurnHelpRequests", Method: "GET", Path: "/api/v1/turns/{turnId}/help-requests", GoMethods: []string{"Client.ListTurnHelpRequests"}},
 	{ID: "listTurnNotifications", Method: "GET", Path: "/api/v1/turns/{turnId}/notifications", GoMethods: []string{"Client.ListTurnNotifications"}},
@@ -3285,10 +3638,12 @@ var operations = []Operation{
 	{ID: "noShowTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/no-show", GoMethods: []string{"Client.NoShowTurn"}},
 	{ID: "openRun", Method: "POST", Path: "/api/v1/queue-runs/{runId}/open", GoMethods: []string{"Client.OpenRun"}},
 	{ID: "openRunIntake", Method: "POST", Path: "/api/v1/queue-runs/{runId}/open-intake", GoMethods: []string{"Client.OpenRunIntake"}},
+	{ID: "pressCounterButton", Method: "POST", Path: "/counter/{token}/press", GoMethods: []string{"Client.PressCounterButton"}},
 	{ID: "putQueueNotificationSettings", Method: "PUT", Path: "/api/v1/queues/{queueId}/notifications", GoMethods: []string{"Client.PutQueueNotificationSettings"}},
 	{ID: "redeliverWebhookDelivery", Method: "POST", Path: "/api/v1/webhook-deliveries/{deliveryId}/redeliver", GoMethods: []string{"Client.RedeliverWebhookDelivery"}},
 	{ID: "releaseTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/release", GoMethods: []string{"Client.ReleaseTurn"}},
 	{ID: "reopenTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/reopen", GoMethods: []string{"Client.ReopenTurn"}},
+	{ID: "revokeCounterLink", Method: "DELETE", Path: "/api/v1/counter-links/{linkId}", GoMethods: []string{"Client.RevokeCounterLink"}},
 	{ID: "revokeDisplayToken", Method: "DELETE", Path: "/api/v1/display-tokens/{tokenId}", GoMethods: []string{"Client.RevokeDisplayToken"}},
 	{ID: "revokeJoinLink", Method: "DELETE", Path: "/api/v1/join-links/{linkId}", GoMethods: []string{"Client.RevokeJoinLink"}},
 	{ID: "scheduleAppointment", Method: "POST", Path: "/api/v1/queue-runs/{runId}/appointments", GoMethods: []string{"Client.ScheduleAppointment"}},
@@ -3300,6 +3655,7 @@ var operations = []Operation{
 	{ID: "setTurnPriority", Method: "POST", Path: "/api/v1/turns/{turnId}/priority", GoMethods: []string{"Client.SetTurnPriority"}},
 	{ID: "startAppointment", Method: "POST", Path: "/api/v1/appointments/{id}/start", GoMethods: []string{"Client.StartAppointment"}},
 	{ID: "startTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/start", GoMethods: []string{"Client.StartTurn"}},
+	{ID: "streamCounterConsole", Method: "GET", Path: "/counter/{token}/events", GoMethods: []string(nil)},
 	{ID: "streamDisplayBoard", Method: "GET", Path: "/display/{token}/events", GoMethods: []string{"Client.SubscribeDisplayBoard"}},
 	{ID: "streamEvents", Method: "GET", Path: "/api/v1/events/stream", GoMethods: []string{"Client.SubscribeEvents", "Client.PollEvents"}},
 	{ID: "streamTicket", Method: "GET", Path: "/ticket/{token}/events", GoMethods: []string(nil)},

@@ -30,6 +30,7 @@ import (
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/analytics"
 	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/counter"
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
@@ -73,6 +74,7 @@ type Set struct {
 	TicketLinks     ticket.Repository
 	JoinLinks       join.Repository
 	Notify          notify.Repository
+	CounterLinks    counter.Repository
 	RateLimiter     ports.RateLimiter
 	JobRunner       ports.JobRunner
 	Jobs            platform.JobScheduler
@@ -152,6 +154,7 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 		TicketLinks:     tl,
 		JoinLinks:       memory.NewJoinLinks(s),
 		Notify:          memory.NewNotify(s, tr),
+		CounterLinks:    memory.NewCounterLinks(s),
 		RateLimiter:     rl,
 		JobRunner:       runner,
 		Jobs:            runner,
@@ -193,6 +196,7 @@ func Postgres(db *postgres.DB, o Options) (Set, error) {
 		TicketLinks:     postgres.NewTicketLinks(db),
 		JoinLinks:       postgres.NewJoinLinks(db),
 		Notify:          postgres.NewNotify(db),
+		CounterLinks:    postgres.NewCounterLinks(db),
 		RateLimiter:     postgres.NewRateLimiter(db),
 		JobRunner:       runner,
 		Jobs:            runner,

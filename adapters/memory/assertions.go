@@ -5,6 +5,7 @@ import (
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/analytics"
 	"github.com/qms-dev/qms/core/appointments"
+	counters "github.com/qms-dev/qms/core/counter"
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
@@ -47,6 +48,7 @@ var (
 	_ ticket.Repository          = (*TicketLinks)(nil)
 	_ join.Repository            = (*JoinLinks)(nil)
 	_ notify.Repository          = (*Notify)(nil)
+	_ counters.Repository        = (*CounterLinks)(nil)
 	_ ports.RateLimiter          = (*RateLimiter)(nil)
 	_ ports.JobRunner            = (*JobRunner)(nil)
 	_ platform.JobScheduler      = (*JobRunner)(nil)

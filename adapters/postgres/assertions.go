@@ -5,6 +5,7 @@ import (
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/analytics"
 	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/counter"
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
@@ -48,5 +49,6 @@ var (
 	_ ticket.Repository          = (*TicketLinks)(nil)
 	_ join.Repository            = (*JoinLinks)(nil)
 	_ notify.Repository          = (*Notify)(nil)
+	_ counter.Repository         = (*CounterLinks)(nil)
 	_ ports.RateLimiter          = (*RateLimiter)(nil)
 )

@@ -37,3 +37,10 @@ const (
 	TakeSQLForTest              = takeSQL
 	BumpLineSQLForTest          = bumpLineSQL
 )
+
+// SettleForTest waits for the limiter's leases ahead on their way.
+func (l *RateLimiter) SettleForTest() { l.aheads.Wait() }
+
+// WaitsForTest is how many requests waited for the database: sent a
+// lease or waited for one on its way.
+func (l *RateLimiter) WaitsForTest() int64 { return l.waits.Load() }

@@ -18,6 +18,12 @@ const pruneEvery = time.Minute
 // their minute (see sliceCap).
 const MaxRateSlice = 1000
 
+// rateReturn is n unused tokens of second sec's bucket to hand back.
+type rateReturn struct {
+	sec int64
+	n   int
+}
+
 // RateLimiter counts, per key, the requests it let through in one-second
 // buckets over the last minute (a sliding window) in rate_limits, so every
 // process on the database draws on one budget per key and no 60 s holds
@@ -39,7 +45,8 @@ const MaxRateSlice = 1000
 // bucket) by the next lease of the key from this process, in the same
 // statement. So the total charged never exceeds the limit (no overshoot,
 // across any number of processes), and what one process may hold back from
-// the others is its unused slice of a key, at most a second's share of the
+// the others is its unused slices of a key (the current second's and the
+// one leased ahead, see ahead), each at most a second's share of the
 // limit, until its next lease of that key (undershoot).
 type RateLimiter struct {
 	db *DB
@@ -50,6 +57,11 @@ type RateLimiter struct {
 	keys map[string]*keySlice
 	// leases counts the lease statements sent (benchmarks and tests).
 	leases atomic.Int64
+	// waits counts the requests that waited for the database: sent a
+	// lease, or waited for one on its way (tests).
+	waits atomic.Int64
+	// aheads tracks the leases ahead on their way (tests wait for them).
+	aheads sync.WaitGroup
 }
 
 // keySlice is this process's slice of one key's budget, guarded by the
@@ -61,12 +73,15 @@ type keySlice struct {
 	limit int
 	// left is what the slice can still serve in second sec.
 	left int
-	// charged is the key's live count in the database after the last lease
-	// (every process's requests and slices), oldest its oldest counted
-	// second (hasOldest false: none).
-	charged   int
-	oldest    int64
-	hasOldest bool
+	// secs and counts are the key's buckets in the database after the
+	// last lease (every process's requests and slices), ascending.
+	secs   []int64
+	counts []int32
+	// nextSec and nextLeft are the slice leased ahead for the second
+	// after sec (nextSec 0: none; nextSec set with nextLeft 0 while the
+	// lease ahead is out).
+	nextSec  int64
+	nextLeft int
 	// refused is set when the lease of second sec found the window full:
 	// no bucket leaves the window within a second and grants only add to
 	// it, so the key stays refused in this process until sec ends.
@@ -76,8 +91,11 @@ type keySlice struct {
 	used, prevUsed int
 	// retSec and retN are the unused tokens of an ended slice, handed back
 	// by the next lease.
-	retSec int64
-	retN   int
+	// Two seconds' at most: the current slice's and the one leased ahead.
+	ret [2]rateReturn
+	// out is what a lease on its way hands back: still in the snapshot's
+	// buckets, no longer this process's to serve.
+	out [2]rateReturn
 	// inflight is open while a lease of the key is on its way; waiting is
 	// how many requests wait for it. One lease per key at a time: the
 	// others take from it or lease next, asking for enough for them all.
@@ -89,6 +107,10 @@ type keySlice struct {
 func NewRateLimiter(db *DB) *RateLimiter {
 	return &RateLimiter{db: db, keys: map[string]*keySlice{}}
 }
+
+// leaseAheadSQL is leaseSQL sent by a lease ahead, off any request's
+// path; the comment tells it apart in traces and pg_stat_statements.
+const leaseAheadSQL = "/* rate limit lease ahead */" + leaseSQL
 
 // leaseSQL leases up to $6 requests of a key in one statement: buckets a
 // minute past their second ($5 is the oldest live second) are dropped, the
@@ -103,7 +125,7 @@ SELECT $1, CASE WHEN g > 0 THEN ARRAY[$4::bigint] ELSE '{}' END, CASE WHEN g > 0
 FROM (SELECT greatest(least($6::int, $3::int), 0) AS g) AS fresh
 ON CONFLICT (key) DO UPDATE SET (secs, counts, allowed, granted, updated_at) = (
 	WITH live AS (
-		SELECT s, c - CASE WHEN s = $7::bigint THEN least($8::int, c) ELSE 0 END AS c
+		SELECT s, c - CASE WHEN s = $7::bigint THEN least($8::int, c) WHEN s = $9::bigint THEN least($10::int, c) ELSE 0 END AS c
 		FROM unnest(r.secs, r.counts) AS b(s, c) WHERE s >= $5::bigint
 	), lease AS (
 		SELECT greatest(least($6::int, $3::int - (SELECT coalesce(sum(c), 0) FROM live)), 0)::int AS g
@@ -118,18 +140,21 @@ ON CONFLICT (key) DO UPDATE SET (secs, counts, allowed, granted, updated_at) = (
 		coalesce((SELECT array_agg(c ORDER BY s) FROM merged), '{}'),
 		g > 0, g, $2
 	FROM lease)
-RETURNING granted, (SELECT coalesce(sum(c), 0) FROM unnest(counts) AS c), secs[1]`
+RETURNING granted, secs, counts`
 
 // Allow spends one request of key at now and reports whether it stays
 // within limit requests in the sliding minute. Reset is when the oldest
 // counted second leaves the window, the next instant Remaining grows (and
 // when a refused request may retry). Remaining is what the database had
-// left after this process's last lease of the key, plus what is left of
-// that lease's slice: exact for a lone process, and low by other
-// processes' unused slices otherwise.
+// left after this process's last lease of the key, at the request's
+// second, plus what is left of this process's slices: exact for a lone
+// process, and low by other processes' unused slices otherwise.
 //
 // A request waits for a lease of its key already on its way rather than
-// sending another; it gives up with ctx.
+// sending another; it gives up with ctx. A key served in the second
+// before (a busy key) has its next second's slice leased ahead, in the
+// background, so its requests find a slice ready when their second
+// begins and do not wait for the database at all.
 func (l *RateLimiter) Allow(ctx context.Context, key string, limit int, now time.Time) (ports.RateDecision, error) {
 	sec := now.Unix()
 	l.mu.Lock()
@@ -144,10 +169,9 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, limit int, now time
 		// counting it later keeps it in the window longer, never shorter.
 		sec = max(sec, k.sec)
 		k.roll(sec, limit)
-		if k.left > 0 {
-			k.left--
-			k.used++
+		if k.take() {
 			d := k.decision(true, sec)
+			l.ahead(key, k, sec, now)
 			l.mu.Unlock()
 			l.maybePrune(ctx, now)
 			return d, nil
@@ -162,6 +186,7 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, limit int, now time
 		}
 		wait := k.inflight
 		k.waiting++
+		l.waits.Add(1)
 		l.mu.Unlock()
 		select {
 		case <-wait:
@@ -179,40 +204,31 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, limit int, now time
 	// last second, in this second so far (so a burst doubles its slices),
 	// and for the requests waiting now.
 	n := min(max(k.prevUsed, k.used, k.waiting+1), sliceCap(limit))
-	retSec, retN := k.retSec, k.retN
-	k.retSec, k.retN = 0, 0 // a failed lease may have handed them back: never twice
-	done := make(chan struct{})
-	k.inflight = done
-	l.mu.Unlock()
-
-	l.leases.Add(1)
-	var (
-		granted, count int
-		oldest         *int64
-	)
-	err := l.db.Pool.QueryRow(ctx, leaseSQL, key, now.UTC(), limit, sec, sec-ports.RateWindowSeconds, n, retSec, retN).
-		Scan(&granted, &count, &oldest)
-
-	l.mu.Lock()
-	k.inflight = nil
-	close(done)
+	granted, err := l.lease(ctx, key, k, limit, now, sec, sec, n)
 	if err != nil {
 		l.mu.Unlock()
-		return ports.RateDecision{}, fmt.Errorf("postgres: rate limit %q: %w", key, err)
+		return ports.RateDecision{}, err
+	}
+	if granted == 0 && k.nextLeft > 0 && k.sec == sec && k.limit == limit {
+		// The window is full, but part of it is this process's slice of
+		// the next second, unused: hand it back and lease again, so the
+		// key is refused only when its budget is really spent.
+		k.handBack(k.nextSec, k.nextLeft)
+		k.nextSec, k.nextLeft = 0, 0
+		if granted, err = l.lease(ctx, key, k, limit, now, sec, sec, n); err != nil {
+			l.mu.Unlock()
+			return ports.RateDecision{}, err
+		}
 	}
 	if k.sec != sec || k.limit != limit {
 		// A request of a later second (or another limit) rolled the key
 		// while this lease was out: this request is served from the slice
 		// (its second's), the rest goes back with the next lease.
 		k.handBack(sec, granted-1)
-		d := ports.RateDecisionOf(granted > 0, limit, count-max(granted-1, 0), oldest, sec)
+		d := k.decisionAt(granted > 0, limit, sec, max(granted-1, 0))
 		l.mu.Unlock()
 		l.maybePrune(ctx, now)
 		return d, nil
-	}
-	k.charged, k.hasOldest = count, oldest != nil
-	if oldest != nil {
-		k.oldest = *oldest
 	}
 	if granted == 0 {
 		k.refused = true
@@ -220,22 +236,139 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, limit int, now time
 		l.mu.Unlock()
 		return d, nil
 	}
-	k.left = granted - 1
+	k.left += granted - 1
 	k.used++
 	d := k.decision(true, sec)
+	l.ahead(key, k, sec, now)
 	l.mu.Unlock()
 	l.maybePrune(ctx, now)
 	return d, nil
 }
 
+// lease sends one lease statement for key: up to n requests charged to
+// second target's bucket, the window's live buckets being those of second
+// floor-60 on (floor is the current second: a lease ahead counts every
+// bucket the current second still counts, so no window holds more than
+// the limit). It is called and returns with l.mu held, and releases it
+// while the statement is out; k.inflight is open meanwhile. The key's
+// buckets as the statement left them become the key's snapshot.
+func (l *RateLimiter) lease(ctx context.Context, key string, k *keySlice, limit int, now time.Time, floor, target int64, n int) (int, error) {
+	ret := k.ret
+	k.ret = [2]rateReturn{} // a failed lease may have handed them back: never twice
+	k.out = ret
+	done := make(chan struct{})
+	k.inflight = done
+	l.mu.Unlock()
+
+	l.leases.Add(1)
+	sql := leaseSQL
+	if target > floor {
+		sql = leaseAheadSQL
+	} else {
+		l.waits.Add(1)
+	}
+	var (
+		granted int
+		secs    []int64
+		counts  []int32
+	)
+	err := l.db.Pool.QueryRow(ctx, sql, key, now.UTC(), limit, target, floor-ports.RateWindowSeconds, n, ret[0].sec, ret[0].n, ret[1].sec, ret[1].n).
+		Scan(&granted, &secs, &counts)
+
+	l.mu.Lock()
+	k.inflight = nil
+	k.out = [2]rateReturn{}
+	close(done)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: rate limit %q: %w", key, err)
+	}
+	k.secs, k.counts = secs, counts
+	return granted, nil
+}
+
+// ahead leases, in the background, the next second's slice of a busy key
+// (one served in the second before sec), sized by what the process used
+// of it in the last second or this one so far, unless a lease of the key
+// is out or the slice is already held. The slice is charged to second
+// sec+1's bucket, and becomes the current slice when that second begins.
+// Called with l.mu held.
+func (l *RateLimiter) ahead(key string, k *keySlice, sec int64, now time.Time) {
+	if k.prevUsed == 0 || k.inflight != nil || k.refused || k.nextSec == sec+1 {
+		return
+	}
+	limit := k.limit
+	n := min(max(k.prevUsed, k.used), sliceCap(limit))
+	k.nextSec, k.nextLeft = sec+1, 0
+	l.aheads.Add(1)
+	go func() {
+		defer l.aheads.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), aheadTimeout)
+		defer cancel()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if k.inflight != nil || k.sec != sec || k.limit != limit || k.nextSec != sec+1 {
+			if k.nextSec == sec+1 && k.nextLeft == 0 {
+				k.nextSec = 0
+			}
+			return // overtaken: the request path leases as it needs
+		}
+		granted, err := l.lease(ctx, key, k, limit, now, sec, sec+1, n)
+		switch {
+		case err != nil:
+			// The request path leases as it needs, and meets the fault.
+			if k.nextSec == sec+1 {
+				k.nextSec, k.nextLeft = 0, 0
+			}
+		case k.limit != limit || k.sec > sec+1:
+			k.handBack(sec+1, granted)
+		case k.sec == sec+1:
+			// The second began while the lease was out (roll found no
+			// slice to take over): the slice is the current one.
+			k.left += granted
+		case k.nextSec == sec+1:
+			k.nextLeft += granted
+		default:
+			k.handBack(sec+1, granted)
+		}
+	}()
+}
+
+// aheadTimeout bounds a lease ahead: it serves a second that begins within
+// one, so a slower one is of no use.
+const aheadTimeout = 2 * time.Second
+
+// take serves one request from the current second's slice and reports
+// whether it could. (Never from the slice leased ahead: a request counts
+// in its own second's bucket, so a lone process decides exactly as the
+// memory limiter.)
+func (k *keySlice) take() bool {
+	if k.left == 0 {
+		return false
+	}
+	k.left--
+	k.used++
+	return true
+}
+
 // roll moves the key to second sec under limit: a slice of an earlier
 // second (or another limit) ends, and what it did not serve is handed back
-// by the next lease.
+// by the next lease; a slice leased ahead for sec becomes the current one.
 func (k *keySlice) roll(sec int64, limit int) {
 	if k.sec == sec && k.limit == limit {
 		return
 	}
 	k.handBack(k.sec, k.left)
+	k.left = 0
+	if k.nextLeft > 0 && (k.nextSec < sec || k.limit != limit) {
+		k.handBack(k.nextSec, k.nextLeft)
+		k.nextLeft = 0
+	}
+	if k.nextSec == sec && k.limit == limit {
+		k.left, k.nextLeft = k.nextLeft, 0
+	}
+	if k.nextSec <= sec && k.nextLeft == 0 {
+		k.nextSec = 0
+	}
 	if k.sec == sec-1 {
 		k.prevUsed = k.used
 	} else if k.sec != sec {
@@ -244,7 +377,7 @@ func (k *keySlice) roll(sec int64, limit int) {
 	if k.sec != sec {
 		k.used = 0
 	}
-	k.sec, k.limit, k.left, k.refused = sec, limit, 0, false
+	k.sec, k.limit, k.refused = sec, limit, false
 }
 
 // handBack keeps n unused tokens of the slice of second sec for the next
@@ -252,23 +385,67 @@ func (k *keySlice) roll(sec int64, limit int) {
 // seconds' be pending (a lease overtaken by a later second), the older are
 // left charged, which only holds back budget until they leave the window.
 func (k *keySlice) handBack(sec int64, n int) {
-	switch {
-	case n <= 0:
-	case k.retN == 0 || k.retSec < sec:
-		k.retSec, k.retN = sec, n
-	case k.retSec == sec:
-		k.retN += n
+	if n <= 0 {
+		return
+	}
+	for i := range k.ret {
+		if k.ret[i].n > 0 && k.ret[i].sec == sec {
+			k.ret[i].n += n
+			return
+		}
+	}
+	i := 0
+	if k.ret[1].n == 0 || k.ret[1].sec < k.ret[0].sec {
+		i = 1
+	}
+	if k.ret[0].n == 0 {
+		i = 0
+	}
+	if k.ret[i].n == 0 || k.ret[i].sec < sec {
+		k.ret[i] = rateReturn{sec: sec, n: n}
 	}
 }
 
-// decision is the answer at second sec from what the last lease saw, this
-// process's unused slice deducted from the count.
-func (k *keySlice) decision(allowed bool, sec int64) ports.RateDecision {
-	var oldest *int64
-	if k.hasOldest {
-		oldest = &k.oldest
+// liveCount is the key's count at second sec in the snapshot of its last
+// lease: the buckets still in the window then (those of a later second,
+// leased ahead, included).
+func (k *keySlice) liveCount(sec int64) int {
+	n := 0
+	for i, s := range k.secs {
+		if s >= sec-ports.RateWindowSeconds && i < len(k.counts) {
+			n += int(k.counts[i])
+		}
 	}
-	return ports.RateDecisionOf(allowed, k.limit, k.charged-k.left, oldest, sec)
+	return n
+}
+
+// decision is the answer at second sec from what the last lease saw, this
+// process's unused slices deducted from the count.
+func (k *keySlice) decision(allowed bool, sec int64) ports.RateDecision {
+	unused := k.left + k.nextLeft
+	// Tokens waiting to be handed back, or on their way back, are still
+	// counted in the snapshot though no request spent them.
+	for _, rs := range [2]*[2]rateReturn{&k.ret, &k.out} {
+		for _, r := range rs {
+			if r.n > 0 && r.sec >= sec-ports.RateWindowSeconds {
+				unused += r.n
+			}
+		}
+	}
+	return k.decisionAt(allowed, k.limit, sec, unused)
+}
+
+// decisionAt is the answer at second sec under limit from what the last
+// lease saw, unused requests held by this process deducted from the count.
+func (k *keySlice) decisionAt(allowed bool, limit int, sec int64, unused int) ports.RateDecision {
+	var oldest *int64
+	for i, s := range k.secs {
+		if s >= sec-ports.RateWindowSeconds && i < len(k.counts) && k.counts[i] > 0 {
+			oldest = &k.secs[i]
+			break
+		}
+	}
+	return ports.RateDecisionOf(allowed, limit, k.liveCount(sec)-unused, oldest, sec)
 }
 
 // sliceCap is the largest slice of a key leased at once under limit: a

@@ -127,7 +127,9 @@ func (a *allowedLog) check(t *testing.T, limit int) {
 // bucket 0 leaves the window (second 61), b's budget is whole again, so a
 // request a served at 1.5 s from its second-0 slice would make 121 in the
 // 60 s from 1.5 s. Served right, it is charged in second 1 (and a's unused
-// token of second 0 handed back), so b gets one less at 61 s.
+// token of second 0 handed back), so b gets one less at 61 s. (a, busy
+// since second 0, also tries to lease second 2's slice ahead: the window
+// is full, so it gets nothing and holds nothing back.)
 func TestRateLimiterSliceOnlyWithinItsSecond(t *testing.T) {
 	db := pgtest.New(t)
 	a, b := postgres.NewRateLimiter(db), postgres.NewRateLimiter(db)
@@ -152,6 +154,10 @@ func TestRateLimiterSliceOnlyWithinItsSecond(t *testing.T) {
 	}
 	if !log.allow(t, a, limit, zero.Add(1500*time.Millisecond)) {
 		t.Fatal("a's request at 1.5 s refused: its unused token of second 0 was not handed back")
+	}
+	a.SettleForTest()
+	if a.LeasesForTest() != 5 {
+		t.Fatalf("a sent %d leases, want 5 (second 1's, and second 2's ahead)", a.LeasesForTest())
 	}
 	for log.allow(t, b, limit, zero.Add(61*time.Second)) {
 	}
@@ -358,4 +364,112 @@ func TestRateLimiterProcessesConcurrently(t *testing.T) {
 		t.Fatalf("%d allowed through three processes, want %d at most and %d at least", n, limit, limit-3*9)
 	}
 	t.Logf("%d allowed", allowed.Load())
+}
+
+// TestRateLimiterBusyKeyNeverWaits calls one key 20 times a second in one
+// process: from its third second on, every request finds its second's slice
+// leased ahead (in the background, during the second before) and none
+// waits for the database; one lease a second is still sent.
+func TestRateLimiterBusyKeyNeverWaits(t *testing.T) {
+	ctx := context.Background()
+	l := postgres.NewRateLimiter(pgtest.New(t))
+	zero := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	for sec := range 10 {
+		if sec == 2 {
+			l.SettleForTest()
+			if w := l.WaitsForTest(); w == 0 {
+				t.Fatal("no request waited in the first two seconds: the count proves nothing")
+			}
+		}
+		waits, leases := l.WaitsForTest(), l.LeasesForTest()
+		for i := range 20 {
+			at := zero.Add(time.Duration(sec)*time.Second + time.Duration(i)*40*time.Millisecond)
+			d, err := l.Allow(ctx, "busy", 6000, at)
+			if err != nil || !d.Allowed {
+				t.Fatalf("second %d, request %d: %+v, %v", sec, i, d, err)
+			}
+			if want := 6000 - (sec*20 + i + 1); d.Remaining != want {
+				t.Fatalf("second %d, request %d: Remaining %d, want %d", sec, i, d.Remaining, want)
+			}
+		}
+		l.SettleForTest()
+		if sec < 2 {
+			continue
+		}
+		if w := l.WaitsForTest() - waits; w != 0 {
+			t.Fatalf("second %d: %d requests waited for the database, want none", sec, w)
+		}
+		if n := l.LeasesForTest() - leases; n != 1 {
+			t.Fatalf("second %d: %d leases, want 1 (the next second's, ahead)", sec, n)
+		}
+	}
+}
+
+// TestRateLimiterAheadAcrossProcesses spends one key through three
+// processes in turn, each calling it every 50 ms for 75 s (60 requests a
+// second in all against 600 a minute, so the budget runs out and refills):
+// with slices leased ahead, no 60 s holds more than the limit, Remaining
+// is within what the other processes hold of what is left, a refused
+// request's Reset is ahead of it, and the three reach the limit less at most what they
+// hold back (a slice each of the current second and of the next).
+func TestRateLimiterAheadAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	procs := []*postgres.RateLimiter{postgres.NewRateLimiter(db), postgres.NewRateLimiter(db), postgres.NewRateLimiter(db)}
+	const limit = 600 // slices of up to 10
+	zero := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	var log allowedLog
+	inWindow := func(sec int64) int { // allowed requests the window of second sec counts
+		n := 0
+		for _, at := range log.at {
+			if s := at.Unix(); s >= sec-60 && s <= sec {
+				n++
+			}
+		}
+		return n
+	}
+	refused := 0
+	for step := range 75 * 20 {
+		at := zero.Add(time.Duration(step) * 50 * time.Millisecond)
+		if step%20 == 0 {
+			for _, p := range procs {
+				p.SettleForTest()
+			}
+		}
+		d, err := procs[step%3].Allow(ctx, "shared", limit, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			log.at = append(log.at, at)
+		} else {
+			refused++
+			if d.Reset.Unix() <= at.Unix() {
+				t.Fatalf("refused at %s with a Reset not after it: %+v", at.Format(time.StampMilli), d)
+			}
+		}
+		// Remaining is this process's view as of its last lease: off by
+		// at most what the two others leased since (each leases at most a
+		// current and an ahead slice a second, and this process leases
+		// every second) or hold unused.
+		if truth := max(limit-inWindow(at.Unix()), 0); d.Remaining > truth+2*2*10 || d.Remaining < truth-2*2*10 {
+			t.Fatalf("at %s: Remaining %d, but %d left", at.Format(time.StampMilli), d.Remaining, truth)
+		}
+	}
+	log.check(t, limit)
+	if refused == 0 {
+		t.Fatal("no request refused: the budget never ran out, so the test proves nothing")
+	}
+	// In the first 60 s the key gets its whole limit, less what the three
+	// processes hold unused: two slices of 10 each.
+	first := 0
+	for _, at := range log.at {
+		if at.Before(zero.Add(time.Minute)) {
+			first++
+		}
+	}
+	if first < limit-3*2*10 {
+		t.Fatalf("%d allowed in the first minute, want at least %d", first, limit-3*2*10)
+	}
+	t.Logf("%d allowed in the first minute, %d in all, %d refused", first, len(log.at), refused)
 }

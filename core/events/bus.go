@@ -28,6 +28,11 @@ func (b *Bus) Emit(ctx context.Context, e platform.Event) error {
 		e.ID = platform.NewID(platform.PrefixEvent)
 	}
 	e.Data = e.DataOrEmpty()
+	// A change made by an actor other than the key (a counter link) says
+	// so in every event it raises.
+	if a, ok := platform.ActorFrom(ctx); ok {
+		e.Data = platform.StampActor(e.Data, a)
+	}
 	if err := b.store.Append(ctx, e); err != nil {
 		return fmt.Errorf("events: append %s: %w", e.Name, err)
 	}

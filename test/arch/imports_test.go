@@ -20,6 +20,7 @@ var coreEdges = map[string][]string{
 	"core/accesscodes":  {"core/entities", "core/queues", "core/turns"},
 	"core/analytics":    {"core/queues"},
 	"core/appointments": {"core/queues", "core/turns"},
+	"core/counter":      {"core/queues", "core/turns", "core/workflow"},
 	"core/display":      {"core/queues", "core/turns"},
 	"core/entities":     {"core/location"},
 	"core/events":       {"core/appointments", "core/notify", "core/queues", "core/ticket", "core/turns"}, // the registry of every event's payload type

@@ -114,6 +114,13 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 			return TicketLinksHarness{Repo: s.TicketLinks, UoW: s.UoW, Owners: OwnersOf(s)}
 		})
 	})
+	t.Run("CounterLinks", func(t *testing.T) {
+		t.Parallel()
+		RunCounterLinks(t, func(t *testing.T) CounterLinksHarness {
+			s := newSet(t)
+			return CounterLinksHarness{Repo: s.CounterLinks, UoW: s.UoW, Owners: OwnersOf(s)}
+		})
+	})
 	eventLogOf := func(t *testing.T) EventLogHarness {
 		s := newSet(t)
 		return EventLogHarness{UoW: s.UoW, Log: eventLog(t, s), Stream: s.StreamLog, Calls: s.Calls,

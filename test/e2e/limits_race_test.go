@@ -100,3 +100,19 @@ func TestRaceWebhookEndpointsAtMost20(t *testing.T) {
 		t.Fatalf("%d webhook endpoints made for one account, at most 20", made)
 	}
 }
+
+// TestRaceCounterLinksAtMost50: 70 concurrent creates for one queue make 50
+// live counter links, and the queue lists 50.
+func TestRaceCounterLinksAtMost50(t *testing.T) {
+	a := raceApp(t)
+	q := newCounterQueue(t, a, "Counters")
+	made := raceCreates(t, a, 70, "/queues/"+q.ID+"/counter-links", func(int) any { return map[string]any{"label": "Desk"} }, "TOO_MANY_COUNTER_LINKS")
+	if made != 50 {
+		t.Fatalf("%d counter links made for one queue, at most 50", made)
+	}
+	var page struct{ Data []any }
+	a.API(http.MethodGet, "/queues/"+q.ID+"/counter-links?limit=200", nil).Must(http.StatusOK, &page)
+	if len(page.Data) != 50 {
+		t.Fatalf("the queue lists %d links", len(page.Data))
+	}
+}

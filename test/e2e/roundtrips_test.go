@@ -44,6 +44,13 @@ func (r *roundTrips) add(conn *pgx.Conn, kind, sql string) {
 	if strings.Contains(sql, "pg_notify('qms_events'") {
 		return
 	}
+	// A rate-limit lease ahead: sent by a goroutine of its own during a
+	// second for the key's next second (adapters/postgres/ratelimit.go),
+	// not on the request's path; a request that would wait for one is
+	// counted by the limiter's own tests (TestRateLimiterBusyKeyNeverWaits).
+	if strings.Contains(sql, "rate limit lease ahead") {
+		return
+	}
 	river := strings.Contains(sql, "river_") || strings.Contains(sql, "topic_to_notify")
 	r.mu.Lock()
 	r.trips = append(r.trips, trip{conn: conn, text: kind + " " + strings.Join(strings.Fields(sql), " "), river: river})
@@ -219,15 +226,21 @@ func statements(trip string) []string {
 }
 
 // TestRoundTripBudgets holds each hot route to its budget of round trips
-// to PostgreSQL (issue 16), the rate limiter's included: a GET of a turn
-// reads in at most two and commits nothing; an intake and each dispatch
-// operation are one transaction, build their answer from what the
+// to PostgreSQL (issues 16 and 30), the rate limiter's included, on a warm
+// key: a GET of a turn reads in one and commits nothing; an intake and each
+// dispatch operation are one transaction, build their answer from what the
 // transaction returned (nothing after the commit), and stay within the
-// ceiling they hold today (each counts one lease of the key's rate-limit
-// budget, which a request pays at most once a second).
+// ceiling they hold today. Each measured request is the first of its
+// second (the clock moves a second before it) and finds its slice of the
+// key's rate-limit budget leased ahead during the second before, so none
+// sends a lease of its own. (The limit is raised so that one key's many
+// requests a second stay within a second's share of it: at the spec's 120
+// a minute a key is warm at 2 a second.)
 func TestRoundTripBudgets(t *testing.T) {
 	tr := &roundTrips{}
-	a := apptest.Postgres(t, apptest.WithDBTracer(tr.tracer()))
+	clock := platformtest.NewClock(time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC))
+	a := apptest.Postgres(t, apptest.WithDBTracer(tr.tracer()), apptest.WithClock(clock),
+		apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 6000 }))
 	_, _, runID := setupQueue(t, a, nil)
 
 	create := func(i int) string {
@@ -236,48 +249,60 @@ func TestRoundTripBudgets(t *testing.T) {
 			"idempotencyKey": fmt.Sprintf("budget-key-%04d", i)}).Must(http.StatusCreated, &turn)
 		return turn.ID
 	}
-	// Warm up: the first request of each kind fills the process's caches.
+	// Warm up: the first request of each kind fills the process's caches,
+	// and the key is used in two seconds running, so it is busy.
 	first := create(0)
+	clock.Advance(time.Second)
 	second := create(1)
 	a.API(http.MethodGet, "/turns/"+first, nil).Must(http.StatusOK, nil)
+	// measure moves the clock to the next second, gives the lease ahead
+	// sent during the last request time to land, and records f's trips.
+	measure := func(f func()) []string {
+		time.Sleep(20 * time.Millisecond)
+		clock.Advance(time.Second)
+		return tr.during(f)
+	}
 
 	var id string
-	trips := tr.during(func() { id = create(2) })
-	budget(t, "POST /queue-runs/{id}/turns", trips, 6, 3, false)
+	trips := measure(func() { id = create(2) })
+	budget(t, "POST /queue-runs/{id}/turns", trips, 6, 2, false)
 
-	trips = tr.during(func() { a.API(http.MethodGet, "/turns/"+second, nil).Must(http.StatusOK, nil) })
-	budget(t, "GET /turns/{id} (waiting)", trips, 2, 2, true)
+	trips = measure(func() { a.API(http.MethodGet, "/turns/"+second, nil).Must(http.StatusOK, nil) })
+	budget(t, "GET /turns/{id} (waiting)", trips, 1, 1, true)
 
-	trips = tr.during(func() { okay(t, a.API(http.MethodPost, "/queue-runs/"+runID+"/dispatch/next", nil)) })
-	budget(t, "POST /queue-runs/{id}/dispatch/next", trips, 6, 4, false)
+	trips = measure(func() { okay(t, a.API(http.MethodPost, "/queue-runs/"+runID+"/dispatch/next", nil)) })
+	budget(t, "POST /queue-runs/{id}/dispatch/next", trips, 6, 3, false)
 
 	// The ceilings held today, per operation (the issue's budget is 6).
 	for _, op := range []struct {
 		name string
 		held int
-	}{{"start", 4}, {"complete", 6}} {
-		trips = tr.during(func() { okay(t, a.API(http.MethodPost, "/turns/"+first+"/"+op.name, nil)) })
+	}{{"start", 3}, {"complete", 5}} {
+		trips = measure(func() { okay(t, a.API(http.MethodPost, "/turns/"+first+"/"+op.name, nil)) })
 		budget(t, "POST /turns/{id}/"+op.name, trips, 6, op.held, false)
 	}
 	for _, op := range []struct {
 		name string
 		held int
-	}{{"hold", 4}, {"release", 6}, {"call", 4}} {
-		trips = tr.during(func() { okay(t, a.API(http.MethodPost, "/turns/"+id+"/"+op.name, nil)) })
+	}{{"hold", 3}, {"release", 5}, {"call", 3}} {
+		trips = measure(func() { okay(t, a.API(http.MethodPost, "/turns/"+id+"/"+op.name, nil)) })
 		budget(t, "POST /turns/{id}/"+op.name, trips, 6, op.held, false)
 	}
-	trips = tr.during(func() { a.API(http.MethodGet, "/turns/"+id, nil).Must(http.StatusOK, nil) })
-	budget(t, "GET /turns/{id} (called)", trips, 2, 2, true)
+	trips = measure(func() { a.API(http.MethodGet, "/turns/"+id, nil).Must(http.StatusOK, nil) })
+	budget(t, "GET /turns/{id} (called)", trips, 1, 1, true)
 }
 
 // TestRoundTripsGetSteadyState holds a GET of a turn to one round trip
 // once its key is busy: the rate limit leases a slice of the key's budget
 // for the second and serves the other requests of that second from it, so
-// a key that keeps calling costs one lease a second, not one per request.
+// a key that keeps calling costs one lease a second, not one per request;
+// and once the key was busy in the second before, that lease is sent
+// ahead, during the second before, off any request's path (issue 30).
 // The clock stands still within a second and the test moves it, so the
 // count is exact: after a first second of warming up (slices doubling),
-// the first of a second's 20 GETs leases a slice of 20 (what the key used
-// the second before), and the 19 others send their read alone. (Every 2 s
+// the first GET of the next second leases a slice of 20 (what the key used
+// the second before) and the others send their read alone; from the
+// second after, every GET sends its read alone, the first included. (Every 2 s
 // one GET also reloads the key's authentication, accounts.AuthCacheTTL:
 // those reads are not the rate limit's and are left out.)
 func TestRoundTripsGetSteadyState(t *testing.T) {
@@ -310,7 +335,7 @@ func TestRoundTripsGetSteadyState(t *testing.T) {
 				}
 			}
 			wantLeases := 0
-			if i == 0 {
+			if second == 0 && i == 0 {
 				wantLeases = 1
 			}
 			if len(leases) != wantLeases || len(reads) != 1 {

@@ -15,6 +15,7 @@ import (
 	"github.com/qms-dev/qms/core/accesscodes"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/counter"
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/join"
@@ -63,6 +64,8 @@ var bodies = []struct {
 	{"POST /api/v1/queue-links", workflow.CreateInput{}},
 	{"PATCH /api/v1/queue-links/{linkId}", workflow.UpdateInput{}},
 	{"POST /api/v1/turns/{turnId}/forward", workflow.ForwardInput{}},
+	{"POST /api/v1/queues/{queueId}/counter-links", counter.CreateInput{}},
+	{"POST /counter/{token}/press", counter.PressInput{}},
 }
 
 var update = flag.Bool("update", false, "rewrite docs/strings.md's field table")

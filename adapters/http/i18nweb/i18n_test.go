@@ -110,7 +110,7 @@ func TestPagesUseOnlyCataloguedKeys(t *testing.T) {
 			}
 		}
 	}
-	for _, dir := range []string{"../displayhttp/web", "../tickethttp/web", "../joinhttp/web"} {
+	for _, dir := range []string{"../displayhttp/web", "../tickethttp/web", "../joinhttp/web", "../counterhttp/web"} {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			t.Fatal(err)

@@ -67,6 +67,11 @@ type SSE struct {
 	// First, when set, is sent right after the connection opens (the
 	// display board's initial state).
 	First *Frame
+	// Idle, when set, runs at every heartbeat after Check; a frame it
+	// returns is sent (the counter console re-reads its line then, for
+	// the changes that raise no event: start, hold, no-show, ...). An
+	// error ends the stream like Check's.
+	Idle func() (*Frame, error)
 }
 
 // Frame is one SSE event.
@@ -160,6 +165,21 @@ func Serve(c *fiber.Ctx, sub *stream.Subscription, cfg SSE) error {
 						writeEvent(w, "", end.Event, endData(end))
 						flush()
 						return
+					}
+				}
+				if cfg.Idle != nil {
+					f, ierr := cfg.Idle()
+					if ierr != nil {
+						var end *Ended
+						if !errors.As(ierr, &end) {
+							end = &Ended{Event: EventFailure, Message: "the stream ended; reconnect"}
+						}
+						writeEvent(w, "", end.Event, endData(end))
+						flush()
+						return
+					}
+					if f != nil {
+						writeEvent(w, f.ID, f.Event, f.Data)
 					}
 				}
 				w.WriteString(": heartbeat\n\n")

@@ -37,6 +37,9 @@ var Excluded = map[string]string{
 	"twilioInbound":        "Twilio's signed incoming-message webhook, called by Twilio",
 	"whatsappVerify":       "Meta's webhook verification handshake, called by Meta",
 	"whatsappWebhook":      "the WhatsApp Cloud API's signed webhook, called by Meta",
+	"getCounterPage":       "the staff console's HTML page, for a browser",
+	"getCounterAsset":      "the staff console's script and style sheet, for a browser",
+	"streamCounterConsole": "the staff console's stream, for a browser (GetCounterConsole reads the same console)",
 }
 
 // Handwritten operations have methods written by hand in the client
