@@ -39,6 +39,7 @@ import (
 	"github.com/qms-dev/qms/modules/turns"
 	"github.com/qms-dev/qms/modules/webhooks"
 	"github.com/qms-dev/qms/modules/workflow"
+	"github.com/qms-dev/qms/ports"
 )
 
 // Options configure New beyond the config file.
@@ -142,6 +143,7 @@ func graph(cfg *config.Config, opts Options) []fx.Option {
 			func() platform.Clock { return clock },
 			fx.Annotate(events.NewBus, fx.As(fx.Self()), fx.As(new(platform.EventSink))),
 			server.New,
+			fx.Annotate(rateLimitsRetention, fx.ResultTags(ports.InGroup(ports.GroupRetention))),
 		),
 		storage(cfg),
 		fx.Options(Modules...),
@@ -156,6 +158,12 @@ func graph(cfg *config.Config, opts Options) []fx.Option {
 		fx.StartTimeout(60 * time.Second),
 		fx.StopTimeout(cfg.HTTP.ShutdownTimeout + 5*time.Second),
 	}
+}
+
+// rateLimitsRetention prunes the rate limiter's windows of keys idle for
+// retention.rate_limits: the server's limiter, which no module owns.
+func rateLimitsRetention(cfg *config.Config, lim ports.RateLimiter) ports.RetentionTask {
+	return ports.RetentionTask{Name: "rate_limits", Keep: cfg.Retention.RateLimits, Prune: lim.PruneRateLimits}
 }
 
 // processLogger is NewLogger's logger writing to the process's log

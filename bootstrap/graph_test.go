@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/configs/config"
+	"github.com/qms-dev/qms/modules/retention"
 	"github.com/qms-dev/qms/ports"
 )
 
@@ -39,11 +41,48 @@ func TestGraphs(t *testing.T) {
 	}
 }
 
+// TestEveryRetentionTaskIsContributed: each kind of record that grows
+// without bound has its module's retention task in the application (a
+// module that stores one contributes it next to its other wiring;
+// modules/retention names none). The modules are the same on both
+// backends, whose prune methods the contract suite checks; the memory
+// graph is built here, the PostgreSQL one would connect.
+func TestEveryRetentionTaskIsContributed(t *testing.T) {
+	want := []string{"events", "forwards", "line_changes", "rate_limits", "ticket_links", "webhook_deliveries"}
+	for _, storage := range []string{config.StorageMemory} {
+		t.Run(storage, func(t *testing.T) {
+			env := []string{"QMS_STORAGE=" + storage}
+			cfg, err := config.Load("", env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			opts := Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: io.Discard}
+			app := fx.New(append(graph(cfg, opts), fx.Invoke(func(tasks retention.Tasks) {
+				for _, task := range tasks.Tasks {
+					if task.Prune == nil || task.Keep <= 0 {
+						t.Errorf("task %s: keep %v, prune set %v", task.Name, task.Keep, task.Prune != nil)
+					}
+					got = append(got, task.Name)
+				}
+			}))...)
+			if err := app.Err(); err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("retention tasks %v; want %v", got, want)
+			}
+		})
+	}
+}
+
 // Struct tags cannot name constants, so fx.In fields spell their group as
 // a literal: every literal group or name tag in the wiring must be one of
 // the extension points of package ports.
 func TestTagsNameExtensionPoints(t *testing.T) {
-	known := map[string]bool{ports.GroupJobs: true, ports.GroupMetrics: true, ports.GroupIntakeGuards: true, ports.NameHTTPMetrics: true}
+	known := map[string]bool{ports.GroupJobs: true, ports.GroupMetrics: true, ports.GroupIntakeGuards: true, ports.GroupRetention: true,
+		ports.NameHTTPMetrics: true}
 	tag := regexp.MustCompile("(?:group|name):\"([^\",`+]+)")
 	for _, dir := range []string{".", "../modules", "../adapters/http"} {
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

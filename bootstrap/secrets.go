@@ -19,19 +19,12 @@ func newWebhooksRepo(db *postgres.DB, cfg *config.Config) (*postgres.Webhooks, e
 	return postgres.NewWebhooks(db, cfg.Webhooks.SecretKey, cfg.OldSecretKeys()...)
 }
 
-// resealer is the PostgreSQL webhooks repository's re-sealing of stored
-// signing secrets.
-type resealer interface {
-	ResealSecrets(ctx context.Context, all bool) (int, error)
-}
-
 // sealPlainSecrets seals, at start-up (after the migrations), the signing
 // secrets an earlier version stored in clear (`plain:`). Secrets sealed under
 // an older key are left to `qms reseal-secrets`.
-func sealPlainSecrets(lc fx.Lifecycle, s adapterset.Set, log *slog.Logger) {
-	r, ok := s.Webhooks.(resealer)
-	if !ok {
-		return
+func sealPlainSecrets(lc fx.Lifecycle, r adapterset.Resealer, log *slog.Logger) {
+	if r == nil {
+		return // memory: nothing stored
 	}
 	lc.Append(fx.Hook{OnStart: func(ctx context.Context) error {
 		n, err := r.ResealSecrets(ctx, false)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"reflect"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,7 +39,6 @@ var memoryAdapters = fx.Module("memory",
 			return adapterset.Memory(s, adapterset.Options{Clock: clock, Logger: log})
 		},
 	),
-	providePorts,
 	giveUpMetrics,
 	fx.Invoke(runJobs, subscribeCopies),
 	fx.Invoke(notifiedInProcess),
@@ -62,7 +60,6 @@ var postgresAdapters = fx.Module("postgres",
 		postgres.NewAuthListener,
 		fx.Annotate(postgresCollectors, fx.ResultTags(`group:"`+ports.GroupMetrics+`,flatten"`)),
 	),
-	providePorts,
 	giveUpMetrics,
 	fx.Invoke(runJobs, subscribeCopies),
 	fx.Invoke(listenAuth),
@@ -81,28 +78,11 @@ var limitWhileDown = fx.Decorate(func(shared ports.RateLimiter, faults ports.Fau
 	return fallbacklimit.New(shared, memory.NewRateLimiter(), faults.Unavailable, log.With("component", "ratelimit"), m)
 })
 
-// providePorts provides every port field of the adapter set under its
-// interface type, so a port added to adapterset.Set needs no line here.
-var providePorts = func() fx.Option {
-	setType := reflect.TypeFor[adapterset.Set]()
-	var provide []any
-	for i := 0; i < setType.NumField(); i++ {
-		f := setType.Field(i)
-		if f.Type.Kind() != reflect.Interface {
-			continue
-		}
-		fn := reflect.MakeFunc(reflect.FuncOf([]reflect.Type{setType}, []reflect.Type{f.Type}, false),
-			func(args []reflect.Value) []reflect.Value { return []reflect.Value{args[0].Field(i)} })
-		provide = append(provide, fn.Interface())
-	}
-	return fx.Provide(provide...)
-}()
-
 // subscribeCopies subscribes to the event bus the adapters that keep their
 // own copy of the log (the memory stream log copies each event, in its
 // transaction, in commit order).
-func subscribeCopies(b *events.Bus, s adapterset.Set) {
-	for _, c := range s.EventCopies {
+func subscribeCopies(b *events.Bus, copies []events.Subscriber) {
+	for _, c := range copies {
 		b.Subscribe(c)
 	}
 }

@@ -2251,6 +2251,7 @@ type WebhookEndpoint struct {
 
 // WebhookEndpointCreate is a schema of the API.
 type WebhookEndpointCreate struct {
+	// Events: Unique names of the enum, so at most one of each.
 	Events []WebhookEventName `json:"events"`
 	// URL: An absolute http or https URL reaching a public address.
 	URL string `json:"url"`
@@ -2273,7 +2274,8 @@ type WebhookEndpointPage struct {
 	Pagination Pagination        `json:"pagination"`
 }
 
-// WebhookEventName is an enumeration of the API.
+// WebhookEventName: An event of core/events' registry; test/arch's
+// TestEventListsFollowTheRegistry keeps this enum equal to it.
 type WebhookEventName string
 
 // Values of WebhookEventName.

@@ -19,6 +19,10 @@ const (
 	// service asks each of them before it lets a turn into a line (the
 	// access-codes module contributes one).
 	GroupIntakeGuards = "turns.intakeGuards"
+	// GroupRetention collects RetentionTask values: each module's kind of
+	// record that grows without bound and how long it is kept; the
+	// retention job (modules/retention) prunes them all.
+	GroupRetention = "retention.tasks"
 	// NameHTTPMetrics names the fiber.Handler that measures every request
 	// (modules/metrics provides it; the HTTP server uses it when present).
 	NameHTTPMetrics = "http_metrics"

@@ -103,6 +103,11 @@ type RateDecision struct {
 // Remaining may be low by what other processes hold unused; never over).
 type RateLimiter interface {
 	Allow(ctx context.Context, key string, limit int, now time.Time) (RateDecision, error)
+	// PruneRateLimits deletes the windows of keys idle since before, at most
+	// limit rows, in one short transaction of its own (not the caller's), and
+	// reports how many: the module's retention task (ports.RetentionTask)
+	// calls it again while it deletes a full batch.
+	PruneRateLimits(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // RateWindowSeconds is how many whole seconds after its own a request

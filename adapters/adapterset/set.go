@@ -4,18 +4,24 @@
 // the contract and core tests take a ready set instead of assembling
 // adapters by hand.
 //
+// Set is an fx result object (fx.Out): bootstrap provides the set, and
+// fx provides each of its fields under the field's type. The field is the
+// provider: go-to-definition on a port type finds it here, and the value
+// behind it in Memory and Postgres, keyed by field name.
+//
 // Adding a port is one field here and one value in each constructor.
-// Both constructors build Set with a positional literal, so a field added
-// without a value in either is a compile error ("too few values in struct
-// literal"); Missing and TestMemorySetFillsEveryPort (and the contract
-// suite's check of the PostgreSQL set) remain as the run-time backstop
-// against a value that is present but nil.
+// Missing, TestMemorySetFillsEveryPort and the contract suite's check of
+// the PostgreSQL set (contract.Exercise) fail on a field a constructor
+// leaves empty.
 package adapterset
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"reflect"
+
+	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/adapters/postgres"
@@ -40,12 +46,12 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
-// Set is one backend's adapters, one field per port. Every field of an
-// interface type is a port: bootstrap provides each to the application
-// under its type, so two fields may not share one. Memory and Postgres
-// fill Set positionally, so the order of the fields is the order of the
-// values there.
+// Set is one backend's adapters, one field per port. Every field is
+// provided to the application under its type (fx.Out), so two fields may
+// not share one.
 type Set struct {
+	fx.Out
+
 	UoW             platform.UnitOfWork
 	Pinger          ports.Pinger
 	Faults          ports.FaultClassifier
@@ -70,7 +76,6 @@ type Set struct {
 	Notify          notify.Repository
 	CounterLinks    counter.Repository
 	RateLimiter     ports.RateLimiter
-	Pruner          ports.Pruner
 	JobRunner       ports.JobRunner
 	Jobs            platform.JobScheduler
 
@@ -78,6 +83,16 @@ type Set struct {
 	// and must be subscribed to the event bus (the memory stream log). Not
 	// a port: bootstrap subscribes them.
 	EventCopies []events.Subscriber
+	// Resealer re-seals stored webhook signing secrets at start-up; nil
+	// where nothing is stored (memory).
+	Resealer Resealer
+}
+
+// Resealer is the PostgreSQL webhooks repository's re-sealing of stored
+// signing secrets (`qms reseal-secrets`, and at start-up those stored in
+// clear).
+type Resealer interface {
+	ResealSecrets(ctx context.Context, all bool) (int, error)
 }
 
 // Options are what the backends need beyond their storage.
@@ -116,19 +131,34 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 	runner := memory.NewJobRunner(s, o.Clock, memory.JobRunnerOptions{Logger: o.logger("jobs")})
 	qs, wh, ev, rl := memory.NewQueues(s), memory.NewWebhooks(s), memory.NewEvents(s), memory.NewRateLimiter()
 	tl := memory.NewTicketLinks(s)
-	// A positional literal, in the order of Set's fields: a port added to
-	// Set and not built here is a compile error ("too few values"), not a
-	// nil found at run time.
 	return Set{
-		s, s, s, // UoW, Pinger, Faults
-		memory.NewAccounts(s), memory.NewEntities(s), qs, tr, ar,
-		memory.NewAccessCodes(s), memory.NewAccessCodeTurns(s, tr),
-		wf, wf, an, wh, ev, // Workflow, Forwards, Analytics, Webhooks, Events
-		log, log, log, // StreamLog, StreamNotifier, Calls
-		memory.NewDisplayTokens(s), tl, memory.NewJoinLinks(s), memory.NewNotify(s, tr), memory.NewCounterLinks(s), rl,
-		memory.NewPruner(s, ev, wh, tr, qs, wf, rl, tl),
-		runner, runner, // JobRunner, Jobs
-		[]events.Subscriber{log}, // EventCopies
+		UoW:             s,
+		Pinger:          s,
+		Faults:          s,
+		Accounts:        memory.NewAccounts(s),
+		Entities:        memory.NewEntities(s),
+		Queues:          qs,
+		Turns:           tr,
+		Appointments:    ar,
+		AccessCodes:     memory.NewAccessCodes(s),
+		AccessCodeTurns: memory.NewAccessCodeTurns(s, tr),
+		Workflow:        wf,
+		Forwards:        wf,
+		Analytics:       an,
+		Webhooks:        wh,
+		Events:          ev,
+		StreamLog:       log,
+		StreamNotifier:  log,
+		Calls:           log,
+		DisplayTokens:   memory.NewDisplayTokens(s),
+		TicketLinks:     tl,
+		JoinLinks:       memory.NewJoinLinks(s),
+		Notify:          memory.NewNotify(s, tr),
+		CounterLinks:    memory.NewCounterLinks(s),
+		RateLimiter:     rl,
+		JobRunner:       runner,
+		Jobs:            runner,
+		EventCopies:     []events.Subscriber{log},
 	}, nil
 }
 
@@ -143,29 +173,45 @@ func Postgres(db *postgres.DB, o Options) (Set, error) {
 	jobs := o.Jobs
 	jobs.Logger = o.logger("river")
 	runner := riverjobs.New(db, jobs)
-	// Positional, like Memory: a port added to Set is a compile error here.
 	return Set{
-		db, db, db, // UoW, Pinger, Faults
-		postgres.NewAccounts(db), postgres.NewEntities(db), postgres.NewQueues(db),
-		postgres.NewTurns(db), postgres.NewAppointments(db),
-		postgres.NewAccessCodes(db), postgres.NewAccessCodeTurns(db),
-		wf, wf, postgres.NewAnalytics(db), wh, postgres.NewEvents(db),
-		log, postgres.NewStreamNotifier(db), log, // StreamLog, StreamNotifier, Calls
-		postgres.NewDisplayTokens(db), postgres.NewTicketLinks(db), postgres.NewJoinLinks(db), postgres.NewNotify(db), postgres.NewCounterLinks(db),
-		postgres.NewRateLimiter(db),
-		postgres.NewPruner(db),
-		runner, runner, // JobRunner, Jobs
-		nil, // EventCopies: PostgreSQL reads the stream from its own tables
+		UoW:             db,
+		Pinger:          db,
+		Faults:          db,
+		Accounts:        postgres.NewAccounts(db),
+		Entities:        postgres.NewEntities(db),
+		Queues:          postgres.NewQueues(db),
+		Turns:           postgres.NewTurns(db),
+		Appointments:    postgres.NewAppointments(db),
+		AccessCodes:     postgres.NewAccessCodes(db),
+		AccessCodeTurns: postgres.NewAccessCodeTurns(db),
+		Workflow:        wf,
+		Forwards:        wf,
+		Analytics:       postgres.NewAnalytics(db),
+		Webhooks:        wh,
+		Events:          postgres.NewEvents(db),
+		StreamLog:       log,
+		StreamNotifier:  postgres.NewStreamNotifier(db),
+		Calls:           log,
+		DisplayTokens:   postgres.NewDisplayTokens(db),
+		TicketLinks:     postgres.NewTicketLinks(db),
+		JoinLinks:       postgres.NewJoinLinks(db),
+		Notify:          postgres.NewNotify(db),
+		CounterLinks:    postgres.NewCounterLinks(db),
+		RateLimiter:     postgres.NewRateLimiter(db),
+		JobRunner:       runner,
+		Jobs:            runner,
+		Resealer:        wh,
+		// EventCopies: none, PostgreSQL reads the stream from its own tables.
 	}, nil
 }
 
 // Missing names the port fields s leaves empty: a constructor that forgot
-// a port added to Set.
+// a port added to Set. Resealer may be empty.
 func (s Set) Missing() []string {
 	var out []string
 	v := reflect.ValueOf(s)
 	for i := 0; i < v.NumField(); i++ {
-		if f := v.Type().Field(i); f.Type.Kind() == reflect.Interface && v.Field(i).IsNil() {
+		if f := v.Type().Field(i); f.Type.Kind() == reflect.Interface && f.Name != "Resealer" && v.Field(i).IsNil() {
 			out = append(out, f.Name)
 		}
 	}

@@ -50,6 +50,15 @@ func New(shared, local ports.RateLimiter, fault func(error) bool, log *slog.Logg
 	return &Limiter{shared: shared, local: local, fault: fault, log: log, metrics: m}
 }
 
+// PruneRateLimits prunes both counts: the shared one's windows (the
+// retention task's) and this process's own.
+func (l *Limiter) PruneRateLimits(ctx context.Context, before time.Time, limit int) (int, error) {
+	if _, err := l.local.PruneRateLimits(ctx, before, limit); err != nil {
+		return 0, err
+	}
+	return l.shared.PruneRateLimits(ctx, before, limit)
+}
+
 // Allow asks the shared limiter, and the local one when the shared one
 // cannot count.
 func (l *Limiter) Allow(ctx context.Context, key string, limit int, now time.Time) (ports.RateDecision, error) {

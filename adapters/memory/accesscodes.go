@@ -9,8 +9,6 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 )
 
-var _ accesscodes.Repository = (*AccessCodes)(nil)
-
 // AccessCodes is the memory accesscodes.Repository.
 type AccessCodes struct {
 	s    *Store

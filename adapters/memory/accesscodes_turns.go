@@ -9,8 +9,6 @@ import (
 	"github.com/qms-dev/qms/core/turns"
 )
 
-var _ accesscodes.TurnCodes = (*AccessCodeTurns)(nil)
-
 // AccessCodeTurns is the memory accesscodes.TurnCodes: which turn took
 // which code. Turn statuses come from the turns repository of the same
 // store.

@@ -13,8 +13,6 @@ import (
 	"github.com/qms-dev/qms/core/workflow"
 )
 
-var _ analytics.Repository = (*Analytics)(nil)
-
 // Analytics is the memory analytics.Repository. It reads the turns,
 // appointments and forwards of the same store under one read lock, through
 // narrow accessors of the repositories that own those tables (the turns of

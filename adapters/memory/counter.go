@@ -15,8 +15,6 @@ type CounterLinks struct {
 	presses *table[counters.Press]
 }
 
-var _ counters.Repository = (*CounterLinks)(nil)
-
 // NewCounterLinks builds the repository on s; a queue's links and presses
 // go with it.
 func NewCounterLinks(s *Store) *CounterLinks {

@@ -15,11 +15,6 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
-var (
-	_ ports.JobRunner        = (*JobRunner)(nil)
-	_ platform.ManyScheduler = (*JobRunner)(nil)
-)
-
 // Defaults of JobRunnerOptions, the same as the River runner's.
 const (
 	DefaultJobTimeout  = 30 * time.Second

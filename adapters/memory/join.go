@@ -26,8 +26,6 @@ func NewJoinLinks(s *Store) *JoinLinks {
 	return r
 }
 
-var _ join.Repository = (*JoinLinks)(nil)
-
 // Create stores a new link.
 func (r *JoinLinks) Create(ctx context.Context, l join.Link) error {
 	r.s.write(ctx, func() func() { return r.rows.put(l.ID, l) })

@@ -21,8 +21,6 @@ type Notify struct {
 	settings *table[notify.QueueSettings]
 }
 
-var _ notify.Repository = (*Notify)(nil)
-
 // NewNotify builds the repository on s; a run's messages and states go
 // with it. It clears the phones of tr's finished turns.
 func NewNotify(s *Store, tr *Turns) *Notify {

@@ -8,8 +8,6 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
-var _ ports.RateLimiter = (*RateLimiter)(nil)
-
 // RateLimiter counts, per key, the requests it let through in one-second
 // buckets over the last minute, in process memory: the single-process
 // counterpart of postgres.RateLimiter, with the same arithmetic.

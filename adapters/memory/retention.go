@@ -10,29 +10,11 @@ import (
 	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
-	"github.com/qms-dev/qms/ports"
 )
 
-var _ ports.Pruner = (*Pruner)(nil)
-
-// Pruner is the memory ports.Pruner: it deletes from the tables of the
-// repositories it was given, at most limit rows per call, each call under
-// the store's write lock for just that batch.
-type Pruner struct {
-	s        *Store
-	events   *Events
-	webhooks *Webhooks
-	turns    *Turns
-	queues   *Queues
-	workflow *Workflow
-	limiter  *RateLimiter
-	links    *TicketLinks
-}
-
-// NewPruner builds the pruner over the repositories of one store.
-func NewPruner(s *Store, ev *Events, wh *Webhooks, tr *Turns, qs *Queues, wf *Workflow, rl *RateLimiter, tl *TicketLinks) *Pruner {
-	return &Pruner{s: s, events: ev, webhooks: wh, turns: tr, queues: qs, workflow: wf, limiter: rl, links: tl}
-}
+// The prune methods of each repository (the retention tasks the modules
+// contribute, ports.RetentionTask): at most limit rows per call, each call
+// under the store's write lock for just that batch.
 
 // oldest returns the ids of at most limit rows that keep passes, oldest id
 // first (ids are time-sortable), so repeated calls work from the oldest.
@@ -50,11 +32,11 @@ func oldest[T any](rows map[string]T, limit int, keep func(T) bool) []string {
 	return ids
 }
 
-// PruneEvents implements ports.Pruner.
-func (p *Pruner) PruneEvents(ctx context.Context, before time.Time, limit int) (n int, err error) {
-	p.s.write(ctx, func() func() {
-		for _, id := range oldest(p.events.rows.rows, limit, func(e platform.Event) bool { return e.OccurredAt.Before(before) }) {
-			p.events.rows.del(id)
+// PruneEvents deletes events of the log that occurred before before.
+func (r *Events) PruneEvents(ctx context.Context, before time.Time, limit int) (n int, err error) {
+	r.s.write(ctx, func() func() {
+		for _, id := range oldest(r.rows.rows, limit, func(e platform.Event) bool { return e.OccurredAt.Before(before) }) {
+			r.rows.del(id)
 			n++
 		}
 		return nil
@@ -62,13 +44,13 @@ func (p *Pruner) PruneEvents(ctx context.Context, before time.Time, limit int) (
 	return n, nil
 }
 
-// PruneDeliveries implements ports.Pruner.
-func (p *Pruner) PruneDeliveries(ctx context.Context, before time.Time, limit int) (n int, err error) {
-	p.s.write(ctx, func() func() {
-		for _, id := range oldest(p.webhooks.deliveries.rows, limit, func(d webhooks.Delivery) bool {
+// PruneDeliveries deletes finished deliveries created before before.
+func (r *Webhooks) PruneDeliveries(ctx context.Context, before time.Time, limit int) (n int, err error) {
+	r.s.write(ctx, func() func() {
+		for _, id := range oldest(r.deliveries.rows, limit, func(d webhooks.Delivery) bool {
 			return d.Status != webhooks.StatusPending && d.CreatedAt.Before(before)
 		}) {
-			p.webhooks.deliveries.del(id)
+			r.deliveries.del(id)
 			n++
 		}
 		return nil
@@ -76,19 +58,23 @@ func (p *Pruner) PruneDeliveries(ctx context.Context, before time.Time, limit in
 	return n, nil
 }
 
-// PruneLineChanges implements ports.Pruner. A run's changes are one row
-// here, counted as one.
-func (p *Pruner) PruneLineChanges(ctx context.Context, before time.Time, limit int) (n int, err error) {
-	p.s.write(ctx, func() func() {
-		for runID := range p.turns.changes.rows {
+// PruneLineChanges deletes the line changes of runs closed before before.
+// A run's changes are one row here, counted as one.
+func (r *Turns) PruneLineChanges(ctx context.Context, before time.Time, limit int) (n int, err error) {
+	qs, err := r.queues()
+	if err != nil {
+		return 0, err
+	}
+	r.s.write(ctx, func() func() {
+		for runID := range r.changes.rows {
 			if n >= limit {
 				break
 			}
-			r, ok := p.queues.runs.rows[runID]
-			if ok && (r.Status != queues.RunClosed || r.ClosedAt == nil || !r.ClosedAt.Before(before)) {
+			run, ok := qs.runs.rows[runID]
+			if ok && (run.Status != queues.RunClosed || run.ClosedAt == nil || !run.ClosedAt.Before(before)) {
 				continue
 			}
-			p.turns.changes.del(runID)
+			r.changes.del(runID)
 			n++
 		}
 		return nil
@@ -96,15 +82,15 @@ func (p *Pruner) PruneLineChanges(ctx context.Context, before time.Time, limit i
 	return n, nil
 }
 
-// PruneForwards implements ports.Pruner.
-func (p *Pruner) PruneForwards(ctx context.Context, before time.Time, limit int) (n int, err error) {
-	p.s.write(ctx, func() func() {
-		for _, id := range oldest(p.workflow.forwards.rows, limit, func(fw workflow.Forward) bool {
+// PruneForwards deletes finished forwards last updated before before.
+func (r *Workflow) PruneForwards(ctx context.Context, before time.Time, limit int) (n int, err error) {
+	r.s.write(ctx, func() func() {
+		for _, id := range oldest(r.forwards.rows, limit, func(fw workflow.Forward) bool {
 			return fw.Status != workflow.ForwardPending && fw.UpdatedAt.Before(before)
 		}) {
-			fw := p.workflow.forwards.rows[id]
-			p.workflow.forwards.del(id)
-			p.workflow.byPair.del(pairKey(fw.FromTurnID, fw.LinkID))
+			fw := r.forwards.rows[id]
+			r.forwards.del(id)
+			r.byPair.del(pairKey(fw.FromTurnID, fw.LinkID))
 			n++
 		}
 		return nil
@@ -112,15 +98,20 @@ func (p *Pruner) PruneForwards(ctx context.Context, before time.Time, limit int)
 	return n, nil
 }
 
-// PruneTicketLinks implements ports.Pruner. A link whose turn is gone went
-// with its run already; one whose turn is not finished is kept.
-func (p *Pruner) PruneTicketLinks(ctx context.Context, before time.Time, limit int) (n int, err error) {
-	p.s.write(ctx, func() func() {
-		for _, id := range oldest(p.links.rows.rows, limit, func(l ticket.Link) bool {
-			tu, ok := p.turns.turns.rows[l.TurnID]
+// PruneTicketLinks deletes the links of turns that finished before before.
+// A link whose turn is gone went with its run already; one whose turn is
+// not finished is kept.
+func (r *TicketLinks) PruneTicketLinks(ctx context.Context, before time.Time, limit int) (n int, err error) {
+	tr := r.s.turns
+	if tr == nil {
+		return 0, errNoTurns
+	}
+	r.s.write(ctx, func() func() {
+		for _, id := range oldest(r.rows.rows, limit, func(l ticket.Link) bool {
+			tu, ok := tr.turns.rows[l.TurnID]
 			return ok && tu.FinishedAt != nil && tu.FinishedAt.Before(before)
 		}) {
-			p.links.rows.del(id)
+			r.rows.del(id)
 			n++
 		}
 		return nil
@@ -128,7 +119,7 @@ func (p *Pruner) PruneTicketLinks(ctx context.Context, before time.Time, limit i
 	return n, nil
 }
 
-// PruneRateLimits implements ports.Pruner.
-func (p *Pruner) PruneRateLimits(_ context.Context, before time.Time, limit int) (int, error) {
-	return p.limiter.prune(before, limit), nil
+// PruneRateLimits deletes the windows of keys idle since before.
+func (l *RateLimiter) PruneRateLimits(_ context.Context, before time.Time, limit int) (int, error) {
+	return l.prune(before, limit), nil
 }

@@ -24,6 +24,9 @@ type Store struct {
 	// repository's reads that join its tables (GetForView); nil until
 	// NewQueues.
 	queues *Queues
+	// turns is the turns repository on this store, for the ticket links'
+	// prune (a join on the turn); nil until NewTurns.
+	turns *Turns
 }
 
 // NewStore returns an empty store.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/turns"
 )
 
 // StreamLog is the memory stream.Log and stream.Notifier: a copy of the
@@ -33,11 +34,6 @@ type streamRow struct {
 	seq uint64
 	e   platform.Event
 }
-
-var (
-	_ stream.Log      = (*StreamLog)(nil)
-	_ stream.Notifier = (*StreamLog)(nil)
-)
 
 // NewStreamLog builds the stream log on s. Subscribe it to the event bus.
 func NewStreamLog(s *Store) *StreamLog {
@@ -136,7 +132,7 @@ func (l *StreamLog) Read(ctx context.Context, accountID string, after stream.Pos
 func (l *StreamLog) RecentCalls(ctx context.Context, accountID, runID string, limit int) (out []platform.Event, err error) {
 	l.s.read(ctx, func() {
 		for i := len(l.rows) - 1; i >= 0 && len(out) < limit; i-- {
-			if e := l.rows[i].e; e.AccountID == accountID && e.RunID == runID && e.Name == platform.EventTurnCalled {
+			if e := l.rows[i].e; e.AccountID == accountID && e.RunID == runID && e.Name == platform.EventName[turns.TurnCalled]() {
 				out = append(out, e)
 			}
 		}

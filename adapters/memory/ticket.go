@@ -14,8 +14,6 @@ type TicketLinks struct {
 	help *table[ticket.HelpRequest]
 }
 
-var _ ticket.Repository = (*TicketLinks)(nil)
-
 // NewTicketLinks builds the repository on s; a run's links go with its
 // turns.
 func NewTicketLinks(s *Store) *TicketLinks {

@@ -3,11 +3,7 @@ package memory
 import (
 	"context"
 	"time"
-
-	"github.com/qms-dev/qms/core/turns"
 )
-
-var _ turns.Marker = (*Turns)(nil)
 
 // MarkOnce records kind for the turn unless it is recorded. A mark
 // outlives a deleted turn here (nothing reads it without the turn).

@@ -6,8 +6,6 @@ import (
 	"github.com/qms-dev/qms/core/turns"
 )
 
-var _ turns.PhoneCounter = (*Turns)(nil)
-
 // CountServedByPhone counts the queue's COMPLETED turns taken with phone.
 func (r *Turns) CountServedByPhone(ctx context.Context, queueID, phone string) (n int, err error) {
 	r.s.read(ctx, func() {

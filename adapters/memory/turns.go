@@ -30,6 +30,7 @@ type Turns struct {
 func NewTurns(s *Store) *Turns {
 	r := &Turns{s: s, turns: newTurnRows(), numbers: newTable[counter](s), lines: newTable[int64](s),
 		changes: newTable[[]turns.LineChange](s), seq: newTable[int64](s), marks: newTable[time.Time](s)}
+	s.turns = r
 	s.OnDelete("run", func(ctx context.Context, runID string) {
 		for id := range maps.Clone(r.turns.byRun[runID]) {
 			r.s.write(ctx, func() func() { return r.turns.del(id) })
@@ -311,8 +312,6 @@ func (r *Turns) recentServiceSeconds(queueID string, n int) (out []float64) {
 // byQueue index; the caller holds the store's lock. It is the narrow
 // reading analytics has of this repository's table.
 func (r *Turns) ofQueue(queueID string, f func(turns.Turn)) { r.turns.ofQueue(queueID, f) }
-
-var _ turns.ViewSource = (*Turns)(nil)
 
 // GetForView reads a turn with everything its view needs (its queue and
 // stations, its run's status and line version, the queue's latest service

@@ -21,6 +21,8 @@ type noJobs struct{}
 
 func (noJobs) Schedule(context.Context, platform.Job) error { return nil }
 
+func (noJobs) ScheduleMany(context.Context, []platform.Job) error { return nil }
+
 // benchLine is the turns service on a memory store that already holds
 // stored turns in other runs, and an empty run to take turns in.
 type benchLine struct {

@@ -17,8 +17,6 @@ type Webhooks struct {
 	deliveries *table[webhooks.Delivery]
 }
 
-var _ webhooks.Repository = (*Webhooks)(nil)
-
 // NewWebhooks builds the repository on s.
 func NewWebhooks(s *Store) *Webhooks {
 	return &Webhooks{s: s, endpoints: newTable[webhooks.Endpoint](s), deliveries: newTable[webhooks.Delivery](s)}

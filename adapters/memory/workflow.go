@@ -8,11 +8,6 @@ import (
 	"github.com/qms-dev/qms/core/workflow"
 )
 
-var (
-	_ workflow.Repository        = (*Workflow)(nil)
-	_ workflow.ForwardRepository = (*Workflow)(nil)
-)
-
 // Workflow is the memory workflow.Repository and ForwardRepository: queue
 // links and the forwards made through them.
 type Workflow struct {

@@ -21,6 +21,8 @@ import (
 // budget allows n requests in all, then refuses.
 type budget struct{ n int }
 
+func (*budget) PruneRateLimits(context.Context, time.Time, int) (int, error) { return 0, nil }
+
 func (b *budget) Allow(_ context.Context, _ string, limit int, now time.Time) (ports.RateDecision, error) {
 	b.n--
 	return ports.RateDecision{Allowed: b.n >= 0, Limit: limit, Remaining: b.n, Reset: now.Add(time.Minute)}, nil

@@ -14,8 +14,6 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 )
 
-var _ accesscodes.Repository = (*AccessCodes)(nil)
-
 type accessCodeRow struct {
 	bun.BaseModel  `bun:"table:access_codes"`
 	ID             string     `bun:"id,pk"`

@@ -13,8 +13,6 @@ import (
 	"github.com/qms-dev/qms/core/turns"
 )
 
-var _ accesscodes.TurnCodes = (*AccessCodeTurns)(nil)
-
 type accessCodeTurnRow struct {
 	bun.BaseModel  `bun:"table:access_code_turns"`
 	TurnID         string    `bun:"turn_id,pk"`

@@ -10,8 +10,6 @@ import (
 	"github.com/qms-dev/qms/core/analytics"
 )
 
-var _ analytics.Repository = (*Analytics)(nil)
-
 // Analytics is the Postgres analytics.Repository: a handful of aggregate
 // queries, each a range scan of an index of migration 0044 per queue
 // window; no turn is loaded into Go.

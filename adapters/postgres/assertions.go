@@ -5,12 +5,16 @@ import (
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/analytics"
 	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/counter"
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/events"
+	"github.com/qms-dev/qms/core/join"
+	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
@@ -19,9 +23,13 @@ import (
 
 // Every port this package implements, checked by the compiler: a method that
 // drifts from its port fails the build here, not when the app is wired.
+// This is the package's one list (none beside the types): what the
+// PostgreSQL backend is, read in one place, in the order of adapterset.Set.
+// The job runner is riverjobs'.
 var (
 	_ platform.UnitOfWork        = (*DB)(nil)
 	_ ports.Pinger               = (*DB)(nil)
+	_ ports.FaultClassifier      = (*DB)(nil)
 	_ accounts.Repository        = (*Accounts)(nil)
 	_ entities.Repository        = (*Entities)(nil)
 	_ queues.Repository          = (*Queues)(nil)
@@ -35,8 +43,12 @@ var (
 	_ webhooks.Repository        = (*Webhooks)(nil)
 	_ events.Store               = (*Events)(nil)
 	_ stream.Log                 = (*StreamLog)(nil)
+	_ stream.Notifier            = (*StreamNotifier)(nil)
 	_ display.Calls              = (*StreamLog)(nil)
 	_ display.Repository         = (*DisplayTokens)(nil)
-	_ stream.Notifier            = (*StreamNotifier)(nil)
+	_ ticket.Repository          = (*TicketLinks)(nil)
+	_ join.Repository            = (*JoinLinks)(nil)
+	_ notify.Repository          = (*Notify)(nil)
+	_ counter.Repository         = (*CounterLinks)(nil)
 	_ ports.RateLimiter          = (*RateLimiter)(nil)
 )

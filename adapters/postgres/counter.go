@@ -69,8 +69,6 @@ type CounterLinks struct{ db *DB }
 // NewCounterLinks builds the repository.
 func NewCounterLinks(db *DB) *CounterLinks { return &CounterLinks{db: db} }
 
-var _ counter.Repository = (*CounterLinks)(nil)
-
 // CreateLink stores a new link.
 func (r *CounterLinks) CreateLink(ctx context.Context, l counter.Link) error {
 	_, err := r.db.IDB(ctx).NewInsert().Model(counterLinkToRow(l)).Exec(ctx)

@@ -37,8 +37,6 @@ type DisplayTokens struct{ db *DB }
 // NewDisplayTokens builds the repository.
 func NewDisplayTokens(db *DB) *DisplayTokens { return &DisplayTokens{db: db} }
 
-var _ display.Repository = (*DisplayTokens)(nil)
-
 func displayTokenToRow(t display.Token) *displayTokenRow {
 	return &displayTokenRow{ID: t.ID, AccountID: t.AccountID, QueueID: t.QueueID, RunID: t.RunID,
 		Label: t.Label, Hash: t.Hash, CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt,

@@ -13,11 +13,7 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/qms-dev/qms/ports"
 )
-
-var _ ports.FaultClassifier = (*DB)(nil)
 
 // Unavailable implements ports.FaultClassifier: err says the database could
 // not be reached or used for now, rather than that a statement was wrong.

@@ -18,7 +18,7 @@ type folded struct {
 	// subscribedKey, taken by the next SubscribedEndpoints.
 	subscribed map[string][]webhookEndpointRow
 	// accountEndpoints: all the endpoints of an account, read with an
-	// intake's run lock (Queues.LockRunForIntake), so the event's insert
+	// intake's run lock (Turns.LockRunForIntake), so the event's insert
 	// need not read them and can wait for the commit (Events.Append).
 	accountEndpoints map[string][]webhookEndpointRow
 

@@ -41,8 +41,6 @@ type JoinLinks struct{ db *DB }
 // NewJoinLinks builds the repository.
 func NewJoinLinks(db *DB) *JoinLinks { return &JoinLinks{db: db} }
 
-var _ join.Repository = (*JoinLinks)(nil)
-
 // Create stores a new link.
 func (r *JoinLinks) Create(ctx context.Context, l join.Link) error {
 	_, err := r.db.IDB(ctx).NewInsert().Model(joinLinkToRow(l)).Exec(ctx)

@@ -32,7 +32,7 @@ func TestLineBumpForetoldUnderTheRunLock(t *testing.T) {
 	change := turns.LineChange{Added: []turns.LineKey{turn.Key()}}
 	for want := int64(1); want <= 3; want++ {
 		err := p.db.Do(ctx, func(ctx context.Context) error {
-			if _, _, err := p.queues.LockRunWithQueue(ctx, turn.RunID); err != nil {
+			if _, _, err := p.turns.LockRunWithQueue(ctx, turn.RunID); err != nil {
 				return err
 			}
 			v, err := p.turns.BumpLine(ctx, turn.RunID, change)
@@ -72,7 +72,7 @@ func TestLineBumpForetoldUnderTheRunLock(t *testing.T) {
 	first := make(chan error, 1)
 	go func() {
 		first <- p.db.Do(ctx, func(ctx context.Context) error {
-			if _, _, err := p.queues.LockRunWithQueue(ctx, turn.RunID); err != nil {
+			if _, _, err := p.turns.LockRunWithQueue(ctx, turn.RunID); err != nil {
 				return err
 			}
 			if _, err := p.turns.BumpLine(ctx, turn.RunID, change); err != nil {
@@ -87,7 +87,7 @@ func TestLineBumpForetoldUnderTheRunLock(t *testing.T) {
 	second := make(chan error, 1)
 	go func() {
 		second <- p.db.Do(ctx, func(ctx context.Context) error {
-			if _, _, _, err := p.queues.LockRunOfTurn(ctx, turn.ID); err != nil {
+			if _, _, _, err := p.turns.LockRunOfTurn(ctx, turn.ID); err != nil {
 				return err
 			}
 			v, err := p.turns.BumpLine(ctx, turn.RunID, change)
@@ -117,7 +117,7 @@ func TestLineBumpForetoldUnderTheRunLock(t *testing.T) {
 
 	before, changes := stored()
 	err := p.db.Do(ctx, func(ctx context.Context) error {
-		if _, _, err := p.queues.LockRunWithQueue(ctx, turn.RunID); err != nil {
+		if _, _, err := p.turns.LockRunWithQueue(ctx, turn.RunID); err != nil {
 			return err
 		}
 		// Behind the lock's back, from another connection.

@@ -14,8 +14,6 @@ import (
 // Notify is the PostgreSQL notify.Repository (migration 0140).
 type Notify struct{ db *DB }
 
-var _ notify.Repository = (*Notify)(nil)
-
 // NewNotify builds the repository.
 func NewNotify(db *DB) *Notify { return &Notify{db: db} }
 

@@ -256,8 +256,6 @@ func (r *Queues) ListRuns(ctx context.Context, queueID string, limit int) ([]que
 	return out, nil
 }
 
-var _ turns.RunLocker = (*Queues)(nil)
-
 // runQueueColumns are a run's columns (alias r) and what names its queue's
 // definition (alias q): the queue's view_version (which covers its
 // stations and its branch's time zone, migrations 0095 and 0097), in the
@@ -352,7 +350,7 @@ func scanRunQueue(row pgx.Row, extra ...any) (queues.Run, queueRef, error) {
 // version the lock's statement read (from queueViews, or read through the
 // unit of work on a miss), kept with the service times for the answer, and
 // the run's line version, kept for the transaction's bumps.
-func (r *Queues) lockedQueue(ctx context.Context, run queues.Run, ref queueRef, service []float64) (queues.Queue, error) {
+func (r *Turns) lockedQueue(ctx context.Context, run queues.Run, ref queueRef, service []float64) (queues.Queue, error) {
 	r.db.foldLineVersion(ctx, run.ID, ref.line)
 	r.db.views.putRun(run.ID, run.QueueID)
 	q, sts, err := r.db.queueAt(ctx, run.QueueID, ref.version)
@@ -367,7 +365,7 @@ func (r *Queues) lockedQueue(ctx context.Context, run queues.Run, ref queueRef, 
 // queue's version in the same statement (the queue itself from queueViews),
 // then reads the run's line version and its account's webhook endpoints,
 // in one batch: LockRunForIntake with nothing more asked.
-func (r *Queues) LockRunWithQueue(ctx context.Context, runID string) (queues.Run, queues.Queue, error) {
+func (r *Turns) LockRunWithQueue(ctx context.Context, runID string) (queues.Run, queues.Queue, error) {
 	got, err := r.LockRunForIntake(ctx, turns.IntakeLock{RunID: runID})
 	if err == nil {
 		err = got.RunErr
@@ -384,11 +382,9 @@ const lockRunSQL = `SELECT ` + runQueueColumns + `, ` + queueServiceColumn + `
 	FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id
 	WHERE r.id = $1 FOR NO KEY UPDATE OF r`
 
-var _ turns.IntakeLocker = (*Queues)(nil)
-
 // CachedQueueOfRun is the run's queue as this process last read it
 // (queueViews), with no round trip.
-func (r *Queues) CachedQueueOfRun(runID string) (queues.Queue, bool) {
+func (r *Turns) CachedQueueOfRun(runID string) (queues.Queue, bool) {
 	return r.db.views.latestOfRun(runID)
 }
 
@@ -400,7 +396,7 @@ func (r *Queues) CachedQueueOfRun(runID string) (queues.Queue, bool) {
 // runs after it, so the look-up sees a create with the key that committed
 // while this one waited for the run, and the draw takes the number that
 // follows the last committed one.
-func (r *Queues) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (turns.IntakeLocked, error) {
+func (r *Turns) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (turns.IntakeLocked, error) {
 	var (
 		out     turns.IntakeLocked
 		ref     queueRef
@@ -478,7 +474,7 @@ func (r *Queues) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (tur
 // comes next, in the lock order) and reads the turn's account and its
 // queue's version in the same statement, then the run's line version, in
 // one batch.
-func (r *Queues) LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error) {
+func (r *Turns) LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error) {
 	var (
 		owner   string
 		run     queues.Run

@@ -73,7 +73,7 @@ func TestQueueViewsFollowEveryChange(t *testing.T) {
 		}
 		add("GetForView", vc.Queue, vc.Stations)
 		err = p.db.Do(ctx, func(ctx context.Context) error {
-			_, _, q, err := p.queues.LockRunOfTurn(ctx, turn.ID)
+			_, _, q, err := p.turns.LockRunOfTurn(ctx, turn.ID)
 			if err != nil {
 				return err
 			}
@@ -85,7 +85,7 @@ func TestQueueViewsFollowEveryChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = p.db.Do(ctx, func(ctx context.Context) error {
-			_, q, err := p.queues.LockRunWithQueue(ctx, turn.RunID)
+			_, q, err := p.turns.LockRunWithQueue(ctx, turn.RunID)
 			if err != nil {
 				return err
 			}
@@ -98,7 +98,7 @@ func TestQueueViewsFollowEveryChange(t *testing.T) {
 		}
 		err = p.db.Do(ctx, func(ctx context.Context) error {
 			key := "no-such-key"
-			got, err := p.queues.LockRunForIntake(ctx, turns.IntakeLock{RunID: turn.RunID, AccountID: owned.AccountID, Key: &key})
+			got, err := p.turns.LockRunForIntake(ctx, turns.IntakeLock{RunID: turn.RunID, AccountID: owned.AccountID, Key: &key})
 			if err != nil {
 				return err
 			}
@@ -161,7 +161,7 @@ func TestQueueViewsFollowEveryChange(t *testing.T) {
 		if err := b.queues.UpdateQueue(ctx, q); err != nil {
 			return err
 		}
-		_, _, q, err := b.queues.LockRunOfTurn(ctx, turn.ID)
+		_, _, q, err := b.turns.LockRunOfTurn(ctx, turn.ID)
 		if err != nil {
 			return err
 		}

@@ -10,8 +10,6 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
-var _ ports.RateLimiter = (*RateLimiter)(nil)
-
 // pruneEvery is how often one process deletes keys idle for a minute.
 const pruneEvery = time.Minute
 

@@ -27,7 +27,7 @@ func TestPruneLargeBacklogInShortBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := postgres.NewPruner(db)
+	p := postgres.NewEvents(db)
 	var batches int
 	var longest, total time.Duration
 	for {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-
-	"github.com/qms-dev/qms/core/turns"
 )
 
 // runGates is the process's turnstile per run (turns.RunGate): one intake
@@ -26,10 +24,8 @@ type runGate struct {
 	users int // holders and waiters; the gate is dropped at zero
 }
 
-var _ turns.RunGate = (*Queues)(nil)
-
 // EnterRun waits for the run's gate in this process.
-func (r *Queues) EnterRun(ctx context.Context, runID string) (func(), error) {
+func (r *Turns) EnterRun(ctx context.Context, runID string) (func(), error) {
 	return r.db.gates.enter(ctx, runID)
 }
 

@@ -39,8 +39,6 @@ type StreamLog struct{ db *DB }
 // NewStreamLog builds the stream log on db.
 func NewStreamLog(db *DB) *StreamLog { return &StreamLog{db: db} }
 
-var _ stream.Log = (*StreamLog)(nil)
-
 // horizonCTE computes h, the horizon of the statement's snapshot.
 // pg_current_snapshot() returns the statement's active snapshot, the one
 // its scan of events uses, so rows and horizon agree.
@@ -158,8 +156,6 @@ type StreamNotifier struct{ db *DB }
 
 // NewStreamNotifier builds the notifier on db's connection settings.
 func NewStreamNotifier(db *DB) *StreamNotifier { return &StreamNotifier{db: db} }
-
-var _ stream.Notifier = (*StreamNotifier)(nil)
 
 // Run implements stream.Notifier. It returns when ctx ends or the
 // connection fails; the hub then calls it again, after waking every feed.

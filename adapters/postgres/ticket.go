@@ -28,8 +28,6 @@ type TicketLinks struct{ db *DB }
 // NewTicketLinks builds the repository.
 func NewTicketLinks(db *DB) *TicketLinks { return &TicketLinks{db: db} }
 
-var _ ticket.Repository = (*TicketLinks)(nil)
-
 // Create stores a new link.
 func (r *TicketLinks) Create(ctx context.Context, l ticket.Link) error {
 	row := &ticketLinkRow{ID: l.ID, AccountID: l.AccountID, TurnID: l.TurnID, QueueID: l.QueueID, RunID: l.RunID,

@@ -3,11 +3,7 @@ package postgres
 import (
 	"context"
 	"time"
-
-	"github.com/qms-dev/qms/core/turns"
 )
-
-var _ turns.Marker = (*Turns)(nil)
 
 // MarkOnce records kind for the turn unless it is recorded: the primary
 // key decides, so two at once record one.

@@ -2,11 +2,7 @@ package postgres
 
 import (
 	"context"
-
-	"github.com/qms-dev/qms/core/turns"
 )
-
-var _ turns.PhoneCounter = (*Turns)(nil)
 
 // CountServedByPhone counts the queue's COMPLETED turns taken with phone,
 // through turns_phone_idx (migration 0162).

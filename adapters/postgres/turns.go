@@ -246,8 +246,6 @@ func (r *Turns) NextNumber(ctx context.Context, runID, period string) (int, erro
 	return n, wrap(err, "next turn number")
 }
 
-var _ turns.NumberDrawer = (*Turns)(nil)
-
 // DrawNumber is NextNumber, CodeInUse of the number's display code and
 // NextSeq in one statement. The code is spelled as turns' displayCode
 // does: the prefix, then the number zero-padded to padding digits, never
@@ -273,7 +271,7 @@ const drawNumberSQL = `WITH c AS (
 // drawAheadSQL is drawNumberSQL drawn only when run $1 is account $6's and
 // none of the account's turns has idempotency key $7 (null: none asked):
 // otherwise no row is proposed, nothing is drawn and nothing is returned.
-// An intake sends it with its run's lock (Queues.LockRunForIntake).
+// An intake sends it with its run's lock (Turns.LockRunForIntake).
 const drawAheadSQL = `WITH c AS (
 	INSERT INTO turn_counters AS c (run_id, period, last_number)
 	SELECT $1::text, $2::text, 1
@@ -558,8 +556,6 @@ func (r *Turns) RecentServiceSeconds(ctx context.Context, queueID string, n int)
 	return out, wrap(err, "recent service times")
 }
 
-var _ turns.ViewSource = (*Turns)(nil)
-
 // turnColumns are a turn's columns (alias t) in the order scanTurn reads.
 const turnColumns = `t.id, t.account_id, t.queue_id, t.run_id, t.number, t.display_code, t.status, t.priority,
 	t.priority_rank, t.seq, t.people_count, t.phone, t.notify_whatsapp, t.form_response, t.station_id, t.call_count,
@@ -614,8 +610,6 @@ func (r *Turns) GetForView(ctx context.Context, id string) (turns.Turn, turns.Vi
 	return row.turn, turns.ViewContext{Queue: q, Stations: sts, LineVersion: row.lineVersion,
 		RunOpen: row.runOpen, ServiceSeconds: row.service}, nil
 }
-
-var _ turns.QueueViewSource = (*Turns)(nil)
 
 // QueueForView returns a queue's stations and its latest service times
 // (the answer of a change, inside its transaction): what the run lock read,

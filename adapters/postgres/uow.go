@@ -11,11 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
-
-	"github.com/qms-dev/qms/core/platform"
 )
-
-var _ platform.UnitOfWork = (*DB)(nil)
 
 type txKey struct{}
 

@@ -55,8 +55,6 @@ type Webhooks struct {
 	successes *successBatch
 }
 
-var _ webhooks.Repository = (*Webhooks)(nil)
-
 // Prefixes of the stored secret, naming how it is stored.
 const (
 	secretSealedV1 = "v1:"

@@ -12,11 +12,6 @@ import (
 	"github.com/qms-dev/qms/core/workflow"
 )
 
-var (
-	_ workflow.Repository        = (*Workflow)(nil)
-	_ workflow.ForwardRepository = (*Workflow)(nil)
-)
-
 type linkRow struct {
 	bun.BaseModel    `bun:"table:queue_links"`
 	ID               string    `bun:"id,pk"`

@@ -31,9 +31,8 @@ import (
 )
 
 var (
-	_ ports.JobRunner        = (*Runner)(nil)
-	_ platform.JobScheduler  = (*Runner)(nil)
-	_ platform.ManyScheduler = (*Runner)(nil)
+	_ ports.JobRunner       = (*Runner)(nil)
+	_ platform.JobScheduler = (*Runner)(nil)
 )
 
 // Defaults of Options.

@@ -26,18 +26,8 @@ type TurnCode struct {
 	CreatedAt      time.Time      `json:"createdAt"`
 }
 
-// TurnCodes stores which turn took which code.
-type TurnCodes interface {
-	Record(ctx context.Context, tc TurnCode) error
-	// ForTurn returns the code a turn was taken with (NotFound if none).
-	ForTurn(ctx context.Context, turnID string) (TurnCode, error)
-	// ActiveTurn returns the id of a turn of the queue taken with the code
-	// that is still pending (WAITLISTED, WAITING, HELD, CALLED or
-	// IN_SERVICE), if there is one.
-	ActiveTurn(ctx context.Context, accessCodeID, queueID string) (string, bool, error)
-}
-
-// Guard is the access-code rule of turn intake: a turns.IntakeShaper.
+// Guard is the access-code rule of turn intake: a turns.IntakeGuard that
+// checks, shapes and rules on returns.
 //
 //   - A queue with accessCodeRequired refuses a turn without a code
 //     (ACCESS_CODE_REQUIRED, 422).
@@ -59,11 +49,7 @@ type Guard struct {
 	clock platform.Clock
 }
 
-var (
-	_ turns.IntakeShaper = (*Guard)(nil)
-	_ turns.ReturnGuard  = (*Guard)(nil)
-	_ turns.BodyExtender = (*Guard)(nil)
-)
+var _ turns.IntakeGuard = (*Guard)(nil)
 
 // BodyMember is the accessCode member of the turn create body (a v1
 // extension of spec 2.3): the code a queue with accessCodeRequired asks
@@ -71,7 +57,7 @@ var (
 // it.
 const BodyMember = "accessCode"
 
-// BodyMembers declares accessCode (turns.BodyExtender).
+// BodyMembers declares accessCode.
 func (g *Guard) BodyMembers() []turns.BodyMember {
 	return []turns.BodyMember{{Name: BodyMember, Zero: (*string)(nil), Validate: func(v *platform.Validator, value any) {
 		code, _ := value.(*string)

@@ -96,7 +96,7 @@ func TestCreateKeyRefusesUnknownScopes(t *testing.T) {
 	if !ok || e.Code != platform.CodeValidation {
 		t.Fatalf("want VALIDATION_ERROR, got %v", err)
 	}
-	fields := e.Details["fields"].([]platform.FieldError)
+	fields := platform.FieldErrors(e)
 	if len(fields) != 1 || fields[0].Path != "scopes[1]" {
 		t.Fatalf("want scopes[1] named, got %+v", fields)
 	}

@@ -18,18 +18,6 @@ const (
 // secret scanners and people alike.
 const KeyPrefix = "qms_"
 
-// Repository stores accounts and keys.
-type Repository interface {
-	CreateAccount(ctx context.Context, a Account) error
-	GetAccount(ctx context.Context, id string) (Account, error)
-	UpdateAccount(ctx context.Context, a Account) error
-	CreateKey(ctx context.Context, k APIKey) error
-	GetKey(ctx context.Context, id string) (APIKey, error)
-	GetKeyByHash(ctx context.Context, hash string) (APIKey, error)
-	ListKeys(ctx context.Context, accountID string) ([]APIKey, error)
-	UpdateKey(ctx context.Context, k APIKey) error
-}
-
 // AuthCacheTTL bounds how long an authentication result is reused while
 // changes may go unheard. Revoking a key or changing a plan clears the cache
 // at once (ForgetAuth: directly in the process that made the change, through

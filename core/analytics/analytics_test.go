@@ -52,7 +52,7 @@ func TestPeriodValidation(t *testing.T) {
 			if !ok || e.Code != platform.CodeValidation {
 				t.Fatalf("want VALIDATION_ERROR, got %v", err)
 			}
-			f := e.Details["fields"].([]platform.FieldError)
+			f := platform.FieldErrors(e)
 			if len(f) != 1 || f[0].Path != c.path || f[0].Rule != c.rule {
 				t.Fatalf("want %s %s, got %+v", c.path, c.rule, f)
 			}

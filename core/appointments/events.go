@@ -2,20 +2,21 @@ package appointments
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/qms-dev/qms/core/platform"
 )
 
 // The payloads of the appointment events of spec section 6, one type per
-// event; their JSON is the event's data, marshalled once when it is
-// raised. Fields are declared in the byte order of their JSON names, the
-// order of the earlier map payloads, so the bytes sent stay as they were.
+// event, each naming its event (EventName) and listed in core/events'
+// registry; their JSON is the event's data, marshalled once when it is
+// raised.
 
-// AppointmentScheduled is the data of appointment.scheduled. SlotStart and
-// SlotEnd are RFC 3339 instants, Date the slot's day in the queue's zone.
-type AppointmentScheduled struct {
+// AppointmentFields is what the data of every appointment event carries.
+// SlotStart and SlotEnd are RFC 3339 instants, Date the slot's day in the
+// queue's zone. Fields are in the byte order of their JSON names (see
+// turns.TurnFields).
+type AppointmentFields struct {
 	AppointmentID string `json:"appointmentId"`
 	Date          string `json:"date"`
 	QueueID       string `json:"queueId"`
@@ -25,33 +26,37 @@ type AppointmentScheduled struct {
 	SlotStart     string `json:"slotStart"`
 	Status        string `json:"status"`
 }
+
+// AppointmentScheduled is the data of appointment.scheduled.
+type AppointmentScheduled struct {
+	AppointmentFields
+}
+
+// EventName names the event: appointment.scheduled.
+func (AppointmentScheduled) EventName() string { return "appointment.scheduled" }
 
 // AppointmentCompleted is the data of appointment.completed.
 type AppointmentCompleted struct {
-	AppointmentID string `json:"appointmentId"`
-	Date          string `json:"date"`
-	QueueID       string `json:"queueId"`
-	QueueRunID    string `json:"queueRunId"`
-	SlotEnd       string `json:"slotEnd"`
-	SlotID        string `json:"slotId"`
-	SlotStart     string `json:"slotStart"`
-	Status        string `json:"status"`
+	AppointmentFields
 }
 
-func (s *Service) emit(ctx context.Context, name string, a Appointment) error {
-	start, end := a.SlotStart.Format(time.RFC3339), a.SlotEnd.Format(time.RFC3339)
-	var payload any
-	switch name {
-	case platform.EventAppointmentScheduled:
-		payload = AppointmentScheduled{AppointmentID: a.ID, Date: a.Date, QueueID: a.QueueID, QueueRunID: a.RunID,
-			SlotEnd: end, SlotID: a.SlotID, SlotStart: start, Status: string(a.Status)}
-	case platform.EventAppointmentCompleted:
-		payload = AppointmentCompleted{AppointmentID: a.ID, Date: a.Date, QueueID: a.QueueID, QueueRunID: a.RunID,
-			SlotEnd: end, SlotID: a.SlotID, SlotStart: start, Status: string(a.Status)}
-	default:
-		return fmt.Errorf("appointments: %s is not an appointment event", name)
-	}
-	e, err := platform.NewEvent(a.AccountID, name, payload, a.UpdatedAt)
+// EventName names the event: appointment.completed.
+func (AppointmentCompleted) EventName() string { return "appointment.completed" }
+
+// appointmentEvent is an appointment change's event, built from the
+// appointment as the change leaves it.
+type appointmentEvent func(f AppointmentFields) platform.Payload
+
+func scheduled(f AppointmentFields) platform.Payload { return AppointmentScheduled{f} }
+
+func completed(f AppointmentFields) platform.Payload { return AppointmentCompleted{f} }
+
+// emit raises an appointment's event in the caller's unit of work.
+func (s *Service) emit(ctx context.Context, a Appointment, ev appointmentEvent) error {
+	f := AppointmentFields{AppointmentID: a.ID, Date: a.Date, QueueID: a.QueueID, QueueRunID: a.RunID,
+		SlotEnd: a.SlotEnd.Format(time.RFC3339), SlotID: a.SlotID, SlotStart: a.SlotStart.Format(time.RFC3339),
+		Status: string(a.Status)}
+	e, err := platform.NewEvent(a.AccountID, ev(f), a.UpdatedAt)
 	if err != nil {
 		return err
 	}

@@ -285,7 +285,7 @@ func TestScheduleIntoASlotAndIntoTheNextAvailable(t *testing.T) {
 	_, err = f.svc.Schedule(ctx, account, run.ID, appointments.ScheduleInput{})
 	wantCode(t, err, appointments.CodeNoSlotAvailable, platform.KindConflict)
 
-	sch := f.eventsNamed(t, platform.EventAppointmentScheduled)
+	sch := f.eventsNamed(t, platform.EventName[appointments.AppointmentScheduled]())
 	if len(sch) != 6 {
 		t.Fatalf("%d appointment.scheduled events, want 6", len(sch))
 	}
@@ -327,7 +327,7 @@ func TestScheduleRefusals(t *testing.T) {
 			FormResponse: map[string]string{"reason": "Surgery", "colour": "blue"}})
 		e := wantCode(t, err, platform.CodeValidation, platform.KindInvalid)
 		got := map[string]string{}
-		for _, fe := range e.Details["fields"].([]platform.FieldError) {
+		for _, fe := range platform.FieldErrors(e) {
 			got[fe.Path] = fe.Rule
 		}
 		if got["formResponse.reason"] != "oneof" || got["formResponse.colour"] != "unknown_question" || len(got) != 2 {
@@ -335,7 +335,7 @@ func TestScheduleRefusals(t *testing.T) {
 		}
 		_, err = f.svc.Schedule(ctx, account, run.ID, appointments.ScheduleInput{SlotID: &s[1].ID})
 		e = wantCode(t, err, platform.CodeValidation, platform.KindInvalid)
-		if fe := e.Details["fields"].([]platform.FieldError); fe[0].Path != "formResponse.reason" || fe[0].Rule != "required" {
+		if fe := platform.FieldErrors(e); fe[0].Path != "formResponse.reason" || fe[0].Rule != "required" {
 			t.Fatalf("fields %v", fe)
 		}
 	})
@@ -345,7 +345,7 @@ func TestScheduleRefusals(t *testing.T) {
 			Phone: platform.Ptr("phone-no"), Notes: platform.Ptr(string(make([]byte, 501)))})
 		e := wantCode(t, err, platform.CodeValidation, platform.KindInvalid)
 		got := map[string]bool{}
-		for _, fe := range e.Details["fields"].([]platform.FieldError) {
+		for _, fe := range platform.FieldErrors(e) {
 			got[fe.Path] = true
 		}
 		for _, p := range []string{"slotId", "idempotencyKey", "customerName", "phone", "notes"} {
@@ -422,7 +422,7 @@ func TestIdempotencyKey(t *testing.T) {
 	if page.Items[0].Remaining != 2 {
 		t.Fatalf("the repeat took a seat: remaining %d", page.Items[0].Remaining)
 	}
-	if n := len(f.eventsNamed(t, platform.EventAppointmentScheduled)); n != 1 {
+	if n := len(f.eventsNamed(t, platform.EventName[appointments.AppointmentScheduled]())); n != 1 {
 		t.Fatalf("%d events for one booking", n)
 	}
 	for name, other := range map[string]appointments.ScheduleInput{
@@ -533,14 +533,14 @@ func TestLifecycleCancellationPolicyAndEvents(t *testing.T) {
 	if err != nil || st.Status != appointments.StatusInService || st.StartedAt == nil || !st.CheckedInAt.Equal(*ci.CheckedInAt) {
 		t.Fatalf("start %+v %v", st, err)
 	}
-	if len(f.eventsNamed(t, platform.EventAppointmentCompleted)) != 0 {
+	if len(f.eventsNamed(t, platform.EventName[appointments.AppointmentCompleted]())) != 0 {
 		t.Fatal("completed before complete")
 	}
 	done, err := f.svc.Complete(ctx, account, b.ID)
 	if err != nil || done.Status != appointments.StatusCompleted || done.CompletedAt == nil {
 		t.Fatalf("complete %+v %v", done, err)
 	}
-	ev := f.eventsNamed(t, platform.EventAppointmentCompleted)
+	ev := f.eventsNamed(t, platform.EventName[appointments.AppointmentCompleted]())
 	var ac appointments.AppointmentCompleted
 	if len(ev) != 1 || ev[0].Decode(&ac) != nil || ac.AppointmentID != b.ID || ac.QueueRunID != run.ID || ac.SlotStart != "2026-03-07T15:00:00Z" ||
 		ac.Status != "COMPLETED" {
@@ -609,7 +609,7 @@ func TestGetListAndAccountScoping(t *testing.T) {
 		t.Fatalf("on the 9th: %v", got)
 	}
 	_, err := f.svc.List(ctx, account, run.ID, appointments.ListFilter{Status: "LATE", Date: "tomorrow"}, platform.PageRequest{Limit: 5})
-	if e := wantCode(t, err, platform.CodeValidation, platform.KindInvalid); len(e.Details["fields"].([]platform.FieldError)) != 2 {
+	if e := wantCode(t, err, platform.CodeValidation, platform.KindInvalid); len(platform.FieldErrors(e)) != 2 {
 		t.Fatalf("fields %v", e.Details)
 	}
 	got, err := f.svc.Get(ctx, account, made[0].ID)

@@ -99,7 +99,7 @@ func TestGenerateInputChecksEveryBound(t *testing.T) {
 	rules := func(err error) map[string]string {
 		out := map[string]string{}
 		if e, ok := platform.AsError(err); ok {
-			for _, f := range e.Details["fields"].([]platform.FieldError) {
+			for _, f := range platform.FieldErrors(e) {
 				out[f.Path] = f.Rule
 			}
 		}

@@ -160,7 +160,7 @@ func TestBoardShowsCallsWithStationsAndOnlyTheBoardColumns(t *testing.T) {
 		if station != "" {
 			st = &station
 		}
-		e, err := platform.NewEvent("acc_1", platform.EventTurnCalled, turns.TurnCalled{TurnID: id, DisplayCode: code, StationID: st}, *at(0))
+		e, err := platform.NewEvent("acc_1", turns.TurnCalled{TurnFields: turns.TurnFields{TurnID: id, DisplayCode: code, StationID: st}}, *at(0))
 		if err != nil {
 			t.Fatal(err)
 		}

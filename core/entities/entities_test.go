@@ -24,7 +24,7 @@ func TestValidationBoundsOfSpec27(t *testing.T) {
 		t.Fatal("want a validation error")
 	}
 	got := map[string]bool{}
-	for _, f := range e.Details["fields"].([]platform.FieldError) {
+	for _, f := range platform.FieldErrors(e) {
 		got[f.Path] = true
 	}
 	for _, p := range []string{"name", "websiteUrl", "supportEmail", "supportPhone"} {

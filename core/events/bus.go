@@ -10,18 +10,6 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 )
 
-// Store appends events to the account's event log.
-type Store interface {
-	Append(ctx context.Context, e platform.Event) error
-}
-
-// Subscriber reacts to an event inside the transaction that raised it, so
-// that what it writes (for example webhook deliveries and their jobs)
-// commits or rolls back with the change.
-type Subscriber interface {
-	OnEvent(ctx context.Context, e platform.Event) error
-}
-
 // Bus is the platform.EventSink of the application.
 type Bus struct {
 	store       Store

@@ -1,37 +1,22 @@
 package events_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"sort"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/qms-dev/qms/core/appointments"
-	"github.com/qms-dev/qms/core/notify"
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
-	"github.com/qms-dev/qms/core/queues"
-	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
 )
-
-// payloads holds one filled payload per event of spec section 6: the type
-// the core that raises the event marshals its data from.
-var payloads = map[string]any{
-	platform.EventTurnCreated:          turns.TurnCreated{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", Number: 1},
-	platform.EventTurnCalled:           turns.TurnCalled{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", CallCount: 1, StationID: platform.Ptr("sta_1")},
-	platform.EventTurnCompleted:        turns.TurnCompleted{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001"},
-	platform.EventTurnCancelled:        turns.TurnCancelled{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", Reason: "tolerance_expired"},
-	platform.EventTurnReopened:         turns.TurnReopened{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", PreviousStatus: "CANCELLED"},
-	platform.EventQueueOpened:          queues.QueueOpened{QueueID: "que_1", QueueRunID: "run_1", QueueName: "Main", Status: "OPEN"},
-	platform.EventQueueClosed:          queues.QueueClosed{QueueID: "que_1", QueueRunID: "run_1", QueueName: "Main", Status: "CLOSED"},
-	platform.EventAppointmentScheduled: appointments.AppointmentScheduled{AppointmentID: "apt_1", QueueRunID: "run_1", SlotStart: "2026-03-08T09:00:00Z"},
-	platform.EventAppointmentCompleted: appointments.AppointmentCompleted{AppointmentID: "apt_1", QueueRunID: "run_1", Status: "COMPLETED"},
-	platform.EventTurnHelpRequested:    ticket.HelpRequestedData{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", HelpRequestID: "hlp_1", QueueID: "que_1"},
-	platform.EventTurnSLABreached:      turns.TurnSLABreached{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", MaxWaitMinutes: 10, Status: "WAITING"},
-	platform.EventTurnHelpAnswered:     ticket.HelpAnsweredData{TurnID: "turn_1", QueueRunID: "run_1", DisplayCode: "A001", HelpRequestID: "hlp_1", QueueID: "que_1", Reply: "On my way"},
-	platform.EventNotificationStatus:   notify.StatusChanged{NotificationID: "ntf_1", TurnID: "turn_1", QueueRunID: "run_1", Status: "SENT"},
-}
 
 // members names the members of the spec (section 6 and "Event data
 // carries turnId, queueRunId and displayCode for turns") each event's data
@@ -43,57 +28,119 @@ func members(name string) []string {
 	return []string{"queueRunId"}
 }
 
+// Every registered payload's JSON has the members the spec names, and a
+// turn event's data decodes into turns.TurnFields (the turn lifecycle's
+// payloads embed it; help and SLA events carry its ids).
 func TestEveryEventCarriesWhatTheSpecNames(t *testing.T) {
-	for _, name := range platform.EventNames {
-		p, ok := payloads[name]
-		if !ok {
-			t.Errorf("%s has no payload type in this test", name)
-			continue
-		}
-		e, err := platform.NewEvent("acc_1", name, p, platform.SystemClock{}.Now())
+	for _, p := range events.Payloads() {
+		name := p.EventName()
+		e, err := platform.NewEvent("acc_1", p, platform.SystemClock{}.Now())
 		if err != nil {
 			t.Fatal(err)
+		}
+		if e.Name != name {
+			t.Errorf("NewEvent named %T %q, its EventName is %q", p, e.Name, name)
 		}
 		var m map[string]any
 		if err := json.Unmarshal(e.Data, &m); err != nil {
 			t.Fatal(err)
 		}
 		for _, k := range members(name) {
-			if s, _ := m[k].(string); s == "" {
-				t.Errorf("%s data lacks %s: %s", name, k, e.Data)
+			if _, ok := m[k]; !ok {
+				t.Errorf("%s (%T) data lacks %s: %s", name, p, k, e.Data)
 			}
 		}
 		if turns.IsEvent(name) {
-			var ref turns.EventRef
-			if err := e.Decode(&ref); err != nil || ref.TurnID != "turn_1" || ref.DisplayCode != "A001" || ref.QueueRunID != "run_1" {
-				t.Errorf("%s does not decode into turns.EventRef: %+v %v", name, ref, err)
+			var f turns.TurnFields
+			if err := e.Decode(&f); err != nil {
+				t.Errorf("%s: %T does not decode into turns.TurnFields: %v", name, p, err)
 			}
 		}
 	}
 }
 
-// The data used to be a map, which encoding/json writes with its keys in
-// byte order; the payload structs declare their fields in that order, so
-// webhook bodies, the stream and the log keep their bytes. A field added
-// out of order fails here.
-func TestPayloadsKeepTheirBytes(t *testing.T) {
-	for name, p := range payloads {
-		b, err := json.Marshal(p)
+var eventName = regexp.MustCompile(`^[a-z]+\.[a-z_]+$`)
+
+// Names are unique and shaped subject.happening (the subject is what
+// events.OfSubjects selects on).
+func TestNamesAreUniqueAndShaped(t *testing.T) {
+	seen := map[string]bool{}
+	for _, n := range events.Names() {
+		if seen[n] {
+			t.Errorf("%s is registered twice", n)
+		}
+		seen[n] = true
+		if !eventName.MatchString(n) {
+			t.Errorf("%s is not shaped subject.happening", n)
+		}
+		if !events.IsName(n) {
+			t.Errorf("IsName(%s) is false", n)
+		}
+	}
+	if events.IsName("turn.nothing") {
+		t.Error("IsName accepts an unregistered name")
+	}
+	if got := events.OfSubjects("queue"); !slices.Equal(got, []string{"queue.opened", "queue.closed"}) {
+		t.Errorf("OfSubjects(queue) = %v", got)
+	}
+}
+
+// A type of a core package with an EventName method is an event payload:
+// it must be in the registry, or subscribers, the OpenAPI enum and the
+// docs would not know the event exists.
+func TestEveryPayloadIsRegistered(t *testing.T) {
+	registered := map[string]bool{}
+	for _, p := range events.Payloads() {
+		ty := reflect.TypeOf(p)
+		registered[strings.TrimPrefix(ty.PkgPath(), "github.com/qms-dev/qms/")+"."+ty.Name()] = true
+	}
+	declared := map[string]bool{}
+	fset := token.NewFileSet()
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.WalkDir(filepath.Join(repo, "core"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
+		rel, err := filepath.Rel(repo, filepath.Dir(path))
+		if err != nil {
+			return err
 		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || fn.Name.Name != "EventName" || len(fn.Recv.List) != 1 {
+				continue
+			}
+			typ := fn.Recv.List[0].Type
+			if star, ok := typ.(*ast.StarExpr); ok {
+				typ = star.X
+			}
+			if id, ok := typ.(*ast.Ident); ok {
+				declared[filepath.ToSlash(rel)+"."+id.Name] = true
+			}
 		}
-		sort.Strings(keys)
-		asMap, _ := json.Marshal(m)
-		if !bytes.Equal(b, asMap) {
-			t.Errorf("%s: members out of byte order (want %s):\n%s\n%s", name, strings.Join(keys, ","), b, asMap)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(declared) == 0 {
+		t.Fatal("found no payload type under core/: the walk is broken")
+	}
+	for ty := range declared {
+		if !registered[ty] {
+			t.Errorf("%s has an EventName method but is not in core/events' registry", ty)
+		}
+	}
+	for ty := range registered {
+		if !declared[ty] {
+			t.Errorf("%s is registered but no EventName method was found for it", ty)
 		}
 	}
 }

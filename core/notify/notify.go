@@ -18,7 +18,6 @@ package notify
 import (
 	"log/slog"
 
-	"github.com/qms-dev/qms/core/platform"
 	"strconv"
 	"time"
 )
@@ -102,7 +101,7 @@ const (
 )
 
 // EventStatus is the event raised when a message changes status.
-const EventStatus = platform.EventNotificationStatus
+const EventStatus = "notification.status"
 
 // Message is one message to one turn's customer.
 type Message struct {
@@ -194,3 +193,6 @@ type StatusChanged struct {
 	Status         string  `json:"status"`
 	TurnID         string  `json:"turnId"`
 }
+
+// EventName names the event: notification.status.
+func (StatusChanged) EventName() string { return EventStatus }

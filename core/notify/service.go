@@ -496,7 +496,7 @@ func (s *Service) observe(outcome string) {
 
 // raise emits notification.status for m's new status.
 func (s *Service) raise(ctx context.Context, m Message) error {
-	e, err := platform.NewEvent(m.AccountID, EventStatus, StatusChanged{Channel: m.Channel, ErrorCode: m.ErrorCode, Moment: m.Moment,
+	e, err := platform.NewEvent(m.AccountID, StatusChanged{Channel: m.Channel, ErrorCode: m.ErrorCode, Moment: m.Moment,
 		NotificationID: m.ID, QueueID: m.QueueID, QueueRunID: m.RunID, Status: m.Status, TurnID: m.TurnID}, s.clock.Now())
 	if err != nil {
 		return err

@@ -2,12 +2,6 @@ package platform
 
 import "time"
 
-// Clock tells the time. Every rule that depends on time reads it from here,
-// so tests can move it.
-type Clock interface {
-	Now() time.Time
-}
-
 // SystemClock is the wall clock, in UTC, to the microsecond.
 type SystemClock struct{}
 

@@ -116,3 +116,24 @@ func Invalid(fields ...FieldError) *Error {
 func InvalidField(path, rule, message string) *Error {
 	return Invalid(FieldError{Path: path, Rule: rule, Message: message})
 }
+
+// FieldErrors returns the failing fields of err when it is a
+// VALIDATION_ERROR (Invalid), nil otherwise: the one reader of the
+// details' "fields" member.
+func FieldErrors(err error) []FieldError {
+	e, ok := AsError(err)
+	if !ok || e.Code != CodeValidation {
+		return nil
+	}
+	fields, _ := e.Details["fields"].([]FieldError)
+	return fields
+}
+
+// FieldRules is FieldErrors as a map from each failing path to its rule.
+func FieldRules(err error) map[string]string {
+	out := map[string]string{}
+	for _, f := range FieldErrors(err) {
+		out[f.Path] = f.Rule
+	}
+	return out
+}

@@ -1,50 +1,25 @@
 package platform
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"time"
 )
 
-// Event names of spec section 6.
-const (
-	EventTurnCreated          = "turn.created"
-	EventTurnCalled           = "turn.called"
-	EventTurnCompleted        = "turn.completed"
-	EventTurnCancelled        = "turn.cancelled"
-	EventTurnReopened         = "turn.reopened"
-	EventQueueOpened          = "queue.opened"
-	EventQueueClosed          = "queue.closed"
-	EventAppointmentScheduled = "appointment.scheduled"
-	EventAppointmentCompleted = "appointment.completed"
-
-	// Beyond section 6 (compatible additions, docs/queues.md): help on
-	// the ticket page, and a turn waiting past its queue's SLA.
-	EventTurnHelpRequested = "turn.help_requested"
-	EventTurnHelpAnswered  = "turn.help_answered"
-	EventTurnSLABreached   = "turn.sla_breached"
-	// EventNotificationStatus is not of spec section 6 either: a customer
-	// message (core/notify) changed status (docs/notifications.md).
-	EventNotificationStatus = "notification.status"
-)
-
-// EventNames lists every event a webhook endpoint can subscribe to.
-var EventNames = []string{
-	EventTurnCreated, EventTurnCalled, EventTurnCompleted, EventTurnCancelled, EventTurnReopened,
-	EventQueueOpened, EventQueueClosed, EventAppointmentScheduled, EventAppointmentCompleted,
-	EventTurnHelpRequested, EventTurnHelpAnswered, EventTurnSLABreached,
-	EventNotificationStatus,
+// Payload is an event's data. Its type declares the event's name, as
+// River's JobArgs declare their kind: turns.TurnCalled{}.EventName() is
+// "turn.called". Every payload type is listed once, in core/events'
+// registry; core/events' tests check that each one is.
+type Payload interface {
+	EventName() string
 }
 
-// IsEventName reports whether name is an event of spec section 6.
-func IsEventName(name string) bool {
-	for _, n := range EventNames {
-		if n == name {
-			return true
-		}
-	}
-	return false
+// EventName is the name of the events whose payload type is P, for
+// comparing an event's name without building a payload:
+// e.Name == platform.EventName[turns.TurnCompleted]().
+func EventName[P Payload]() string {
+	var p P
+	return p.EventName()
 }
 
 // Event is a domain event: something that happened to an account's
@@ -65,9 +40,11 @@ type Event struct {
 	OccurredAt time.Time
 }
 
-// NewEvent builds an event of the account named name with payload's JSON
-// as its data and a fresh id. The caller sets QueueID and RunID.
-func NewEvent(accountID, name string, payload any, at time.Time) (Event, error) {
+// NewEvent builds an event of the account, named by its payload's type,
+// with the payload's JSON as its data and a fresh id. The caller sets
+// QueueID and RunID.
+func NewEvent(accountID string, payload Payload, at time.Time) (Event, error) {
+	name := payload.EventName()
 	data, err := json.Marshal(payload)
 	if err != nil {
 		return Event{}, fmt.Errorf("platform: encode %s data: %w", name, err)
@@ -84,17 +61,19 @@ func (e Event) Decode(v any) error {
 	return nil
 }
 
+// DecodeAs reads e's data into P's type when e is an event of P's name;
+// for any other event ok is false and nothing is decoded.
+func DecodeAs[P Payload](e Event) (p P, ok bool, err error) {
+	if e.Name != p.EventName() {
+		return p, false, nil
+	}
+	return p, true, e.Decode(&p)
+}
+
 // DataOrEmpty is e's data, or the empty object when the event has none.
 func (e Event) DataOrEmpty() json.RawMessage {
 	if len(e.Data) == 0 {
 		return json.RawMessage("{}")
 	}
 	return e.Data
-}
-
-// EventSink records domain events. Emit must be called with a context inside
-// a UnitOfWork: the event commits or rolls back with the change that raised
-// it.
-type EventSink interface {
-	Emit(ctx context.Context, e Event) error
 }

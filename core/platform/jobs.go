@@ -1,7 +1,6 @@
 package platform
 
 import (
-	"context"
 	"time"
 )
 
@@ -19,31 +18,4 @@ type Job struct {
 	UniqueKey string
 	// MaxAttempts overrides the default number of attempts when > 0.
 	MaxAttempts int
-}
-
-// JobScheduler schedules jobs. Called inside a UnitOfWork, the job commits
-// or rolls back with the change that scheduled it.
-type JobScheduler interface {
-	Schedule(ctx context.Context, job Job) error
-}
-
-// ManyScheduler is a JobScheduler that schedules several jobs in one go
-// (one insert for an event's fan-out to its webhook endpoints): all of
-// them or, on an error, none.
-type ManyScheduler interface {
-	ScheduleMany(ctx context.Context, jobs []Job) error
-}
-
-// ScheduleAll schedules jobs on s, in one go when s is a ManyScheduler,
-// one by one otherwise (test schedulers).
-func ScheduleAll(ctx context.Context, s JobScheduler, jobs []Job) error {
-	if m, ok := s.(ManyScheduler); ok {
-		return m.ScheduleMany(ctx, jobs)
-	}
-	for _, j := range jobs {
-		if err := s.Schedule(ctx, j); err != nil {
-			return err
-		}
-	}
-	return nil
 }

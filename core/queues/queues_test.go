@@ -55,19 +55,6 @@ func (f *fixture) create(t *testing.T, in queues.CreateInput) queues.QueueView {
 	return q
 }
 
-func fieldPaths(err error) map[string]string {
-	out := map[string]string{}
-	e, ok := platform.AsError(err)
-	if !ok {
-		return out
-	}
-	fields, _ := e.Details["fields"].([]platform.FieldError)
-	for _, f := range fields {
-		out[f.Path] = f.Rule
-	}
-	return out
-}
-
 func TestCreateAppliesSpecDefaults(t *testing.T) {
 	f := newFixture(t)
 	q := f.create(t, queues.CreateInput{Tolerance: &queues.Tolerance{GraceMinutes: platform.Ptr(5)}})
@@ -134,7 +121,7 @@ func TestCreateReportsEveryFailingFieldByPath(t *testing.T) {
 		"preAttention.questions[0].options[0].label": "min_length",
 		"stations[0].label":                          "min_length",
 	}
-	got := fieldPaths(err)
+	got := platform.FieldRules(err)
 	for path, rule := range want {
 		if got[path] != rule {
 			t.Errorf("%s: want rule %q, got %q (all: %v)", path, rule, got[path], got)
@@ -192,7 +179,7 @@ func TestRunLifecycleAndEvents(t *testing.T) {
 	for _, e := range evs {
 		names = append(names, e.Name)
 	}
-	want := []string{platform.EventQueueOpened, platform.EventQueueClosed, platform.EventQueueOpened}
+	want := []string{platform.EventName[queues.QueueOpened](), platform.EventName[queues.QueueClosed](), platform.EventName[queues.QueueOpened]()}
 	if len(names) != len(want) {
 		t.Fatalf("events: want %v, got %v", want, names)
 	}

@@ -3,7 +3,6 @@ package queues
 import (
 	"context"
 
-	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/platform"
 )
 
@@ -16,37 +15,6 @@ const (
 	CodeStationBusy      = "STATION_BUSY"
 	RecentRunsInQueueGet = 10
 )
-
-// Repository stores queues, stations and runs. The ForUpdate reads lock the
-// row until the unit of work ends, so concurrent use cases on one queue or
-// run serialise.
-type Repository interface {
-	CreateQueue(ctx context.Context, q Queue) error
-	GetQueue(ctx context.Context, id string) (Queue, error)
-	GetQueueForUpdate(ctx context.Context, id string) (Queue, error)
-	UpdateQueue(ctx context.Context, q Queue) error
-	// ListQueues returns up to page.Limit+1 queues of the account after
-	// page.After ordered by id, only those of entityID when it is not empty.
-	ListQueues(ctx context.Context, accountID, entityID string, page platform.PageRequest) ([]Queue, error)
-
-	CreateStation(ctx context.Context, s Station) error
-	GetStation(ctx context.Context, id string) (Station, error)
-	DeleteStation(ctx context.Context, id string) error
-	// ListStations returns a queue's stations, oldest first.
-	ListStations(ctx context.Context, queueID string) ([]Station, error)
-
-	CreateRun(ctx context.Context, r Run) error
-	GetRun(ctx context.Context, id string) (Run, error)
-	GetRunForUpdate(ctx context.Context, id string) (Run, error)
-	UpdateRun(ctx context.Context, r Run) error
-	// ListRuns returns a queue's newest runs first, at most limit.
-	ListRuns(ctx context.Context, queueID string, limit int) ([]Run, error)
-}
-
-// Entities is what this module needs of the entities module.
-type Entities interface {
-	Get(ctx context.Context, accountID, id string) (entities.Entity, error)
-}
 
 // Service is the queues use cases.
 type Service struct {
@@ -101,7 +69,7 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 			return err
 		}
 		out.Runs = []Run{run}
-		return s.emitRun(ctx, platform.EventQueueOpened, q, run)
+		return s.emitRun(ctx, q, run, opened)
 	})
 	return out, err
 }
@@ -334,43 +302,43 @@ func (s *Service) GetRun(ctx context.Context, accountID, id string) (Run, error)
 // OpenRun opens a closed run, with its intake, and raises queue.opened.
 // Opening an open run changes nothing and raises nothing.
 func (s *Service) OpenRun(ctx context.Context, accountID, id string) (Run, error) {
-	return s.changeRun(ctx, accountID, id, func(q Queue, r *Run) (string, error) {
+	return s.changeRun(ctx, accountID, id, func(q Queue, r *Run) (runEvent, error) {
 		if r.Open() {
-			return "", nil
+			return nil, nil
 		}
 		now := s.clock.Now()
 		r.Status, r.IntakeOpen, r.OpenedAt, r.ClosedAt = RunOpen, true, &now, nil
-		return platform.EventQueueOpened, nil
+		return opened, nil
 	})
 }
 
 // CloseRun closes an open run and its intake, and raises queue.closed.
 // Closing a closed run changes nothing and raises nothing.
 func (s *Service) CloseRun(ctx context.Context, accountID, id string) (Run, error) {
-	return s.changeRun(ctx, accountID, id, func(q Queue, r *Run) (string, error) {
+	return s.changeRun(ctx, accountID, id, func(q Queue, r *Run) (runEvent, error) {
 		if !r.Open() {
-			return "", nil
+			return nil, nil
 		}
 		now := s.clock.Now()
 		r.Status, r.IntakeOpen, r.ClosedAt = RunClosed, false, &now
-		return platform.EventQueueClosed, nil
+		return closed, nil
 	})
 }
 
 // SetIntake opens or closes the intake of an open run; idempotent. A closed
 // run refuses with RUN_CLOSED: open the run instead.
 func (s *Service) SetIntake(ctx context.Context, accountID, id string, open bool) (Run, error) {
-	return s.changeRun(ctx, accountID, id, func(q Queue, r *Run) (string, error) {
+	return s.changeRun(ctx, accountID, id, func(q Queue, r *Run) (runEvent, error) {
 		if !r.Open() {
-			return "", platform.Conflict(CodeRunClosed, "the run is closed; open it first",
+			return nil, platform.Conflict(CodeRunClosed, "the run is closed; open it first",
 				map[string]any{"runId": r.ID, "status": r.Status})
 		}
 		r.IntakeOpen = open
-		return "", nil
+		return nil, nil
 	})
 }
 
-func (s *Service) changeRun(ctx context.Context, accountID, id string, change func(q Queue, r *Run) (string, error)) (Run, error) {
+func (s *Service) changeRun(ctx context.Context, accountID, id string, change func(q Queue, r *Run) (runEvent, error)) (Run, error) {
 	var out Run
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		r, err := s.repo.GetRunForUpdate(ctx, id)
@@ -398,8 +366,8 @@ func (s *Service) changeRun(ctx context.Context, accountID, id string, change fu
 		if err := s.repo.UpdateRun(ctx, r); err != nil {
 			return err
 		}
-		if event != "" {
-			return s.emitRun(ctx, event, q, r)
+		if event != nil {
+			return s.emitRun(ctx, q, r, event)
 		}
 		return nil
 	})

@@ -11,10 +11,13 @@ import (
 
 	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/core/accounts"
+	"github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/platform/platformtest"
+	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/test/testkit"
 )
 
@@ -65,7 +68,7 @@ func (w *world) emit(evs ...platform.Event) []string {
 }
 
 func turnCalled(account, queue, run string) platform.Event {
-	return platform.Event{AccountID: account, Name: platform.EventTurnCalled, QueueID: queue, RunID: run,
+	return platform.Event{AccountID: account, Name: platform.EventName[turns.TurnCalled](), QueueID: queue, RunID: run,
 		Data: json.RawMessage(`{"displayCode":"A001","queueRunId":"` + run + `","turnId":"turn_x"}`)}
 }
 
@@ -110,7 +113,7 @@ func TestLiveEventsInCommitOrderFilteredByAccountQueueRunAndScope(t *testing.T) 
 
 	a := w.emit(turnCalled("acc_1", "que_1", "run_1"), turnCalled("acc_1", "que_2", "run_2"))
 	w.emit(turnCalled("acc_2", "que_9", "run_9")) // another account's
-	b := w.emit(platform.Event{AccountID: "acc_1", Name: platform.EventQueueClosed, QueueID: "que_1", RunID: "run_1"})
+	b := w.emit(platform.Event{AccountID: "acc_1", Name: platform.EventName[queues.QueueClosed](), QueueID: "que_1", RunID: "run_1"})
 	w.emit(platform.Event{AccountID: "acc_1", Name: "thing.unknown", QueueID: "que_1"}) // no module: no one
 
 	for i, want := range []string{a[0], a[1], b[0]} {
@@ -131,7 +134,7 @@ func TestLiveEventsInCommitOrderFilteredByAccountQueueRunAndScope(t *testing.T) 
 	}
 	quiet(t, byQueue)
 	// queues:write reads queue.* events, not turn.* ones.
-	if got := next(t, queuesOnly).Event; got.ID != b[0] || got.Name != platform.EventQueueClosed {
+	if got := next(t, queuesOnly).Event; got.ID != b[0] || got.Name != platform.EventName[queues.QueueClosed]() {
 		t.Fatalf("scope filter: got %s %s", got.ID, got.Name)
 	}
 	quiet(t, queuesOnly)
@@ -335,12 +338,12 @@ func TestFilterMatch(t *testing.T) {
 		name string
 		want bool
 	}{
-		{stream.Filter{Scopes: turnsOnly}, platform.EventTurnCreated, true},
-		{stream.Filter{Scopes: turnsOnly}, platform.EventQueueOpened, false},
-		{stream.Filter{Scopes: turnsOnly}, platform.EventAppointmentScheduled, false},
-		{stream.Filter{Scopes: accounts.NewScopeSet([]accounts.Scope{accounts.ScopeAppointmentsWrite})}, platform.EventAppointmentCompleted, true},
-		{stream.Filter{Scopes: allScopes, Names: []string{platform.EventTurnCalled}}, platform.EventTurnCreated, false},
-		{stream.Filter{Scopes: allScopes, Names: []string{platform.EventTurnCalled}}, platform.EventTurnCalled, true},
+		{stream.Filter{Scopes: turnsOnly}, platform.EventName[turns.TurnCreated](), true},
+		{stream.Filter{Scopes: turnsOnly}, platform.EventName[queues.QueueOpened](), false},
+		{stream.Filter{Scopes: turnsOnly}, platform.EventName[appointments.AppointmentScheduled](), false},
+		{stream.Filter{Scopes: accounts.NewScopeSet([]accounts.Scope{accounts.ScopeAppointmentsWrite})}, platform.EventName[appointments.AppointmentCompleted](), true},
+		{stream.Filter{Scopes: allScopes, Names: []string{platform.EventName[turns.TurnCalled]()}}, platform.EventName[turns.TurnCreated](), false},
+		{stream.Filter{Scopes: allScopes, Names: []string{platform.EventName[turns.TurnCalled]()}}, platform.EventName[turns.TurnCalled](), true},
 		{stream.Filter{Scopes: allScopes}, "webhook.something", false},
 	}
 	for _, c := range cases {
@@ -351,7 +354,7 @@ func TestFilterMatch(t *testing.T) {
 }
 
 func TestMessageIsTheWebhookBodyWithTheEventID(t *testing.T) {
-	e := platform.Event{ID: "evt_1", Name: platform.EventTurnCalled, Data: json.RawMessage(`{"turnId":"turn_1"}`),
+	e := platform.Event{ID: "evt_1", Name: platform.EventName[turns.TurnCalled](), Data: json.RawMessage(`{"turnId":"turn_1"}`),
 		OccurredAt: time.Date(2026, 3, 1, 9, 0, 0, 0, time.FixedZone("x", 3600))}
 	m := stream.MessageOf(e)
 	if got := fmt.Sprintf("%s %s %s %s", m.ID, m.Event, m.Data, m.CreatedAt); got != `evt_1 turn.called {"turnId":"turn_1"} 2026-03-01T08:00:00.000Z` {
@@ -369,7 +372,7 @@ func TestMemoryLogKeepsTwiceTheRetention(t *testing.T) {
 	log, bus := set.StreamLog, testkit.Bus(set)
 	at := time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
 	emit := func(when time.Time) string {
-		e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: "acc_1", Name: platform.EventTurnCreated, OccurredAt: when}
+		e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: "acc_1", Name: platform.EventName[turns.TurnCreated](), OccurredAt: when}
 		if err := store.Do(context.Background(), func(ctx context.Context) error { return bus.Emit(ctx, e) }); err != nil {
 			t.Fatal(err)
 		}

@@ -200,7 +200,7 @@ func TestRunsConcurrentJoinsAndLeaves(t *testing.T) {
 				return
 			default:
 			}
-			w.emit(platform.Event{AccountID: "acc_1", Name: platform.EventTurnCalled, QueueID: "que_1", RunID: "run_1"})
+			w.emit(platform.Event{AccountID: "acc_1", Name: "turn.called", QueueID: "que_1", RunID: "run_1"})
 			time.Sleep(time.Millisecond)
 		}
 	}()

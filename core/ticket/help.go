@@ -32,8 +32,8 @@ const (
 // Event names of help (beyond spec section 6: a compatible addition,
 // subscribable by webhooks like the others).
 const (
-	EventHelpRequested = platform.EventTurnHelpRequested
-	EventHelpAnswered  = platform.EventTurnHelpAnswered
+	EventHelpRequested = "turn.help_requested"
+	EventHelpAnswered  = "turn.help_answered"
 )
 
 // Codes raised by help.
@@ -190,8 +190,8 @@ func (s *Service) AskHelp(ctx context.Context, value string) (Ticket, error) {
 	return tk, err
 }
 
-func (s *Service) emitHelp(ctx context.Context, h HelpRequest, payload interface{ EventName() string }) error {
-	e, err := platform.NewEvent(h.AccountID, payload.EventName(), payload, s.clock.Now())
+func (s *Service) emitHelp(ctx context.Context, h HelpRequest, payload platform.Payload) error {
+	e, err := platform.NewEvent(h.AccountID, payload, s.clock.Now())
 	if err != nil {
 		return err
 	}

@@ -60,40 +60,17 @@ func (s *Service) mutate(ctx context.Context, accountID, id string, op Operation
 }
 
 // lock takes the locks of an operation on one turn in the order of the
-// lock protocol (docs/turns.md): the turn's run first, then the turn. The
-// unlocked read before them only finds the run, which a turn never
-// changes. accountID "" is a job acting for the turn's own account.
+// lock protocol (docs/turns.md): the turn's run first, then the turn.
+// accountID "" is a job acting for the turn's own account.
 func (s *Service) lock(ctx context.Context, accountID, id string, op Operation) (*change, error) {
-	if rl, ok := s.queues.(RunLocker); ok {
-		owner, run, q, err := rl.LockRunOfTurn(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if accountID != "" && owner != accountID {
-			return nil, platform.ForeignResource("turn")
-		}
-		t, err := s.repo.GetForUpdate(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		return &change{op: op, before: t, t: t, q: q, run: run, now: s.clock.Now()}, nil
-	}
-	peek, err := s.repo.Get(ctx, id)
+	owner, run, q, err := s.repo.LockRunOfTurn(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if accountID != "" && peek.AccountID != accountID {
+	if accountID != "" && owner != accountID {
 		return nil, platform.ForeignResource("turn")
 	}
-	run, err := s.queues.GetRunForUpdate(ctx, peek.RunID)
-	if err != nil {
-		return nil, err
-	}
 	t, err := s.repo.GetForUpdate(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	q, err := s.queues.GetQueue(ctx, t.QueueID)
 	if err != nil {
 		return nil, err
 	}
@@ -167,10 +144,8 @@ func (s *Service) returning(ctx context.Context, c *change) error {
 		return nil
 	}
 	for _, g := range s.guards {
-		if rg, ok := g.(ReturnGuard); ok {
-			if err := rg.Returning(ctx, c.q, c.t); err != nil {
-				return err
-			}
+		if err := g.Returning(ctx, c.q, c.t); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -624,7 +599,7 @@ func (s *Service) SetPriority(ctx context.Context, accountID, id string, in Prio
 // lock): turns that finished while the run was closed left room that no
 // other change would give to the waitlist.
 func (s *Service) OnEvent(ctx context.Context, e platform.Event) error {
-	if e.Name != platform.EventQueueOpened || e.RunID == "" {
+	if e.Name != platform.EventName[queues.QueueOpened]() || e.RunID == "" {
 		return nil
 	}
 	run, err := s.queues.GetRunForUpdate(ctx, e.RunID)

@@ -145,7 +145,7 @@ func TestStations(t *testing.T) {
 		t.Fatalf("null clears: %+v", v)
 	}
 	_, err = f.svc.AssignStation(f.ctx, account, c.ID, turns.AssignStationInput{})
-	if fieldRules(err)["stationId"] != "required" {
+	if platform.FieldRules(err)["stationId"] != "required" {
 		t.Fatalf("stationId is required: %v", err)
 	}
 	// A finished turn frees its station.
@@ -173,7 +173,7 @@ func TestCallOnNextOffServesAtOnce(t *testing.T) {
 	if n := len(f.jobs.All()); n != 0 {
 		t.Fatalf("no call, no tolerance job: %d", n)
 	}
-	if evs := f.eventsOf(v.ID); evs[len(evs)-1].Name != platform.EventTurnCalled {
+	if evs := f.eventsOf(v.ID); evs[len(evs)-1].Name != platform.EventName[turns.TurnCalled]() {
 		t.Fatalf("the customer is still summoned: %v", evs)
 	}
 }
@@ -225,7 +225,7 @@ func TestReopen(t *testing.T) {
 	if got.Status != turns.Waiting || pos(got) != 1 || got.FinishedAt != nil {
 		t.Fatalf("reopened cancelled turn: %s %d", got.Status, pos(got))
 	}
-	if evs := f.eventsOf(a.ID); evs[len(evs)-1].Name != platform.EventTurnReopened || data(evs[len(evs)-1])["previousStatus"] != "CANCELLED" {
+	if evs := f.eventsOf(a.ID); evs[len(evs)-1].Name != platform.EventName[turns.TurnReopened]() || data(evs[len(evs)-1])["previousStatus"] != "CANCELLED" {
 		t.Fatalf("turn.reopened: %+v", evs[len(evs)-1])
 	}
 	// A completed turn returns to service; not after 5 minutes.
@@ -300,7 +300,7 @@ func TestEventsOfTheLifecycle(t *testing.T) {
 			}
 		}
 	}
-	want := []string{platform.EventTurnCreated, platform.EventTurnCalled, platform.EventTurnCompleted, platform.EventTurnReopened, platform.EventTurnCancelled}
+	want := []string{platform.EventName[turns.TurnCreated](), platform.EventName[turns.TurnCalled](), platform.EventName[turns.TurnCompleted](), platform.EventName[turns.TurnReopened](), platform.EventName[turns.TurnCancelled]()}
 	if len(names) != len(want) {
 		t.Fatalf("want %v, got %v", want, names)
 	}
@@ -369,7 +369,7 @@ func TestListFiltersAndArrivals(t *testing.T) {
 	if _, err := turns.ParseStatuses([]string{"WAITING,CALLED", "WAITING"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := turns.ParseStatuses([]string{"waiting"}); fieldRules(err)["status"] != "oneof" {
+	if _, err := turns.ParseStatuses([]string{"waiting"}); platform.FieldRules(err)["status"] != "oneof" {
 		t.Fatalf("lowercase status: %v", err)
 	}
 }

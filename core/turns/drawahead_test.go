@@ -9,13 +9,12 @@ import (
 	"github.com/qms-dev/qms/core/turns"
 )
 
-// aheadLocker is an IntakeLocker over the memory store, as the PostgreSQL
-// adapter's works in one round trip: it draws a number ahead with the
-// settings of guess, the queue as the process last saw it, which a test
-// makes stale.
+// aheadLocker is the memory repository with a process cache of queues,
+// as the PostgreSQL adapter's: CachedQueueOfRun answers guess, the queue
+// as the process last saw it, which a test makes stale, so the service
+// draws a number ahead with it; the memory LockRunForIntake draws it.
 type aheadLocker struct {
-	turns.Queues
-	repo  turns.Repository
+	turns.Repository
 	guess queues.Queue
 	// asked records, per call, whether a draw came with it.
 	asked []bool
@@ -25,38 +24,7 @@ func (l *aheadLocker) CachedQueueOfRun(string) (queues.Queue, bool) { return l.g
 
 func (l *aheadLocker) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (turns.IntakeLocked, error) {
 	l.asked = append(l.asked, in.Draw != nil)
-	var out turns.IntakeLocked
-	run, err := l.GetRunForUpdate(ctx, in.RunID)
-	if err != nil {
-		out.RunErr = err
-		return out, nil
-	}
-	if out.Queue, err = l.GetQueue(ctx, run.QueueID); err != nil {
-		return out, err
-	}
-	out.Run = run
-	if in.Key != nil {
-		t, err := l.repo.ByIdempotencyKey(ctx, in.AccountID, *in.Key)
-		if err == nil {
-			out.Replay = &t
-			return out, nil
-		}
-		if !platform.IsCode(err, platform.CodeNotFound) {
-			return out, err
-		}
-	}
-	if in.Draw != nil && run.AccountID == in.AccountID {
-		n, err := l.repo.NextNumber(ctx, in.RunID, in.Draw.Period)
-		if err != nil {
-			return out, err
-		}
-		seq, err := l.repo.NextSeq(ctx)
-		if err != nil {
-			return out, err
-		}
-		out.Drawn = &turns.DrawnNumber{Number: n, Seq: seq}
-	}
-	return out, nil
+	return l.Repository.LockRunForIntake(ctx, in)
 }
 
 // A number drawn ahead with settings the queue no longer has is given back
@@ -68,8 +36,8 @@ func TestIntakeRedrawsANumberDrawnWithStaleSettings(t *testing.T) {
 	q, runID := f.queue(queues.CreateInput{TurnPrefix: platform.Ptr("A"), TurnPadding: platform.Ptr(3)})
 	stale := q.Queue
 	stale.TurnPrefix, stale.TurnPadding = "Z", 2
-	locker := &aheadLocker{Queues: f.queuesRepo, repo: f.repo, guess: stale}
-	svc := turns.NewService(f.repo, locker, f.store, f.bus, f.jobs, f.clock, nil)
+	locker := &aheadLocker{Repository: f.repo, guess: stale}
+	svc := turns.NewService(locker, f.queuesRepo, f.store, f.bus, f.jobs, f.clock, nil)
 
 	create := func() turns.View {
 		t.Helper()
@@ -102,8 +70,8 @@ func TestIntakeRedrawsANumberDrawnWithStaleSettings(t *testing.T) {
 func TestIntakeDrawAheadLeavesNoGap(t *testing.T) {
 	f := newFixture(t)
 	q, runID := f.queue(queues.CreateInput{})
-	locker := &aheadLocker{Queues: f.queuesRepo, repo: f.repo, guess: q.Queue}
-	svc := turns.NewService(f.repo, locker, f.store, f.bus, f.jobs, f.clock, nil)
+	locker := &aheadLocker{Repository: f.repo, guess: q.Queue}
+	svc := turns.NewService(locker, f.queuesRepo, f.store, f.bus, f.jobs, f.clock, nil)
 
 	key := "replay-me"
 	first, _, err := svc.Create(f.ctx, account, runID, turns.CreateInput{IdempotencyKey: &key})

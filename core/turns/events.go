@@ -7,18 +7,25 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 )
 
-// The payloads of the turn events of spec section 6, one type per event.
+// The payloads of the turn events of spec section 6, one type per event,
+// each naming its event (EventName) and listed in core/events' registry.
 // Their JSON is the event's data: the webhook body's data, the stream's
 // data and the log's row, marshalled once when the event is raised.
 //
-// Fields are declared in the byte order of their JSON names, the order in
-// which the earlier map payloads were written, so that every byte sent
-// stays as it was (core/events' TestPayloadsKeepTheirBytes checks it).
-// turnId, queueRunId and displayCode are what the spec names; the rest
-// lets subscribers act without reading the turn.
+// Every turn event carries the turn as TurnFields, embedded first, then
+// what is particular to the event (docs/webhooks.md, "Event data").
 
-// TurnCreated is the data of turn.created.
-type TurnCreated struct {
+// TurnFields is what the data of every turn event carries: turnId,
+// queueRunId and displayCode, which the spec names, and the rest of the
+// turn's identity and state, which lets subscribers act without reading
+// the turn. The data of any turn event decodes into it.
+//
+// Its fields are in the byte order of their JSON names. Nothing depends on
+// the order of a JSON object's members (RFC 8259: objects are unordered;
+// a webhook's signature covers the bytes as sent, whatever their order),
+// but a stable order keeps a payload's bytes the same from one release to
+// the next, which makes bodies easy to compare in logs and tests.
+type TurnFields struct {
 	DisplayCode string  `json:"displayCode"`
 	Number      int     `json:"number"`
 	Priority    string  `json:"priority"`
@@ -28,101 +35,88 @@ type TurnCreated struct {
 	Status      string  `json:"status"`
 	TurnID      string  `json:"turnId"`
 }
+
+// fieldsOf is t as every turn event shows it.
+func fieldsOf(t Turn) TurnFields {
+	return TurnFields{DisplayCode: t.DisplayCode, Number: t.Number, Priority: string(t.Priority), QueueID: t.QueueID,
+		QueueRunID: t.RunID, StationID: t.StationID, Status: string(t.Status), TurnID: t.ID}
+}
+
+// TurnCreated is the data of turn.created.
+type TurnCreated struct {
+	TurnFields
+}
+
+// EventName names the event: turn.created.
+func (TurnCreated) EventName() string { return "turn.created" }
 
 // TurnCalled is the data of turn.called. CallCount says which call of the
 // turn this is (a recall counts).
 type TurnCalled struct {
-	CallCount   int     `json:"callCount"`
-	DisplayCode string  `json:"displayCode"`
-	Number      int     `json:"number"`
-	Priority    string  `json:"priority"`
-	QueueID     string  `json:"queueId"`
-	QueueRunID  string  `json:"queueRunId"`
-	StationID   *string `json:"stationId"`
-	Status      string  `json:"status"`
-	TurnID      string  `json:"turnId"`
+	TurnFields
+	CallCount int `json:"callCount"`
 }
+
+// EventName names the event: turn.called.
+func (TurnCalled) EventName() string { return "turn.called" }
 
 // TurnCompleted is the data of turn.completed.
 type TurnCompleted struct {
-	DisplayCode string  `json:"displayCode"`
-	Number      int     `json:"number"`
-	Priority    string  `json:"priority"`
-	QueueID     string  `json:"queueId"`
-	QueueRunID  string  `json:"queueRunId"`
-	StationID   *string `json:"stationId"`
-	Status      string  `json:"status"`
-	TurnID      string  `json:"turnId"`
+	TurnFields
 }
+
+// EventName names the event: turn.completed.
+func (TurnCompleted) EventName() string { return "turn.completed" }
 
 // TurnCancelled is the data of turn.cancelled: PreviousStatus is the
 // status the turn was cancelled from, Reason why (tolerance_expired when
 // a missed call ran out of tolerance).
 type TurnCancelled struct {
-	DisplayCode    string  `json:"displayCode"`
-	Number         int     `json:"number"`
-	PreviousStatus string  `json:"previousStatus"`
-	Priority       string  `json:"priority"`
-	QueueID        string  `json:"queueId"`
-	QueueRunID     string  `json:"queueRunId"`
-	Reason         string  `json:"reason"`
-	StationID      *string `json:"stationId"`
-	Status         string  `json:"status"`
-	TurnID         string  `json:"turnId"`
+	TurnFields
+	PreviousStatus string `json:"previousStatus"`
+	Reason         string `json:"reason"`
 }
+
+// EventName names the event: turn.cancelled.
+func (TurnCancelled) EventName() string { return "turn.cancelled" }
 
 // TurnReopened is the data of turn.reopened: PreviousStatus is the status
 // the turn had finished in.
 type TurnReopened struct {
-	DisplayCode    string  `json:"displayCode"`
-	Number         int     `json:"number"`
-	PreviousStatus string  `json:"previousStatus"`
-	Priority       string  `json:"priority"`
-	QueueID        string  `json:"queueId"`
-	QueueRunID     string  `json:"queueRunId"`
-	StationID      *string `json:"stationId"`
-	Status         string  `json:"status"`
-	TurnID         string  `json:"turnId"`
+	TurnFields
+	PreviousStatus string `json:"previousStatus"`
 }
 
-// eventData is a turn change's event: its name and a payload builder fed
-// with the turn as it is when the change commits.
-type eventData func(t Turn) (name string, payload any)
+// EventName names the event: turn.reopened.
+func (TurnReopened) EventName() string { return "turn.reopened" }
 
-func createdEvent(t Turn) (string, any) {
-	return platform.EventTurnCreated, TurnCreated{DisplayCode: t.DisplayCode, Number: t.Number, Priority: string(t.Priority),
-		QueueID: t.QueueID, QueueRunID: t.RunID, StationID: t.StationID, Status: string(t.Status), TurnID: t.ID}
+// eventData is a turn change's event: its payload built from the turn as
+// it is when the change commits.
+type eventData func(t Turn) platform.Payload
+
+func createdEvent(t Turn) platform.Payload { return TurnCreated{fieldsOf(t)} }
+
+func calledEvent(t Turn) platform.Payload {
+	return TurnCalled{TurnFields: fieldsOf(t), CallCount: t.CallCount}
 }
 
-func calledEvent(t Turn) (string, any) {
-	return platform.EventTurnCalled, TurnCalled{CallCount: t.CallCount, DisplayCode: t.DisplayCode, Number: t.Number,
-		Priority: string(t.Priority), QueueID: t.QueueID, QueueRunID: t.RunID, StationID: t.StationID, Status: string(t.Status), TurnID: t.ID}
-}
-
-func completedEvent(t Turn) (string, any) {
-	return platform.EventTurnCompleted, TurnCompleted{DisplayCode: t.DisplayCode, Number: t.Number, Priority: string(t.Priority),
-		QueueID: t.QueueID, QueueRunID: t.RunID, StationID: t.StationID, Status: string(t.Status), TurnID: t.ID}
-}
+func completedEvent(t Turn) platform.Payload { return TurnCompleted{fieldsOf(t)} }
 
 func cancelledEvent(from Status, reason string) eventData {
-	return func(t Turn) (string, any) {
-		return platform.EventTurnCancelled, TurnCancelled{DisplayCode: t.DisplayCode, Number: t.Number, PreviousStatus: string(from),
-			Priority: string(t.Priority), QueueID: t.QueueID, QueueRunID: t.RunID, Reason: reason, StationID: t.StationID,
-			Status: string(t.Status), TurnID: t.ID}
+	return func(t Turn) platform.Payload {
+		return TurnCancelled{TurnFields: fieldsOf(t), PreviousStatus: string(from), Reason: reason}
 	}
 }
 
 func reopenedEvent(from Status) eventData {
-	return func(t Turn) (string, any) {
-		return platform.EventTurnReopened, TurnReopened{DisplayCode: t.DisplayCode, Number: t.Number, PreviousStatus: string(from),
-			Priority: string(t.Priority), QueueID: t.QueueID, QueueRunID: t.RunID, StationID: t.StationID, Status: string(t.Status), TurnID: t.ID}
+	return func(t Turn) platform.Payload {
+		return TurnReopened{TurnFields: fieldsOf(t), PreviousStatus: string(from)}
 	}
 }
 
 // emit raises a turn's event in the caller's unit of work.
 func (s *Service) emit(ctx context.Context, t Turn, ev eventData) error {
-	name, payload := ev(t)
-	e, err := platform.NewEvent(t.AccountID, name, payload, s.clock.Now())
+	e, err := platform.NewEvent(t.AccountID, ev(t), s.clock.Now())
 	if err != nil {
 		return err
 	}
@@ -130,15 +124,7 @@ func (s *Service) emit(ctx context.Context, t Turn, ev eventData) error {
 	return s.events.Emit(ctx, e)
 }
 
-// EventRef is what the data of every turn event names (spec section 6):
-// the data of any of them decodes into it, for subscribers that react to
-// all turn events alike.
-type EventRef struct {
-	DisplayCode string `json:"displayCode"`
-	QueueRunID  string `json:"queueRunId"`
-	TurnID      string `json:"turnId"`
-}
-
 // IsEvent reports whether name is a turn event, whose data decodes into
-// EventRef.
+// TurnFields: the turn events are those named turn.* (core/events' tests
+// check that every one embeds TurnFields).
 func IsEvent(name string) bool { return strings.HasPrefix(name, "turn.") }

@@ -9,7 +9,7 @@ import (
 
 // BodyMember is a member of the turn create body that another module
 // declares (the access-codes module's accessCode): core/turns does not name
-// it. An IntakeGuard that is also a BodyExtender declares its members; the
+// it. An IntakeGuard declares its members (BodyMembers); the
 // HTTP layer decodes each as strictly as the body's own members, into a
 // value of Zero's type, Create validates it with Validate, and it counts in
 // the idempotency hash.
@@ -22,11 +22,6 @@ type BodyMember struct {
 	Validate func(v *platform.Validator, value any)
 }
 
-// BodyExtender is an IntakeGuard that declares body members.
-type BodyExtender interface {
-	BodyMembers() []BodyMember
-}
-
 // Extensions holds the declared members a create carried, by name, each a
 // non-nil value of its BodyMember.Zero's type.
 type Extensions map[string]any
@@ -35,9 +30,7 @@ type Extensions map[string]any
 func bodyMembers(guards []IntakeGuard) []BodyMember {
 	var out []BodyMember
 	for _, g := range guards {
-		if e, ok := g.(BodyExtender); ok {
-			out = append(out, e.BodyMembers()...)
-		}
+		out = append(out, g.BodyMembers()...)
 	}
 	return out
 }
@@ -56,24 +49,21 @@ type Intake struct {
 	Forwarded bool
 }
 
-// IntakeGuard is a rule another module adds to intake. Both methods run
-// inside the intake's unit of work, with its context, so what they write
-// commits or rolls back with the turn; an error refuses the turn.
-//
-// Check runs after the run, schedule and answers were checked, before
-// capacity (a refused code never takes a place in the run), and before the
-// turn takes its number. Admitted runs once the turn is stored.
-type IntakeGuard interface {
-	Check(ctx context.Context, in Intake) error
-	Admitted(ctx context.Context, in Intake, t Turn) error
-}
+// GuardBase is an IntakeGuard that allows everything, shapes nothing and
+// declares no member: a guard embeds it and overrides what it rules on.
+type GuardBase struct{}
 
-// ReturnGuard is an IntakeGuard that also rules on a finished turn coming
-// back into the run (a no-show's re-entry, a reopen): a rule on the turns
-// one customer may hold at once (access codes' oneActiveTurnPerCode) must
-// hold then as it did at intake. Returning runs in the change's unit of
-// work, after the run and the turn were locked; an error refuses the
-// change.
-type ReturnGuard interface {
-	Returning(ctx context.Context, q queues.Queue, t Turn) error
-}
+// Check allows the intake.
+func (GuardBase) Check(context.Context, Intake) error { return nil }
+
+// Shape changes nothing.
+func (GuardBase) Shape(context.Context, Intake) (Shaping, error) { return Shaping{}, nil }
+
+// Admitted does nothing.
+func (GuardBase) Admitted(context.Context, Intake, Turn) error { return nil }
+
+// Returning allows the return.
+func (GuardBase) Returning(context.Context, queues.Queue, Turn) error { return nil }
+
+// BodyMembers declares none.
+func (GuardBase) BodyMembers() []BodyMember { return nil }

@@ -172,19 +172,6 @@ func wantCode(t *testing.T, err error, want string) *platform.Error {
 	return e
 }
 
-func fieldRules(err error) map[string]string {
-	out := map[string]string{}
-	e, ok := platform.AsError(err)
-	if !ok {
-		return out
-	}
-	fields, _ := e.Details["fields"].([]platform.FieldError)
-	for _, f := range fields {
-		out[f.Path] = f.Rule
-	}
-	return out
-}
-
 func pos(v turns.View) int {
 	if v.Position == nil {
 		return 0

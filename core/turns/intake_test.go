@@ -35,7 +35,7 @@ func TestCreateChecksBodyBounds(t *testing.T) {
 	_, _, err := f.svc.Create(f.ctx, account, run, turns.CreateInput{
 		PeopleCount: platform.Ptr(21), IdempotencyKey: platform.Ptr("short"), Phone: platform.Ptr("123"),
 	})
-	got := fieldRules(err)
+	got := platform.FieldRules(err)
 	want := map[string]string{"peopleCount": "max", "idempotencyKey": "min_length", "phone": "min_length"}
 	for p, r := range want {
 		if got[p] != r {
@@ -43,7 +43,7 @@ func TestCreateChecksBodyBounds(t *testing.T) {
 		}
 	}
 	_, _, err = f.svc.Create(f.ctx, account, run, turns.CreateInput{PeopleCount: platform.Ptr(0)})
-	if fieldRules(err)["peopleCount"] != "min" {
+	if platform.FieldRules(err)["peopleCount"] != "min" {
 		t.Fatalf("peopleCount 0: %v", err)
 	}
 	v := f.take(run, turns.CreateInput{PeopleCount: platform.Ptr(20), Phone: platform.Ptr("+34600111222"), NotifyWhatsapp: platform.Ptr(true)})
@@ -68,7 +68,7 @@ func TestFormResponseIsCheckedAndChoicesSetPrefixAndPriority(t *testing.T) {
 		}}})
 
 	_, _, err := f.svc.Create(f.ctx, account, run, turns.CreateInput{FormResponse: map[string]string{"nope": "x", "senior": "maybe"}})
-	got := fieldRules(err)
+	got := platform.FieldRules(err)
 	for p, r := range map[string]string{"formResponse.nope": "unknown_question", "formResponse.senior": "oneof", "formResponse.reason": "required"} {
 		if got[p] != r {
 			t.Errorf("%s: want %s, got %q (%v)", p, r, got[p], got)
@@ -310,9 +310,11 @@ func TestCapacity(t *testing.T) {
 }
 
 // failingGuard refuses every turn after it took part in the transaction.
-type failingGuard struct{ refuse bool }
+type failingGuard struct {
+	turns.GuardBase
+	refuse bool
+}
 
-func (g *failingGuard) Check(context.Context, turns.Intake) error { return nil }
 func (g *failingGuard) Admitted(context.Context, turns.Intake, turns.Turn) error {
 	if g.refuse {
 		return errors.New("refused after the number was taken")
@@ -333,12 +335,12 @@ func TestRolledBackIntakeLeavesNoGap(t *testing.T) {
 	if v := f.take(run, turns.CreateInput{}); v.DisplayCode != "A002" {
 		t.Fatalf("after a rolled-back intake: want A002, got %s", v.DisplayCode)
 	}
-	for _, e := range f.eventsOfName(platform.EventTurnCreated) {
+	for _, e := range f.eventsOfName(platform.EventName[turns.TurnCreated]()) {
 		if data(e)["displayCode"] == "A003" {
 			t.Fatal("an event of the rolled-back turn survived")
 		}
 	}
-	if n := len(f.eventsOfName(platform.EventTurnCreated)); n != 2 {
+	if n := len(f.eventsOfName(platform.EventName[turns.TurnCreated]())); n != 2 {
 		t.Fatalf("want 2 turn.created, got %d", n)
 	}
 }
@@ -359,7 +361,7 @@ func TestCreatedEventData(t *testing.T) {
 	q, run := f.queue(queues.CreateInput{TurnPrefix: platform.Ptr("B")})
 	v := f.take(run, turns.CreateInput{})
 	evs := f.eventsOf(v.ID)
-	if len(evs) != 1 || evs[0].Name != platform.EventTurnCreated {
+	if len(evs) != 1 || evs[0].Name != platform.EventName[turns.TurnCreated]() {
 		t.Fatalf("events: %+v", evs)
 	}
 	d := data(evs[0])

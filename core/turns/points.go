@@ -2,7 +2,6 @@ package turns
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
@@ -19,12 +18,6 @@ import (
 
 // CodeOffersDisabled: the queue has offers.enabled false. 409.
 const CodeOffersDisabled = "OFFERS_DISABLED"
-
-// PhoneCounter counts a phone's served turns in a queue; both turn
-// repositories implement it.
-type PhoneCounter interface {
-	CountServedByPhone(ctx context.Context, queueID, phone string) (int, error)
-}
 
 // Points is a phone's points in a queue.
 type Points struct {
@@ -58,11 +51,7 @@ func offersOn(q queues.Queue) (int, error) {
 }
 
 func (s *Service) phonePoints(ctx context.Context, q queues.Queue, max int, phone string) (Points, error) {
-	c, ok := s.repo.(PhoneCounter)
-	if !ok {
-		return Points{}, fmt.Errorf("turns: the repository cannot count a phone's turns")
-	}
-	n, err := c.CountServedByPhone(ctx, q.ID, phone)
+	n, err := s.repo.CountServedByPhone(ctx, q.ID, phone)
 	if err != nil {
 		return Points{}, err
 	}

@@ -247,13 +247,6 @@ func (vb *viewer) stationByID(id string) (queues.Station, bool) {
 	return st, ok
 }
 
-// ViewSource is storage that reads a turn together with everything its
-// view needs, in one round trip (GET /turns/{id}). The repository may
-// implement it; without it a view reads each part on its own.
-type ViewSource interface {
-	GetForView(ctx context.Context, id string) (Turn, ViewContext, error)
-}
-
 // ViewContext is what a turn's view needs besides the turn, read with it
 // from one snapshot.
 type ViewContext struct {
@@ -280,7 +273,7 @@ func (s *Service) viewerOf(q queues.Queue, sts []queues.Station) *viewer {
 	return &viewer{s: s, q: q, stations: sts, servers: servers(q, len(sts))}
 }
 
-// viewOf builds a turn's view from what ViewSource read with it: no
+// viewOf builds a turn's view from what GetForView read with it: no
 // further read unless the run's line changed since this process last
 // looked.
 func (s *Service) viewOf(ctx context.Context, t Turn, vc ViewContext) (View, error) {
@@ -316,41 +309,19 @@ func (s *Service) View(ctx context.Context, t Turn) (View, error) {
 	return vb.view(ctx, t)
 }
 
-// QueueViewSource is storage that reads a queue's stations and latest
-// service times (up to ServiceSamples, newest first) in one round trip. The
-// repository may implement it; the answer of a change then costs one read
-// inside its transaction.
-type QueueViewSource interface {
-	QueueForView(ctx context.Context, queueID string) ([]queues.Station, []float64, error)
-}
-
-// afterCommitter is a unit of work that runs hooks once it has committed
-// (both adapters' are).
-type afterCommitter interface {
-	AfterCommit(ctx context.Context, f func())
-}
-
 // txView is the answer of a change, built inside its transaction from what
 // the change already read and wrote (the queue and run it locked, the line
 // change it recorded), so nothing is read again after the commit: a
 // waiting turn's line is this process's cached line patched with the
 // change, or, when the cache is further behind, read in the transaction.
 func (s *Service) txView(ctx context.Context, q queues.Queue, run queues.Run, t Turn, lc LineChange) (View, error) {
-	var vb *viewer
-	if src, ok := s.repo.(QueueViewSource); ok {
-		sts, samples, err := src.QueueForView(ctx, q.ID)
-		if err != nil {
-			return View{}, err
-		}
-		vb = s.viewerOf(q, sts)
-		vb.samples = samples
-		vb.avg, vb.basis = averageService(samples)
-	} else {
-		var err error
-		if vb, err = s.viewer(ctx, q); err != nil {
-			return View{}, err
-		}
+	sts, samples, err := s.repo.QueueForView(ctx, q.ID)
+	if err != nil {
+		return View{}, err
 	}
+	vb := s.viewerOf(q, sts)
+	vb.samples = samples
+	vb.avg, vb.basis = averageService(samples)
 	vb.setOpen(run.ID, run.Open())
 	if t.Status == Waiting && t.RunID == run.ID {
 		snap, err := s.txSnapshot(ctx, run.ID, lc)
@@ -391,9 +362,7 @@ func (s *Service) txSnapshot(ctx context.Context, runID string, lc LineChange) (
 		snap = &lineSnapshot{version: version, line: lineTreeOf(keys)}
 	}
 	// Cached only once committed: a rolled-back change never happened.
-	if ac, ok := s.uow.(afterCommitter); ok {
-		ac.AfterCommit(ctx, func() { s.line.put(runID, snap) })
-	}
+	s.uow.AfterCommit(ctx, func() { s.line.put(runID, snap) })
 	return snap, nil
 }
 

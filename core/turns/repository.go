@@ -1,11 +1,9 @@
 package turns
 
 import (
-	"context"
 	"errors"
 	"time"
 
-	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 )
 
@@ -13,84 +11,6 @@ import (
 // the account already holds the idempotency key (a concurrent create that
 // committed first). The service then answers with that turn.
 var ErrDuplicateKey = errors.New("turns: idempotency key already used")
-
-// Repository stores turns and the per-run counters that number and order
-// them. Methods called with a unit of work's context join its transaction;
-// the ForUpdate and Take methods lock what they return until it ends.
-type Repository interface {
-	// Create stores a new turn; ErrDuplicateKey when its idempotency key is
-	// taken in the account. Inside a unit of work the write may be sent
-	// with the unit's next statement (postgres mode batches them), so the
-	// error can come from a later call or from the unit itself: callers
-	// look for it in the unit's error, never decide on Create's alone.
-	Create(ctx context.Context, t Turn) error
-	Get(ctx context.Context, id string) (Turn, error)
-	GetForUpdate(ctx context.Context, id string) (Turn, error)
-	// Update stores every field of a turn. A turn put at a station that
-	// another called or in-service turn occupies is refused with
-	// STATION_BUSY (the database's guarantee behind the service's check).
-	Update(ctx context.Context, t Turn) error
-	// ByIdempotencyKey finds the account's turn created with key
-	// (platform NotFound when none).
-	ByIdempotencyKey(ctx context.Context, accountID, key string) (Turn, error)
-
-	// NextNumber increments the run's number counter and returns the new
-	// number, in the caller's transaction: a rolled-back intake gives its
-	// number back, so committed numbers have no gap. A run has one counter,
-	// tagged with the numbering period it counts in ("" for the run's
-	// whole life, or a local day). A day that follows another day restarts
-	// the count at 1; a switch between "" and a day carries the count on,
-	// so switching resetNumberingDaily neither restarts numbering in the
-	// middle of a day nor rewinds it to an older count.
-	NextNumber(ctx context.Context, runID, period string) (int, error)
-	// CodeInUse reports whether a turn of the run that is, or may come
-	// back, in the line shows code: an unfinished turn, a NO_SHOW (its
-	// customer may still arrive and re-enter), or a turn that finished
-	// after since (it may still be reopened).
-	CodeInUse(ctx context.Context, runID, code string, since time.Time) (bool, error)
-	// NextSeq returns a new arrival sequence number, increasing over time.
-	NextSeq(ctx context.Context) (int64, error)
-
-	// TakeNext locks and returns the first WAITING turn of the run in line
-	// order (priority rank, then seq), skipping turns that concurrent
-	// transactions hold; false when there is none.
-	TakeNext(ctx context.Context, runID string) (Turn, bool, error)
-	// TakeWaitlisted is TakeNext for the WAITLISTED turns.
-	TakeWaitlisted(ctx context.Context, runID string) (Turn, bool, error)
-	// Occupancy counts the run's active (WAITING, HELD, CALLED,
-	// IN_SERVICE) and WAITLISTED turns.
-	Occupancy(ctx context.Context, runID string) (Occupancy, error)
-	// AtStation returns the CALLED or IN_SERVICE turn at the station;
-	// false when the station is free.
-	AtStation(ctx context.Context, stationID string) (Turn, bool, error)
-
-	// List returns up to page.Limit+1 turns of the run after page.After,
-	// ordered by id, only those in statuses when it is not empty.
-	List(ctx context.Context, runID string, statuses []Status, page platform.PageRequest) ([]Turn, error)
-	// ListArrivals is List for the unfinished turns that have arrived.
-	ListArrivals(ctx context.Context, runID string, page platform.PageRequest) ([]Turn, error)
-
-	// BumpLine increments the run's line version and records what changed
-	// under the new version, in the caller's transaction. Every use case
-	// that changes the set of WAITING turns or their order calls it, as its
-	// last write, so a reader that sees the version also sees the change.
-	// It returns the new version.
-	BumpLine(ctx context.Context, runID string, change LineChange) (int64, error)
-	// LineVersion returns the run's line version (0 before any change).
-	LineVersion(ctx context.Context, runID string) (int64, error)
-	// WaitingLine returns the line version and the keys of the WAITING
-	// turns in line order, both read from one snapshot.
-	WaitingLine(ctx context.Context, runID string) (int64, []LineKey, error)
-	// LineChanges returns the recorded changes of the run's line with
-	// versions in (after, upTo], in version order. Old changes are pruned,
-	// so fewer than upTo-after may come back: the reader then reloads the
-	// whole line.
-	LineChanges(ctx context.Context, runID string, after, upTo int64) ([]LineChange, error)
-
-	// RecentServiceSeconds returns the service times of the queue's last n
-	// completed turns, newest first.
-	RecentServiceSeconds(ctx context.Context, queueID string, n int) ([]float64, error)
-}
 
 // Occupancy is how many of a run's turns count against its capacity
 // (Active) and how many wait for room (Waitlisted).
@@ -109,64 +29,6 @@ type LineChange struct {
 	Reset   bool
 }
 
-// Queues is what this module needs of the queues module's storage; the
-// queues.Repository implementations provide it.
-type Queues interface {
-	GetQueue(ctx context.Context, id string) (queues.Queue, error)
-	GetRun(ctx context.Context, id string) (queues.Run, error)
-	// GetRunForUpdate locks the run. Every use case that changes a run's
-	// turns takes it first (docs/turns.md, the lock order), so intake,
-	// dispatch, promotion and the capacity rules of a run happen one at a
-	// time.
-	GetRunForUpdate(ctx context.Context, id string) (queues.Run, error)
-	GetStation(ctx context.Context, id string) (queues.Station, error)
-	ListStations(ctx context.Context, queueID string) ([]queues.Station, error)
-}
-
-// RunLocker is storage that takes a run's lock and reads its queue in one
-// round trip. The Queues implementation may provide it; without it the
-// service takes the same locks one statement at a time.
-type RunLocker interface {
-	// LockRunWithQueue is GetRunForUpdate and GetQueue of its queue.
-	LockRunWithQueue(ctx context.Context, runID string) (queues.Run, queues.Queue, error)
-	// LockRunOfTurn locks the run of the turn (not the turn) and returns
-	// the turn's account, the run and its queue.
-	LockRunOfTurn(ctx context.Context, turnID string) (string, queues.Run, queues.Queue, error)
-}
-
-// IntakeLocker is storage that opens an intake in one round trip
-// (issue 16): after the run's lock, in the same batch, it finds the
-// account's turn made with the idempotency key (if any) and draws the
-// run's next number ahead, with the settings of the queue as this process
-// last saw it (CachedQueueOfRun). The service checks those settings
-// against the queue the lock read, and gives a stale draw back by rolling
-// the unit of work back (errRedraw): a draw is never kept for a number
-// spelled with settings the queue no longer has.
-type IntakeLocker interface {
-	// CachedQueueOfRun is the queue of the run as this process last read
-	// it, without a round trip; false when it has none. It may be stale.
-	CachedQueueOfRun(runID string) (queues.Queue, bool)
-	// LockRunForIntake locks the run and reads its queue as
-	// LockRunWithQueue. RunErr is the lock's failure (the run not found),
-	// kept apart so that a key already used answers as a replay whatever
-	// the run.
-	LockRunForIntake(ctx context.Context, in IntakeLock) (IntakeLocked, error)
-}
-
-// RunGate is a turnstile in front of a run's lock, in the process: an
-// intake enters it before its unit of work and leaves it after, so the
-// process's intakes of one run wait for each other holding nothing. The
-// store's lock stays what orders them (across processes too); the gate
-// only moves the waiting out of the store, where a waiter holds a
-// connection and, in PostgreSQL, a snapshot that keeps the run's hot rows'
-// old versions from being cleaned up, which every holder then reads
-// through. The Queues implementation may provide it.
-type RunGate interface {
-	// EnterRun waits for the run's gate, or for ctx to end; leave opens it
-	// for the next.
-	EnterRun(ctx context.Context, runID string) (leave func(), err error)
-}
-
 // IntakeLock is what LockRunForIntake is asked.
 type IntakeLock struct {
 	RunID, AccountID string
@@ -174,7 +36,7 @@ type IntakeLock struct {
 	// lock, so a create with the key that committed while this one waited
 	// for the run is found.
 	Key *string
-	// Draw, when set, draws the run's next number as NumberDrawer does,
+	// Draw, when set, draws the run's next number as DrawNumber does,
 	// after the lock, and only when the run is the account's and no turn
 	// has Key (a replay or a refusal keeps the counter as it was).
 	Draw *NumberDraw
@@ -200,17 +62,9 @@ type IntakeLocked struct {
 	Drawn *DrawnNumber
 }
 
-// DrawnNumber is what NumberDrawer.DrawNumber returns.
+// DrawnNumber is a number drawn by LockRunForIntake.
 type DrawnNumber struct {
 	Number    int
 	CodeInUse bool
 	Seq       int64
-}
-
-// NumberDrawer is storage that does in one round trip what an intake asks
-// of Repository one call at a time: NextNumber, CodeInUse of the code the
-// number makes (prefix, then the number zero-padded to padding digits, as
-// displayCode), and NextSeq. The repository may implement it.
-type NumberDrawer interface {
-	DrawNumber(ctx context.Context, runID, period, prefix string, padding int, since time.Time) (n int, codeInUse bool, seq int64, err error)
 }

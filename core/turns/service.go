@@ -29,15 +29,6 @@ type Service struct {
 	watchers []Watcher
 }
 
-// Watcher hears every change of every turn, inside the change's unit of
-// work, after the turn is stored: the notifications module decides its
-// messages there, so they commit with the change. An error refuses the
-// change. A watcher must be cheap for the turns it has nothing to do
-// with: it runs on every change.
-type Watcher interface {
-	TurnChanged(ctx context.Context, w Watched) error
-}
-
 // Watched is one change a Watcher hears of.
 type Watched struct {
 	Queue queues.Queue
@@ -66,15 +57,6 @@ func (s *Service) watch(ctx context.Context, w Watched) error {
 		}
 	}
 	return nil
-}
-
-// Follower keeps another module's record in step with a turn that stands
-// for it: the appointments module follows the turn of a checked-in HYBRID
-// appointment. TurnChanged runs inside the unit of work of every change of
-// such a turn (Turn.AppointmentID set), after the turn is stored and with
-// its run and the turn locked; an error refuses the change.
-type Follower interface {
-	TurnChanged(ctx context.Context, before, after Turn) error
 }
 
 // Follow adds a follower. Call it while wiring, before the service is used.
@@ -113,16 +95,14 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 
 // createInRun is Create's unit of work, run again when it lost an
 // idempotency-key race or drew its number with stale settings; replayed is
-// the turn an earlier create made with the key. With a RunGate the process's
-// intakes of the run take their turns at it first.
+// the turn an earlier create made with the key. The process's intakes of
+// the run take their turns at the run's gate first (RunLocks.EnterRun).
 func (s *Service) createInRun(ctx context.Context, accountID, runID string, in CreateInput, hash string) (View, *Turn, error) {
-	if g, ok := s.queues.(RunGate); ok {
-		leave, err := g.EnterRun(ctx, runID)
-		if err != nil {
-			return View{}, nil, err
-		}
-		defer leave()
+	leave, err := s.repo.EnterRun(ctx, runID)
+	if err != nil {
+		return View{}, nil, err
 	}
+	defer leave()
 	drawAhead := true
 	for attempt := 1; ; attempt++ {
 		var (
@@ -178,7 +158,7 @@ func (s *Service) createInRun(ctx context.Context, accountID, runID string, in C
 }
 
 // errRedraw rolls back an intake whose number was drawn ahead with
-// settings its queue no longer has (IntakeLocker).
+// settings its queue no longer has (RunLocks.CachedQueueOfRun).
 var errRedraw = errors.New("turns: the number drawn ahead used stale queue settings")
 
 // lockedIntake is an intake's run, locked, and what came with the lock.
@@ -193,30 +173,16 @@ type lockedIntake struct {
 	drawnWith NumberDraw
 }
 
-// lockIntake locks the run of an intake, after finding the turn an earlier
-// create made with the key, if any. With an IntakeLocker all of it travels
-// in one round trip (issue 16), the look-up after the lock, and with
-// drawAhead the run's next number is drawn in it too.
+// lockIntake locks the run of an intake and finds the turn an earlier
+// create made with the key, if any, after the lock (in PostgreSQL one
+// round trip, issue 16); with drawAhead the run's next number is drawn in
+// it too.
 func (s *Service) lockIntake(ctx context.Context, accountID, runID string, in CreateInput, hash string, drawAhead bool) (lockedIntake, error) {
-	il, ok := s.queues.(IntakeLocker)
-	if !ok {
-		if in.IdempotencyKey != nil {
-			t, found, err := s.replay(ctx, accountID, *in.IdempotencyKey, hash)
-			if err != nil {
-				return lockedIntake{}, err
-			}
-			if found {
-				return lockedIntake{replay: &t}, nil
-			}
-		}
-		run, q, err := s.lockRun(ctx, accountID, runID)
-		return lockedIntake{run: run, q: q}, err
-	}
 	req := IntakeLock{RunID: runID, AccountID: accountID, Key: in.IdempotencyKey}
 	if drawAhead {
-		req.Draw = s.drawAhead(il, runID, in)
+		req.Draw = s.drawAhead(runID, in)
 	}
-	got, err := il.LockRunForIntake(ctx, req)
+	got, err := s.repo.LockRunForIntake(ctx, req)
 	if err != nil {
 		return lockedIntake{}, err
 	}
@@ -245,14 +211,14 @@ func (s *Service) lockIntake(ctx context.Context, accountID, runID string, in Cr
 // has not seen the queue, the body would not make a turn of it (the
 // service refuses it after the lock, and draws nothing), or the body
 // carries members the guards may shape the turn with.
-func (s *Service) drawAhead(il IntakeLocker, runID string, in CreateInput) *NumberDraw {
+func (s *Service) drawAhead(runID string, in CreateInput) *NumberDraw {
 	if len(in.Extensions) > 0 {
 		// A member a guard declared (an access code) may give the turn
-		// its own prefix once the lock is held (IntakeShaper): a guess
+		// its own prefix once the lock is held (IntakeGuard.Shape): a guess
 		// would be wrong, and rolled back, every time.
 		return nil
 	}
-	q, ok := il.CachedQueueOfRun(runID)
+	q, ok := s.repo.CachedQueueOfRun(runID)
 	if !ok || q.Type == queues.TypeAppointment {
 		return nil
 	}
@@ -276,39 +242,14 @@ func replayOf(t Turn, key, hash string) (Turn, error) {
 	return t, nil
 }
 
-// replay finds the account's turn created with key: found with the same
-// request, IDEMPOTENCY_KEY_REUSED with another.
-func (s *Service) replay(ctx context.Context, accountID, key, hash string) (Turn, bool, error) {
-	t, err := s.repo.ByIdempotencyKey(ctx, accountID, key)
-	if platform.IsCode(err, platform.CodeNotFound) {
-		return Turn{}, false, nil
-	}
-	if err != nil {
-		return Turn{}, false, err
-	}
-	t, err = replayOf(t, key, hash)
-	return t, err == nil, err
-}
-
 // lockRun loads and locks a run of the account, and its queue. The run's
 // lock is the first every use case that changes the run's turns takes
 // (docs/turns.md, the lock order).
 func (s *Service) lockRun(ctx context.Context, accountID, runID string) (queues.Run, queues.Queue, error) {
-	if rl, ok := s.queues.(RunLocker); ok {
-		run, q, err := rl.LockRunWithQueue(ctx, runID)
-		if err == nil && run.AccountID != accountID {
-			return run, queues.Queue{}, platform.ForeignResource("queue run")
-		}
-		return run, q, err
-	}
-	run, err := s.queues.GetRunForUpdate(ctx, runID)
-	if err != nil {
-		return run, queues.Queue{}, err
-	}
-	if run.AccountID != accountID {
+	run, q, err := s.repo.LockRunWithQueue(ctx, runID)
+	if err == nil && run.AccountID != accountID {
 		return run, queues.Queue{}, platform.ForeignResource("queue run")
 	}
-	q, err := s.queues.GetQueue(ctx, run.QueueID)
 	return run, q, err
 }
 
@@ -348,7 +289,7 @@ type draft struct {
 	// seat was booked, so capacity does not apply.
 	appointmentID *string
 	// drawn, when set, is the run's next number drawn ahead with the
-	// settings drawnWith (IntakeLocker); number checks them against the
+	// settings drawnWith (LockRunForIntake); number checks them against the
 	// queue's.
 	drawn     *DrawnNumber
 	drawnWith NumberDraw
@@ -499,10 +440,10 @@ func (s *Service) number(ctx context.Context, in Intake, d draft, now time.Time)
 		}
 		// Its code is held: the next numbers, one at a time, as below.
 		seq = d.drawn.Seq
-	} else if nd, ok := s.repo.(NumberDrawer); ok {
-		// The usual case in one round trip: the next number, whether its
-		// code is free, and the arrival seq.
-		n, held, drawn, err := nd.DrawNumber(ctx, in.Run.ID, period, d.prefix, in.Queue.TurnPadding, since)
+	} else {
+		// The usual case in one call: the next number, whether its code is
+		// free, and the arrival seq.
+		n, held, drawn, err := s.repo.DrawNumber(ctx, in.Run.ID, period, d.prefix, in.Queue.TurnPadding, since)
 		if err != nil {
 			return 0, "", 0, err
 		}
@@ -641,21 +582,14 @@ func (s *Service) Turn(ctx context.Context, accountID, id string) (Turn, error) 
 
 // Get returns the full view of a turn (GET /turns/{turnId}).
 func (s *Service) Get(ctx context.Context, accountID, id string) (View, error) {
-	if vs, ok := s.repo.(ViewSource); ok {
-		t, vc, err := vs.GetForView(ctx, id)
-		if err != nil {
-			return View{}, err
-		}
-		if t.AccountID != accountID {
-			return View{}, platform.ForeignResource("turn")
-		}
-		return s.viewOf(ctx, t, vc)
-	}
-	t, err := s.Turn(ctx, accountID, id)
+	t, vc, err := s.repo.GetForView(ctx, id)
 	if err != nil {
 		return View{}, err
 	}
-	return s.View(ctx, t)
+	if t.AccountID != accountID {
+		return View{}, platform.ForeignResource("turn")
+	}
+	return s.viewOf(ctx, t, vc)
 }
 
 // run returns a run of the account.

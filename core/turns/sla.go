@@ -2,7 +2,6 @@ package turns
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/qms-dev/qms/core/platform"
@@ -18,15 +17,6 @@ import (
 // applied at once, a target raised moves the job to the new moment, a
 // target removed raises nothing. Turns taken before the queue had a target
 // are not watched.
-
-// Marker records that something happened to a turn, once: MarkOnce
-// reports whether this call recorded kind (false: it was recorded
-// before). Both turn repositories implement it; the SLA job needs it so
-// that a job run twice raises its event once.
-type Marker interface {
-	MarkOnce(ctx context.Context, turnID, kind string, at time.Time) (bool, error)
-}
-
 // MarkSLAWait is the mark of a turn whose turn.sla_breached was raised.
 const MarkSLAWait = "sla_wait"
 
@@ -40,7 +30,7 @@ type SLAArgs struct {
 
 // EventSLABreached is the event of a turn waiting past its queue's
 // sla.maxWaitMinutes.
-const EventSLABreached = platform.EventTurnSLABreached
+const EventSLABreached = "turn.sla_breached"
 
 // TurnSLABreached is the data of turn.sla_breached: the turn has waited
 // MaxWaitMinutes since WaitingSince (when it was taken) and is still not
@@ -111,15 +101,11 @@ func (s *Service) CheckSLA(ctx context.Context, args SLAArgs) error {
 		if now.Before(at) {
 			return s.scheduleSLA(ctx, q, t) // the target moved later
 		}
-		marker, ok := s.repo.(Marker)
-		if !ok {
-			return fmt.Errorf("turns: the repository records no marks; the SLA job cannot raise its event once")
-		}
-		first, err := marker.MarkOnce(ctx, t.ID, MarkSLAWait, now)
+		first, err := s.repo.MarkOnce(ctx, t.ID, MarkSLAWait, now)
 		if err != nil || !first {
 			return err
 		}
-		e, err := platform.NewEvent(t.AccountID, EventSLABreached, TurnSLABreached{DisplayCode: t.DisplayCode,
+		e, err := platform.NewEvent(t.AccountID, TurnSLABreached{DisplayCode: t.DisplayCode,
 			MaxWaitMinutes: *q.SLA.MaxWaitMinutes, QueueID: t.QueueID, QueueRunID: t.RunID, Status: string(t.Status),
 			TurnID: t.ID, WaitingSince: t.CreatedAt.UTC()}, s.clock.Now())
 		if err != nil {

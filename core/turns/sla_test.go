@@ -23,7 +23,7 @@ func slaJobs(f *fixture, turnID string) []platform.Job {
 func breaches(f *fixture, turnID string) []platform.Event {
 	var out []platform.Event
 	for _, e := range f.eventsOf(turnID) {
-		if e.Name == platform.EventTurnSLABreached {
+		if e.Name == turns.EventSLABreached {
 			out = append(out, e)
 		}
 	}

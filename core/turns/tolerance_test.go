@@ -43,7 +43,7 @@ func TestToleranceExpiryOutcomes(t *testing.T) {
 		event     string
 	}{
 		{queues.OnExpiredNoShow, turns.NoShow, ""},
-		{queues.OnExpiredCancel, turns.Cancelled, platform.EventTurnCancelled},
+		{queues.OnExpiredCancel, turns.Cancelled, platform.EventName[turns.TurnCancelled]()},
 		{queues.OnExpiredHold, turns.Held, ""},
 		{queues.OnExpiredNone, turns.Called, ""},
 	}

@@ -62,7 +62,7 @@ func (s *Service) OnEvent(ctx context.Context, e platform.Event) error {
 	if err := s.repo.CreateDeliveries(ctx, ds); err != nil {
 		return err
 	}
-	return platform.ScheduleAll(ctx, s.jobs, jobs)
+	return s.jobs.ScheduleMany(ctx, jobs)
 }
 
 func (s *Service) schedule(ctx context.Context, a AttemptArgs, at time.Time) error {

@@ -6,55 +6,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 )
-
-// Repository stores endpoints and deliveries. Deleting an endpoint deletes
-// its deliveries, which is how a deletion stops the attempts still due:
-// their jobs find nothing to send.
-type Repository interface {
-	CreateEndpoint(ctx context.Context, e Endpoint) error
-	// GetEndpoint returns an endpoint with its secret. A secret the
-	// repository cannot read back (encrypted with another key) is an error
-	// wrapping ErrSecretUnavailable.
-	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
-	DeleteEndpoint(ctx context.Context, id string) error
-	// ListEndpoints returns up to page.Limit+1 endpoints of the account
-	// after page.After, ordered by id, without their secrets.
-	ListEndpoints(ctx context.Context, accountID string, page platform.PageRequest) ([]Endpoint, error)
-	// CountEndpoints counts the account's endpoints, and holds the count
-	// until the unit of work ends (no other endpoint of the account is
-	// made meanwhile), so MaxEndpoints holds under concurrency.
-	CountEndpoints(ctx context.Context, accountID string) (int, error)
-	// SubscribedEndpoints returns the account's endpoints subscribed to
-	// event, without their secrets (fanning out needs none).
-	SubscribedEndpoints(ctx context.Context, accountID, event string) ([]Endpoint, error)
-
-	CreateDelivery(ctx context.Context, d Delivery) error
-	// CreateDeliveries stores an event's deliveries, one per endpoint, in
-	// one statement where the storage can: all of them or none.
-	CreateDeliveries(ctx context.Context, ds []Delivery) error
-	GetDelivery(ctx context.Context, id string) (Delivery, error)
-	// GetDeliveryToSend returns a delivery and its endpoint with the
-	// endpoint's secret, read together (one round trip for an attempt).
-	// A secret the repository cannot read back comes as the endpoint
-	// without it and an error wrapping ErrSecretUnavailable.
-	GetDeliveryToSend(ctx context.Context, id string) (Delivery, Endpoint, error)
-	// RecordSuccess stores a successful attempt ended at `at` with the
-	// receiver's status, in one statement: status SUCCEEDED, one attempt
-	// more, no error, and the retry schedule ended (no retry token, no
-	// next attempt), whatever attempt recorded before. A delivery gone
-	// (its endpoint deleted) is CodeNotFound.
-	RecordSuccess(ctx context.Context, id string, at time.Time, status int) error
-	// GetDeliveryForUpdate locks the delivery until the unit of work ends.
-	GetDeliveryForUpdate(ctx context.Context, id string) (Delivery, error)
-	// UpdateDelivery stores the outcome of an attempt: status, attempts,
-	// last response status, last error, attempt times and retry token.
-	UpdateDelivery(ctx context.Context, d Delivery) error
-	// RecentDeliveries returns the account's newest deliveries first, at
-	// most limit.
-	RecentDeliveries(ctx context.Context, accountID string, limit int) ([]Delivery, error)
-}
 
 // ErrSecretUnavailable marks an endpoint whose stored secret cannot be
 // decrypted: the key that encrypted it is not the configured one.
@@ -77,13 +31,6 @@ type Result struct {
 	Status  int
 	Excerpt []byte
 	Err     error
-}
-
-// Sender sends webhook requests: a POST of Body to URL with the
-// X-Service-* headers, no redirects followed, the dialled address checked
-// unless private networks are allowed, bounded by ctx.
-type Sender interface {
-	Send(ctx context.Context, r Request) Result
 }
 
 // Options tune a Service. Zero values take the defaults.
@@ -150,14 +97,14 @@ func (in CreateInput) validate(v *platform.Validator) []string {
 	if !v.Required("events", in.Events != nil) {
 		return nil
 	}
-	events := *in.Events
-	v.MinItems("events", len(events), 1)
-	v.MaxItems("events", len(events), len(platform.EventNames))
+	asked := *in.Events
+	v.MinItems("events", len(asked), 1)
+	v.MaxItems("events", len(asked), len(events.Names()))
 	var out []string
 	seen := map[string]bool{}
-	for i, e := range events {
-		if !platform.IsEventName(e) {
-			v.OneOf(platform.Index("events", i), e, platform.EventNames...)
+	for i, e := range asked {
+		if !events.IsName(e) {
+			v.OneOf(platform.Index("events", i), e, events.Names()...)
 			continue
 		}
 		if seen[e] {
@@ -179,8 +126,7 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 	events := in.validate(&v)
 	if in.URL != nil {
 		if _, err := s.opts.URLs.Check(ctx, "url", *in.URL); err != nil {
-			if pe, ok := platform.AsError(err); ok && pe.Code == platform.CodeValidation {
-				fields, _ := pe.Details["fields"].([]platform.FieldError)
+			if fields := platform.FieldErrors(err); fields != nil {
 				for _, f := range fields {
 					v.Fail(f.Path, f.Rule, "%s", f.Message)
 				}

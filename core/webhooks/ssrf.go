@@ -12,11 +12,6 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 )
 
-// Resolver looks host names up. *net.Resolver implements it.
-type Resolver interface {
-	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
-}
-
 // blockedPrefixes are the special-purpose ranges (IANA's IPv4 and IPv6
 // special-purpose registries) that netip's predicates do not already name
 // and that a webhook must not reach: the server's own networks, shared

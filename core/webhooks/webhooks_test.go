@@ -158,19 +158,6 @@ func one[T any](t *testing.T, xs []T) T {
 	return xs[0]
 }
 
-func fieldRules(err error) map[string]string {
-	out := map[string]string{}
-	e, ok := platform.AsError(err)
-	if !ok {
-		return out
-	}
-	fields, _ := e.Details["fields"].([]platform.FieldError)
-	for _, fe := range fields {
-		out[fe.Path] = fe.Rule
-	}
-	return out
-}
-
 func TestCreateValidation(t *testing.T) {
 	f := newFixture(t, webhooks.Options{})
 	long := "https://hooks.example.com/" + strings.Repeat("a", 500)
@@ -200,7 +187,7 @@ func TestCreateValidation(t *testing.T) {
 			if !platform.IsCode(err, platform.CodeValidation) {
 				t.Fatalf("want VALIDATION_ERROR, got %v", err)
 			}
-			got := fieldRules(err)
+			got := platform.FieldRules(err)
 			for path, rule := range c.want {
 				if got[path] != rule {
 					t.Errorf("%s: want rule %q, got %q (all: %v)", path, rule, got[path], got)
@@ -222,7 +209,7 @@ func TestCreateRefusesPrivateTargets(t *testing.T) {
 		"https://nowhere.example.com/x", "http://LOCALHOST./x",
 	} {
 		_, err := f.svc.Create(context.Background(), account, webhooks.CreateInput{URL: &u, Events: &[]string{"queue.opened"}})
-		if got := fieldRules(err)["url"]; got != "public_host" {
+		if got := platform.FieldRules(err)["url"]; got != "public_host" {
 			t.Errorf("%s: want url refused with public_host, got %v", u, err)
 		}
 	}

@@ -80,44 +80,6 @@ type Forward struct {
 	FailedAt     *time.Time `json:"failedAt"`
 }
 
-// ForwardRepository stores forwards.
-type ForwardRepository interface {
-	// CreateForward stores a new forward unless one exists for its (turn,
-	// link); it reports whether it stored this one.
-	CreateForward(ctx context.Context, f Forward) (bool, error)
-	GetForward(ctx context.Context, id string) (Forward, error)
-	// GetForwardForUpdate locks the forward until the unit of work ends.
-	GetForwardForUpdate(ctx context.Context, id string) (Forward, error)
-	// ForwardOfForUpdate locks and returns the forward of (turn, link).
-	ForwardOfForUpdate(ctx context.Context, turnID, linkID string) (Forward, error)
-	UpdateForward(ctx context.Context, f Forward) error
-	// ForwardsOfLink returns up to page.Limit+1 forwards of the link after
-	// page.After, by id.
-	ForwardsOfLink(ctx context.Context, linkID string, page platform.PageRequest) ([]Forward, error)
-	// ForwardsOfTurn returns the forwards of a source turn, by id.
-	ForwardsOfTurn(ctx context.Context, turnID string) ([]Forward, error)
-}
-
-// Turns is what forwarding needs of the turns module.
-type Turns interface {
-	Turn(ctx context.Context, accountID, id string) (turns.Turn, error)
-	Admit(ctx context.Context, accountID, runID string, a turns.Admission) (turns.Turn, error)
-	// Get is a turn's full view; CancelFor cancels a turn for a reason
-	// (a transfer's source turn), in the caller's unit of work.
-	Get(ctx context.Context, accountID, id string) (turns.View, error)
-	CancelFor(ctx context.Context, accountID, id, reason string) (turns.View, error)
-}
-
-// QueueStore is what forwarding reads of queues and runs; the
-// queues.Repository implementations provide it.
-type QueueStore interface {
-	GetQueue(ctx context.Context, id string) (queues.Queue, error)
-	ListRuns(ctx context.Context, queueID string, limit int) ([]queues.Run, error)
-	// GetRunForUpdate locks a run (a transfer locks its two runs in id
-	// order before anything else).
-	GetRunForUpdate(ctx context.Context, id string) (queues.Run, error)
-}
-
 // ForwardArgs are the arguments of a forward job.
 type ForwardArgs struct {
 	ForwardID string `json:"forwardId"`
@@ -154,11 +116,8 @@ func NewForwarder(links Repository, repo ForwardRepository, ts Turns, qs QueueSt
 // both committing with the completion. A turn completed again after a
 // reopen finds its forwards already recorded and forwards nothing twice.
 func (f *Forwarder) OnEvent(ctx context.Context, e platform.Event) error {
-	if e.Name != platform.EventTurnCompleted {
-		return nil
-	}
-	var done turns.TurnCompleted
-	if err := e.Decode(&done); err != nil {
+	done, ok, err := platform.DecodeAs[turns.TurnCompleted](e)
+	if !ok || err != nil {
 		return err
 	}
 	turnID := done.TurnID

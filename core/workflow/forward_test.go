@@ -208,7 +208,7 @@ func TestCompletionForwardsThroughMatchingLinksOnce(t *testing.T) {
 	created := 0
 	for _, e := range evs {
 		var c turns.TurnCreated
-		if e.Name == platform.EventTurnCreated && e.Decode(&c) == nil && c.TurnID == nt.ID {
+		if e.Name == platform.EventName[turns.TurnCreated]() && e.Decode(&c) == nil && c.TurnID == nt.ID {
 			created++
 		}
 	}

@@ -19,24 +19,6 @@ const (
 	CodeNotATurnQueue = "NOT_A_TURN_QUEUE"
 )
 
-// Repository stores links.
-type Repository interface {
-	CreateLink(ctx context.Context, l Link) error
-	GetLink(ctx context.Context, id string) (Link, error)
-	UpdateLink(ctx context.Context, l Link) error
-	DeleteLink(ctx context.Context, id string) error
-	// ListLinks returns up to page.Limit+1 links of the account after
-	// page.After, ordered by id.
-	ListLinks(ctx context.Context, accountID string, page platform.PageRequest) ([]Link, error)
-	// LinksFrom returns every link whose source is the queue, oldest first.
-	LinksFrom(ctx context.Context, queueID string) ([]Link, error)
-}
-
-// Queues is what this module needs of the queues module.
-type Queues interface {
-	GetQueue(ctx context.Context, accountID, id string) (queues.Queue, error)
-}
-
 // Service is the connected-queues use cases.
 type Service struct {
 	repo   Repository

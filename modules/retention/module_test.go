@@ -6,8 +6,7 @@ import (
 
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/turns"
-	"github.com/qms-dev/qms/modules/retention"
-	"github.com/qms-dev/qms/test/testkit"
+	"github.com/qms-dev/qms/modules/ticket"
 )
 
 // TestTicketLinksAreKeptAtLeastUntilTheyExpire: the ticket-link period is
@@ -15,7 +14,6 @@ import (
 // live link must keep working) or the turns' reopen window (a reopened
 // turn opens its links again).
 func TestTicketLinksAreKeptAtLeastUntilTheyExpire(t *testing.T) {
-	set, _ := testkit.MemorySet(t, nil)
 	for _, c := range []struct{ retain, expire, want time.Duration }{
 		{7 * 24 * time.Hour, 2 * time.Hour, 7 * 24 * time.Hour},
 		{time.Hour, 2 * time.Hour, 2 * time.Hour},
@@ -23,13 +21,7 @@ func TestTicketLinksAreKeptAtLeastUntilTheyExpire(t *testing.T) {
 	} {
 		cfg := &config.Config{}
 		cfg.Retention.TicketLinks, cfg.Tickets.ExpireAfter = c.retain, c.expire
-		var keep time.Duration
-		for _, r := range retention.PolicyOf(cfg, set.Pruner).Rules {
-			if r.Name == "ticket_links" {
-				keep = r.Keep
-			}
-		}
-		if keep != c.want {
+		if keep := ticket.TicketLinksKeep(cfg); keep != c.want {
 			t.Errorf("retain %v, expire %v: kept %v, want %v", c.retain, c.expire, keep, c.want)
 		}
 	}

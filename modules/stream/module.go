@@ -12,6 +12,8 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/adapters/http/streamhttp"
+	"github.com/qms-dev/qms/configs/config"
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	core "github.com/qms-dev/qms/core/stream"
@@ -24,11 +26,20 @@ var Module = fx.Module("stream",
 	fx.Provide(
 		newHub,
 		fx.Annotate(subscribersGauge, fx.ResultTags(ports.InGroup(ports.GroupMetrics))),
+		fx.Annotate(eventsRetention, fx.ResultTags(ports.InGroup(ports.GroupRetention))),
 	),
 	fx.Invoke(func(srv *server.Server, hub *core.Hub, qs *queues.Service) {
 		streamhttp.Register(srv.API, hub, qs, srv.Cursors, streamhttp.SSE{})
 	}),
 )
+
+// eventsRetention prunes the event log after retention.events: the log is
+// what the stream replays (the setting may not be shorter than the
+// stream's replay window, configs/config), and the webhooks' deliveries
+// carry their own copy of the body.
+func eventsRetention(cfg *config.Config, log events.Store) ports.RetentionTask {
+	return ports.RetentionTask{Name: "events", Keep: cfg.Retention.Events, Prune: log.PruneEvents}
+}
 
 // newHub builds the hub and runs it with the application: it listens from
 // start-up, and closes (ending every open stream with a shutdown event)

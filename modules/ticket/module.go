@@ -6,6 +6,7 @@ package ticket
 
 import (
 	"log/slog"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -19,7 +20,22 @@ import (
 	"github.com/qms-dev/qms/core/stream"
 	core "github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
+	"github.com/qms-dev/qms/ports"
 )
+
+// LinksRetention prunes the ticket links of turns that finished more than
+// TicketLinksKeep ago; the links of unfinished turns are kept.
+func LinksRetention(cfg *config.Config, repo core.Repository) ports.RetentionTask {
+	return ports.RetentionTask{Name: "ticket_links", Keep: TicketLinksKeep(cfg), Prune: repo.PruneTicketLinks}
+}
+
+// TicketLinksKeep is how long a ticket link is kept after its turn
+// finished: retention.ticket_links, but never before it expires
+// (tickets.expire_after: a live link must keep working) nor while the turn
+// can still be reopened (a reopened turn opens its links again).
+func TicketLinksKeep(cfg *config.Config) time.Duration {
+	return max(cfg.Retention.TicketLinks, cfg.Tickets.ExpireAfter, turns.ReopenWindow)
+}
 
 // Module provides the ticket service and mounts its routes.
 var Module = fx.Module("ticket",
@@ -28,6 +44,7 @@ var Module = fx.Module("ticket",
 			events platform.EventSink, clock platform.Clock, cfg *config.Config) *core.Service {
 			return core.NewService(repo, ts, qs, es, uow, events, clock, core.Options{ExpireAfter: cfg.Tickets.ExpireAfter})
 		},
+		fx.Annotate(LinksRetention, fx.ResultTags(ports.InGroup(ports.GroupRetention))),
 	),
 	fx.Invoke(func(srv *server.Server, svc *core.Service, hub *stream.Hub, log *slog.Logger) {
 		tickethttp.RegisterAPI(srv.API, svc, srv.Cursors)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/adapters/http/turnhttp"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
@@ -25,12 +26,19 @@ var Module = fx.Module("turns",
 		newService,
 		func(r queues.Repository) core.Queues { return r },
 		fx.Annotate(toleranceJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
+		fx.Annotate(lineChangesRetention, fx.ResultTags(ports.InGroup(ports.GroupRetention))),
 		fx.Annotate(slaJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 	),
 	fx.Invoke(func(srv *server.Server, s *core.Service) { turnhttp.Register(srv.API, s, srv.Cursors) }),
 	fx.Invoke(func(srv *server.Server, s *core.Service) { turnhttp.RegisterPoints(srv.API, s) }),
 	fx.Invoke(func(bus *events.Bus, s *core.Service) { bus.Subscribe(s) }),
 )
+
+// lineChangesRetention prunes the line changes of runs closed more than
+// retention.line_changes ago (an open run's are pruned as its line moves).
+func lineChangesRetention(cfg *config.Config, repo core.Repository) ports.RetentionTask {
+	return ports.RetentionTask{Name: "line_changes", Keep: cfg.Retention.LineChanges, Prune: repo.PruneLineChanges}
+}
 
 // serviceParams are the turns service's dependencies; Guards are the
 // intake guards other modules contribute (ports.GroupIntakeGuards).

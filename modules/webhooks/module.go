@@ -26,10 +26,17 @@ var Module = fx.Module("webhooks",
 	fx.Provide(
 		newService,
 		fx.Annotate(DeliveryKind, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
+		fx.Annotate(deliveriesRetention, fx.ResultTags(ports.InGroup(ports.GroupRetention))),
 	),
 	fx.Invoke(func(b *events.Bus, s *core.Service) { b.Subscribe(s) }),
 	fx.Invoke(func(srv *server.Server, s *core.Service) { webhookhttp.Register(srv.API, s, srv.Cursors) }),
 )
+
+// deliveriesRetention prunes finished deliveries after
+// retention.deliveries (pending ones are kept, whatever their age).
+func deliveriesRetention(cfg *config.Config, repo core.Repository) ports.RetentionTask {
+	return ports.RetentionTask{Name: "webhook_deliveries", Keep: cfg.Retention.Deliveries, Prune: repo.PruneDeliveries}
+}
 
 // serviceParams are the webhooks service's dependencies; Observer (the
 // delivery metrics) is there only when the metrics module is.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/adapters/http/workflowhttp"
+	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
@@ -28,12 +29,19 @@ var Module = fx.Module("workflow",
 		func(r queues.Repository) core.QueueStore { return r },
 		func(s *turns.Service) core.Turns { return s },
 		fx.Annotate(forwardJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
+		fx.Annotate(forwardsRetention, fx.ResultTags(ports.InGroup(ports.GroupRetention))),
 	),
 	fx.Invoke(func(bus *events.Bus, f *core.Forwarder) { bus.Subscribe(f) }),
 	fx.Invoke(func(srv *server.Server, s *core.Service, f *core.Forwarder) {
 		workflowhttp.Register(srv.API, s, f, srv.Cursors)
 	}),
 )
+
+// forwardsRetention prunes finished forward records after
+// retention.forwards (pending ones are kept).
+func forwardsRetention(cfg *config.Config, repo core.ForwardRepository) ports.RetentionTask {
+	return ports.RetentionTask{Name: "forwards", Keep: cfg.Retention.Forwards, Prune: repo.PruneForwards}
+}
 
 // forwardJob is the job kind that makes an automatic forward. A refusal by
 // the destination is recorded by the forwarder and not retried; other

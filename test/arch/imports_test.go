@@ -23,11 +23,13 @@ var coreEdges = map[string][]string{
 	"core/counter":      {"core/queues", "core/turns", "core/workflow"},
 	"core/display":      {"core/queues", "core/turns"},
 	"core/entities":     {"core/location"},
+	"core/events":       {"core/appointments", "core/notify", "core/queues", "core/ticket", "core/turns"}, // the registry of every event's payload type
 	"core/join":         {"core/display", "core/entities", "core/location", "core/queues", "core/ticket", "core/turns"},
 	"core/queues":       {"core/entities", "core/location"},
 	"core/stream":       {"core/accounts"},
 	"core/ticket":       {"core/display", "core/entities", "core/queues", "core/turns"},
 	"core/turns":        {"core/queues"},
+	"core/webhooks":     {"core/events"}, // the events an endpoint may subscribe to
 	"core/workflow":     {"core/queues", "core/turns"},
 }
 

@@ -22,24 +22,33 @@ type AccessCodesHarness struct {
 	DeleteEntity func(ctx context.Context, id string) error
 }
 
+// mkCode is an enabled account-wide code of o made at now, changed by mod.
+func mkCode(now time.Time, o Owned, code string, mod func(c *accesscodes.AccessCode)) accesscodes.AccessCode {
+	c := accesscodes.AccessCode{ID: platform.NewID(platform.PrefixAccessCode), AccountID: o.AccountID, Code: code,
+		ScopeType: accesscodes.ScopeAccount, Properties: map[string]any{}, Enabled: true, CreatedAt: now, UpdatedAt: now}
+	if mod != nil {
+		mod(&c)
+	}
+	return c
+}
+
 // RunAccessCodes runs the accesscodes.Repository contract.
 func RunAccessCodes(t *testing.T, newHarness func(t *testing.T) AccessCodesHarness) {
+	runAccessCodes1(t, newHarness)
+	runAccessCodes2(t, newHarness)
+}
+
+// runAccessCodes1 is part 1 of RunAccessCodes: stores every field; a code is
+// unique per account; concurrent creates of one code: one wins; list pages
+// by id within the account.
+func runAccessCodes1(t *testing.T, newHarness func(t *testing.T) AccessCodesHarness) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	mk := func(o Owned, code string, mod func(c *accesscodes.AccessCode)) accesscodes.AccessCode {
-		c := accesscodes.AccessCode{ID: platform.NewID(platform.PrefixAccessCode), AccountID: o.AccountID, Code: code,
-			ScopeType: accesscodes.ScopeAccount, Properties: map[string]any{}, Enabled: true, CreatedAt: now, UpdatedAt: now}
-		if mod != nil {
-			mod(&c)
-		}
-		return c
-	}
-
 	t.Run("stores every field", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
 		exp := now.Add(48 * time.Hour)
-		c := mk(o, "VIP", func(c *accesscodes.AccessCode) {
+		c := mkCode(now, o, "VIP", func(c *accesscodes.AccessCode) {
 			c.ScopeType, c.ScopeID = accesscodes.ScopeQueue, &o.QueueID
 			c.MaxUses, c.ExpiresAt = platform.Ptr(3), &exp
 			c.Prefix, c.Classification, c.Priority = platform.Ptr("V"), platform.Ptr("gold"), platform.Ptr("HIGH")
@@ -74,17 +83,17 @@ func RunAccessCodes(t *testing.T, newHarness func(t *testing.T) AccessCodesHarne
 	t.Run("a code is unique per account", func(t *testing.T) {
 		h := newHarness(t)
 		a, b := h.Owners.Seed(t), h.Owners.Seed(t)
-		if err := h.Repo.Create(ctx, mk(a, "X", nil)); err != nil {
+		if err := h.Repo.Create(ctx, mkCode(now, a, "X", nil)); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Repo.Create(ctx, mk(a, "X", nil)); !platform.IsCode(err, accesscodes.CodeDuplicate) {
+		if err := h.Repo.Create(ctx, mkCode(now, a, "X", nil)); !platform.IsCode(err, accesscodes.CodeDuplicate) {
 			t.Fatalf("duplicate: %v", err)
 		}
-		if err := h.Repo.Create(ctx, mk(b, "X", nil)); err != nil {
+		if err := h.Repo.Create(ctx, mkCode(now, b, "X", nil)); err != nil {
 			t.Fatalf("same value, other account: %v", err)
 		}
 		// CreateMany with one duplicate inserts nothing.
-		err := h.Repo.CreateMany(ctx, []accesscodes.AccessCode{mk(a, "Y", nil), mk(a, "X", nil)})
+		err := h.Repo.CreateMany(ctx, []accesscodes.AccessCode{mkCode(now, a, "Y", nil), mkCode(now, a, "X", nil)})
 		if !platform.IsCode(err, accesscodes.CodeDuplicate) {
 			t.Fatalf("CreateMany with a duplicate: %v", err)
 		}
@@ -104,7 +113,7 @@ func RunAccessCodes(t *testing.T, newHarness func(t *testing.T) AccessCodesHarne
 		errs := make([]error, 8)
 		for i := range errs {
 			wg.Go(func() {
-				errs[i] = h.UoW.Do(ctx, func(ctx context.Context) error { return h.Repo.Create(ctx, mk(o, "SAME", nil)) })
+				errs[i] = h.UoW.Do(ctx, func(ctx context.Context) error { return h.Repo.Create(ctx, mkCode(now, o, "SAME", nil)) })
 			})
 		}
 		wg.Wait()
@@ -127,13 +136,13 @@ func RunAccessCodes(t *testing.T, newHarness func(t *testing.T) AccessCodesHarne
 		a, b := h.Owners.Seed(t), h.Owners.Seed(t)
 		var ids []string
 		for i := range 5 {
-			c := mk(a, fmt.Sprint("L", i), nil)
+			c := mkCode(now, a, fmt.Sprint("L", i), nil)
 			ids = append(ids, c.ID)
 			if err := h.Repo.Create(ctx, c); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := h.Repo.Create(ctx, mk(b, "L0", nil)); err != nil {
+		if err := h.Repo.Create(ctx, mkCode(now, b, "L0", nil)); err != nil {
 			t.Fatal(err)
 		}
 		first, err := h.Repo.List(ctx, a.AccountID, platform.PageRequest{Limit: 2})
@@ -145,15 +154,22 @@ func RunAccessCodes(t *testing.T, newHarness func(t *testing.T) AccessCodesHarne
 			t.Fatalf("after the cursor: %d %v", len(rest), err)
 		}
 	})
+}
 
+// runAccessCodes2 is part 2 of RunAccessCodes: take use checks and counts
+// atomically; twenty takers of one use: exactly one succeeds; deleting the
+// scope entity deletes its codes.
+func runAccessCodes2(t *testing.T, newHarness func(t *testing.T) AccessCodesHarness) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	t.Run("take use checks and counts atomically", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
 		exp := now.Add(time.Hour)
 		codes := map[string]accesscodes.AccessCode{
-			"two":      mk(o, "two", func(c *accesscodes.AccessCode) { c.MaxUses = platform.Ptr(2) }),
-			"off":      mk(o, "off", func(c *accesscodes.AccessCode) { c.Enabled = false }),
-			"expiring": mk(o, "expiring", func(c *accesscodes.AccessCode) { c.ExpiresAt = &exp }),
+			"two":      mkCode(now, o, "two", func(c *accesscodes.AccessCode) { c.MaxUses = platform.Ptr(2) }),
+			"off":      mkCode(now, o, "off", func(c *accesscodes.AccessCode) { c.Enabled = false }),
+			"expiring": mkCode(now, o, "expiring", func(c *accesscodes.AccessCode) { c.ExpiresAt = &exp }),
 		}
 		for _, c := range codes {
 			if err := h.Repo.Create(ctx, c); err != nil {
@@ -193,7 +209,7 @@ func RunAccessCodes(t *testing.T, newHarness func(t *testing.T) AccessCodesHarne
 	t.Run("twenty takers of one use: exactly one succeeds", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
-		c := mk(o, "LAST", func(c *accesscodes.AccessCode) { c.MaxUses = platform.Ptr(1) })
+		c := mkCode(now, o, "LAST", func(c *accesscodes.AccessCode) { c.MaxUses = platform.Ptr(1) })
 		if err := h.Repo.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -234,9 +250,9 @@ func RunAccessCodes(t *testing.T, newHarness func(t *testing.T) AccessCodesHarne
 	t.Run("deleting the scope entity deletes its codes", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
-		scoped := mk(o, "E", func(c *accesscodes.AccessCode) { c.ScopeType, c.ScopeID = accesscodes.ScopeEntity, &o.EntityID })
-		queued := mk(o, "Q", func(c *accesscodes.AccessCode) { c.ScopeType, c.ScopeID = accesscodes.ScopeQueue, &o.QueueID })
-		account := mk(o, "A", nil)
+		scoped := mkCode(now, o, "E", func(c *accesscodes.AccessCode) { c.ScopeType, c.ScopeID = accesscodes.ScopeEntity, &o.EntityID })
+		queued := mkCode(now, o, "Q", func(c *accesscodes.AccessCode) { c.ScopeType, c.ScopeID = accesscodes.ScopeQueue, &o.QueueID })
+		account := mkCode(now, o, "A", nil)
 		if err := h.Repo.CreateMany(ctx, []accesscodes.AccessCode{scoped, queued, account}); err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +268,7 @@ func RunAccessCodes(t *testing.T, newHarness func(t *testing.T) AccessCodesHarne
 			t.Errorf("account-wide code: %v", err)
 		}
 		// Its value is free again.
-		if err := h.Repo.Create(ctx, mk(o, "E", nil)); err != nil {
+		if err := h.Repo.Create(ctx, mkCode(now, o, "E", nil)); err != nil {
 			t.Errorf("reuse of a deleted code's value: %v", err)
 		}
 	})

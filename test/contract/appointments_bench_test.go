@@ -1,12 +1,28 @@
-package contract_test
+package contract
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 
+	"github.com/qms-dev/qms/adapters/adapterset"
 	"github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/platform/platformtest"
+	"github.com/qms-dev/qms/test/pgtest"
 )
+
+// aptPostgresStack is the appointments stack on a fresh PostgreSQL set,
+// for the benchmarks (the contract runs through Exercise).
+func aptPostgresStack(b *testing.B) *aptStack {
+	set, err := adapterset.Postgres(pgtest.New(b), adapterset.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		SecretKey: "contract-test-key-of-at-least-32-characters"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return aptFromSet(b, set, platformtest.NewClock(aptNow))
+}
 
 // aptBenchDay generates a day of 500 two-minute slots (06:00-22:40) on a
 // new run and returns the run's id.

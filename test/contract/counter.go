@@ -24,13 +24,20 @@ type CounterLinksHarness struct {
 // found by hash only, paged and counted by queue; presses claimed once
 // per (link, key) — also by concurrent units of work — and listed by turn.
 func RunCounterLinks(t *testing.T, newHarness func(t *testing.T) CounterLinksHarness) {
+	runCounterLinks1(t, newHarness)
+	runCounterLinks2(t, newHarness)
+}
+
+// runCounterLinks1 is part 1 of RunCounterLinks: stores every field, finds a
+// link by its hash only, pages and counts by queue; a press is claimed once
+// per link and key; a rolled-back claim frees the key.
+func runCounterLinks1(t *testing.T, newHarness func(t *testing.T) CounterLinksHarness) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	link := func(o Owned, queueID, value string) counter.Link {
 		return counter.Link{ID: platform.NewID(counter.PrefixLink), AccountID: o.AccountID, QueueID: queueID,
 			Hash: counter.HashToken(value), CreatedAt: now, Options: counter.Options{StationIDs: []string{}}}
 	}
-
 	t.Run("stores every field, finds a link by its hash only, pages and counts by queue", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
@@ -143,7 +150,17 @@ func RunCounterLinks(t *testing.T, newHarness func(t *testing.T) CounterLinksHar
 			t.Fatalf("PressesOfTurn: %+v, %v", ps, err)
 		}
 	})
+}
 
+// runCounterLinks2 is part 2 of RunCounterLinks: concurrent claims of one
+// key: one claims, the others find it.
+func runCounterLinks2(t *testing.T, newHarness func(t *testing.T) CounterLinksHarness) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	link := func(o Owned, queueID, value string) counter.Link {
+		return counter.Link{ID: platform.NewID(counter.PrefixLink), AccountID: o.AccountID, QueueID: queueID,
+			Hash: counter.HashToken(value), CreatedAt: now, Options: counter.Options{StationIDs: []string{}}}
+	}
 	t.Run("concurrent claims of one key: one claims, the others find it", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)

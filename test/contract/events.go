@@ -10,6 +10,7 @@ import (
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
 	"github.com/qms-dev/qms/core/turns"
 )
@@ -51,8 +52,8 @@ func RunEventLog(t *testing.T, newHarness func(t *testing.T) EventLogHarness) {
 		h := newHarness(t)
 		ctx := context.Background()
 		station := "sta_1"
-		e, err := platform.NewEvent(h.Account, platform.EventTurnCalled, turns.TurnCalled{CallCount: 2, DisplayCode: "A001",
-			Number: 1, Priority: "NORMAL", QueueID: "que_1", QueueRunID: "run_1", StationID: &station, Status: "CALLED", TurnID: "turn_1"},
+		e, err := platform.NewEvent(h.Account, turns.TurnCalled{CallCount: 2, TurnFields: turns.TurnFields{DisplayCode: "A001",
+			Number: 1, Priority: "NORMAL", QueueID: "que_1", QueueRunID: "run_1", StationID: &station, Status: "CALLED", TurnID: "turn_1"}},
 			time.Now().UTC().Truncate(time.Microsecond))
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +94,7 @@ func RunEventLog(t *testing.T, newHarness func(t *testing.T) EventLogHarness) {
 		ctx := context.Background()
 		bus := h.bus()
 		err := h.UoW.Do(ctx, func(ctx context.Context) error {
-			return bus.Emit(ctx, platform.Event{AccountID: h.Account, Name: platform.EventQueueClosed, OccurredAt: time.Now()})
+			return bus.Emit(ctx, platform.Event{AccountID: h.Account, Name: platform.EventName[queues.QueueClosed](), OccurredAt: time.Now()})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +110,7 @@ func RunEventLog(t *testing.T, newHarness func(t *testing.T) EventLogHarness) {
 		ctx := context.Background()
 		bus := h.bus()
 		_ = h.UoW.Do(ctx, func(ctx context.Context) error {
-			if err := bus.Emit(ctx, platform.Event{AccountID: h.Account, Name: platform.EventQueueClosed, RunID: "run_1", OccurredAt: time.Now()}); err != nil {
+			if err := bus.Emit(ctx, platform.Event{AccountID: h.Account, Name: platform.EventName[queues.QueueClosed](), RunID: "run_1", OccurredAt: time.Now()}); err != nil {
 				return err
 			}
 			return context.Canceled
@@ -164,7 +165,7 @@ func RunStreamNotifier(t *testing.T, newHarness func(t *testing.T) StreamNotifie
 		defer tick.Stop()
 		for {
 			err := h.UoW.Do(context.Background(), func(ctx context.Context) error {
-				return h.Bus.Emit(ctx, platform.Event{AccountID: h.Account, Name: platform.EventQueueClosed, OccurredAt: time.Now()})
+				return h.Bus.Emit(ctx, platform.Event{AccountID: h.Account, Name: platform.EventName[queues.QueueClosed](), OccurredAt: time.Now()})
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -195,7 +196,7 @@ func RunStreamLogPositions(t *testing.T, newHarness func(t *testing.T) EventLogH
 		ctx := context.Background()
 		bus := h.bus()
 		emit := func() platform.Event {
-			e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: h.Account, Name: platform.EventQueueClosed,
+			e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: h.Account, Name: platform.EventName[queues.QueueClosed](),
 				OccurredAt: time.Now().UTC().Truncate(time.Microsecond)}
 			if err := h.UoW.Do(ctx, func(ctx context.Context) error { return bus.Emit(ctx, e) }); err != nil {
 				t.Fatal(err)

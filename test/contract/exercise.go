@@ -43,6 +43,16 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 			return TurnsHarness{UoW: s.UoW, Turns: s.Turns, Entities: s.Entities, Owners: OwnersOf(s), Concurrent: o.concurrent}
 		})
 	})
+	t.Run("TurnLocks", func(t *testing.T) {
+		t.Parallel()
+		RunTurnLocks(t, func(t *testing.T) TurnsHarness {
+			s := newSet(t)
+			return TurnsHarness{UoW: s.UoW, Turns: s.Turns, Entities: s.Entities, Owners: OwnersOf(s), Concurrent: o.concurrent}
+		})
+	})
+	t.Run("Appointments", func(t *testing.T) { t.Parallel(); RunAppointments(t, newSet) })
+	t.Run("AppointmentRaces", func(t *testing.T) { t.Parallel(); RunAppointmentRaces(t, newSet) })
+	t.Run("AppointmentsWaitingToJoin", func(t *testing.T) { t.Parallel(); RunAppointmentsWaitingToJoin(t, newSet) })
 	t.Run("UnitOfWork", func(t *testing.T) {
 		t.Parallel()
 		RunUnitOfWork(t, func(t *testing.T) UnitOfWorkHarness { return unitOfWork(t, newSet(t)) })
@@ -153,7 +163,7 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 		t.Parallel()
 		RunPruner(t, func(t *testing.T) RetentionHarness {
 			s := newSet(t)
-			return RetentionHarness{Pruner: s.Pruner, Owners: OwnersOf(s), Events: eventLog(t, s), Webhooks: s.Webhooks,
+			return RetentionHarness{Turns: s.Turns, Owners: OwnersOf(s), Events: eventLog(t, s), Webhooks: s.Webhooks,
 				Forwards: s.Forwards, Limiter: s.RateLimiter, TicketLinks: s.TicketLinks}
 		})
 	})

@@ -22,31 +22,39 @@ type FoundationHarness struct {
 
 var errRollback = errors.New("contract: roll back")
 
+// seedFoundation stores an account and an entity of it, made at now.
+func seedFoundation(t *testing.T, ctx context.Context, now time.Time, h FoundationHarness) (accounts.Account, entities.Entity) {
+	t.Helper()
+	a := accounts.Account{ID: platform.NewID(platform.PrefixAccount), Name: "Acme", Plan: accounts.PlanPremium, CreatedAt: now, UpdatedAt: now}
+	if err := h.Accounts.CreateAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	e := entities.Entity{ID: platform.NewID(platform.PrefixEntity), AccountID: a.ID, Name: "Main",
+		Description: platform.Ptr("the main branch"), CreatedAt: now, UpdatedAt: now}
+	if err := h.Entities.Create(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	return a, e
+}
+
 // RunFoundationRepositories checks the accounts, entities and queues
 // repository contracts: round trips keep every field, lookups of missing
 // rows are NOT_FOUND, lists page by id and filter by account, deletes
 // cascade, and a failed unit of work leaves nothing behind.
 func RunFoundationRepositories(t *testing.T, newHarness func(t *testing.T) FoundationHarness) {
+	runFoundationRepositories1(t, newHarness)
+	runFoundationRepositories2(t, newHarness)
+}
+
+// runFoundationRepositories1 is part 1 of RunFoundationRepositories:
+// accounts and keys round trip; entities page by id within the account;
+// queues, stations and runs; entity delete cascades.
+func runFoundationRepositories1(t *testing.T, newHarness func(t *testing.T) FoundationHarness) {
 	ctx := context.Background()
 	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-
-	seed := func(t *testing.T, h FoundationHarness) (accounts.Account, entities.Entity) {
-		t.Helper()
-		a := accounts.Account{ID: platform.NewID(platform.PrefixAccount), Name: "Acme", Plan: accounts.PlanPremium, CreatedAt: now, UpdatedAt: now}
-		if err := h.Accounts.CreateAccount(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-		e := entities.Entity{ID: platform.NewID(platform.PrefixEntity), AccountID: a.ID, Name: "Main",
-			Description: platform.Ptr("the main branch"), CreatedAt: now, UpdatedAt: now}
-		if err := h.Entities.Create(ctx, e); err != nil {
-			t.Fatal(err)
-		}
-		return a, e
-	}
-
 	t.Run("accounts and keys round trip", func(t *testing.T) {
 		h := newHarness(t)
-		a, _ := seed(t, h)
+		a, _ := seedFoundation(t, ctx, now, h)
 		got, err := h.Accounts.GetAccount(ctx, a.ID)
 		if err != nil || got.Name != "Acme" || got.Plan != accounts.PlanPremium || !got.CreatedAt.Equal(now) {
 			t.Fatalf("account: %+v %v", got, err)
@@ -79,8 +87,8 @@ func RunFoundationRepositories(t *testing.T, newHarness func(t *testing.T) Found
 
 	t.Run("entities page by id within the account", func(t *testing.T) {
 		h := newHarness(t)
-		a, first := seed(t, h)
-		other, _ := seed(t, h)
+		a, first := seedFoundation(t, ctx, now, h)
+		other, _ := seedFoundation(t, ctx, now, h)
 		ids := []string{first.ID}
 		for i := 0; i < 4; i++ {
 			e := entities.Entity{ID: platform.NewID(platform.PrefixEntity), AccountID: a.ID, Name: "Branch", CreatedAt: now, UpdatedAt: now}
@@ -124,7 +132,7 @@ func RunFoundationRepositories(t *testing.T, newHarness func(t *testing.T) Found
 
 	t.Run("queues, stations and runs; entity delete cascades", func(t *testing.T) {
 		h := newHarness(t)
-		a, e := seed(t, h)
+		a, e := seedFoundation(t, ctx, now, h)
 		q := queues.Queue{ID: platform.NewID(platform.PrefixQueue), AccountID: a.ID, EntityID: e.ID, Name: "Pharmacy", Type: queues.TypeTurn,
 			TurnPrefix: "A", TurnPadding: 3, Dispatchers: 2, CreatedAt: now, UpdatedAt: now,
 			PreAttention: queues.PreAttention{Questions: []queues.Question{{ID: platform.Ptr("reason"), Label: platform.Ptr("Reason"),
@@ -175,10 +183,16 @@ func RunFoundationRepositories(t *testing.T, newHarness func(t *testing.T) Found
 			}
 		}
 	})
+}
 
+// runFoundationRepositories2 is part 2 of RunFoundationRepositories: a
+// failed unit of work leaves nothing.
+func runFoundationRepositories2(t *testing.T, newHarness func(t *testing.T) FoundationHarness) {
+	ctx := context.Background()
+	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	t.Run("a failed unit of work leaves nothing", func(t *testing.T) {
 		h := newHarness(t)
-		a, e := seed(t, h)
+		a, e := seedFoundation(t, ctx, now, h)
 		q := queues.Queue{ID: platform.NewID(platform.PrefixQueue), AccountID: a.ID, EntityID: e.ID, Name: "Ghost", Type: queues.TypeTurn, CreatedAt: now, UpdatedAt: now}
 		err := h.UoW.Do(ctx, func(ctx context.Context) error {
 			if err := h.Queues.CreateQueue(ctx, q); err != nil {

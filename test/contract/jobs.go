@@ -102,46 +102,58 @@ func decode(job ports.JobContext) map[string]any {
 	return m
 }
 
+// setupRunner registers the recorder under kind on a new harness and
+// returns it, stopped when the test ends.
+func setupRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness, kind ports.JobKind, rec *recorder) JobRunnerHarness {
+	t.Helper()
+	h := newHarness(t)
+	kind.Handler = rec.handle
+	h.Runner.Register(kind)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.Runner.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return h
+}
+
+func startRunner(t *testing.T, ctx context.Context, h JobRunnerHarness) {
+	t.Helper()
+	if err := h.Runner.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func scheduleJob(t *testing.T, ctx context.Context, h JobRunnerHarness, job platform.Job) {
+	t.Helper()
+	if err := h.Runner.Schedule(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // RunJobRunner checks the ports.JobRunner contract.
 func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) {
+	runJobRunner1(t, newHarness)
+	runJobRunner2(t, newHarness)
+	runJobRunner3(t, newHarness)
+}
+
+// runJobRunner1 is part 1 of RunJobRunner: a job runs with its args; a
+// periodic kind runs at start and then every period, one at a time; an
+// unregistered kind is refused; a job scheduled in a unit of work runs once
+// it commits; a job scheduled in a rolled-back unit of work never runs; a
+// failed job retries with its attempt number.
+func runJobRunner1(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) {
 	ctx := context.Background()
 	errFail := errors.New("use case failed")
-
-	// setup registers the recorder under kind and returns the harness,
-	// stopped when the test ends.
-	setup := func(t *testing.T, kind ports.JobKind, rec *recorder) JobRunnerHarness {
-		t.Helper()
-		h := newHarness(t)
-		kind.Handler = rec.handle
-		h.Runner.Register(kind)
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := h.Runner.Stop(ctx); err != nil {
-				t.Errorf("Stop: %v", err)
-			}
-		})
-		return h
-	}
-	start := func(t *testing.T, h JobRunnerHarness) {
-		t.Helper()
-		if err := h.Runner.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	schedule := func(t *testing.T, ctx context.Context, h JobRunnerHarness, job platform.Job) {
-		t.Helper()
-		if err := h.Runner.Schedule(ctx, job); err != nil {
-			t.Fatal(err)
-		}
-	}
-
 	t.Run("a job runs with its args", func(t *testing.T) {
 		t.Parallel()
 		rec := newRecorder(nil)
-		h := setup(t, ports.JobKind{Name: "contract_echo", MaxAttempts: 3}, rec)
-		start(t, h)
-		schedule(t, ctx, h, platform.Job{Kind: "contract_echo", Args: map[string]any{"n": 1, "s": "x"}})
+		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_echo", MaxAttempts: 3}, rec)
+		startRunner(t, ctx, h)
+		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_echo", Args: map[string]any{"n": 1, "s": "x"}})
 		job := rec.next(t).job
 		if job.ID == "" || job.Kind != "contract_echo" || job.Attempt != 1 || job.MaxAttempts != 3 {
 			t.Fatalf("job = %+v", job)
@@ -164,8 +176,8 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 			time.Sleep(every * 2) // longer than a period: the next must wait
 			return nil
 		})
-		h := setup(t, ports.JobKind{Name: "contract_periodic", Every: every}, rec)
-		start(t, h)
+		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_periodic", Every: every}, rec)
+		startRunner(t, ctx, h)
 		first := rec.next(t)
 		second := rec.next(t)
 		if gap := second.at.Sub(first.at); gap < every {
@@ -181,7 +193,7 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 
 	t.Run("an unregistered kind is refused", func(t *testing.T) {
 		t.Parallel()
-		h := setup(t, ports.JobKind{Name: "contract_known"}, newRecorder(nil))
+		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_known"}, newRecorder(nil))
 		if err := h.Runner.Schedule(ctx, platform.Job{Kind: "contract_unknown"}); err == nil {
 			t.Fatal("Schedule accepted an unregistered kind")
 		}
@@ -195,10 +207,10 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 			sawCommitted.Store(committed.Load())
 			return nil
 		})
-		h := setup(t, ports.JobKind{Name: "contract_commit"}, rec)
-		start(t, h)
+		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_commit"}, rec)
+		startRunner(t, ctx, h)
 		err := h.UoW.Do(ctx, func(ctx context.Context) error {
-			schedule(t, ctx, h, platform.Job{Kind: "contract_commit", Args: map[string]any{}})
+			scheduleJob(t, ctx, h, platform.Job{Kind: "contract_commit", Args: map[string]any{}})
 			// Give a runner that wrongly starts jobs before the commit the
 			// time to do it.
 			time.Sleep(300 * time.Millisecond)
@@ -218,17 +230,17 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 	t.Run("a job scheduled in a rolled-back unit of work never runs", func(t *testing.T) {
 		t.Parallel()
 		rec := newRecorder(nil)
-		h := setup(t, ports.JobKind{Name: "contract_rollback"}, rec)
-		start(t, h)
+		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_rollback"}, rec)
+		startRunner(t, ctx, h)
 		err := h.UoW.Do(ctx, func(ctx context.Context) error {
-			schedule(t, ctx, h, platform.Job{Kind: "contract_rollback", Args: map[string]any{"which": "rolled back"}})
+			scheduleJob(t, ctx, h, platform.Job{Kind: "contract_rollback", Args: map[string]any{"which": "rolled back"}})
 			return errFail
 		})
 		if !errors.Is(err, errFail) {
 			t.Fatalf("Do = %v", err)
 		}
 		// A committed job after it proves the runner is working.
-		schedule(t, ctx, h, platform.Job{Kind: "contract_rollback", Args: map[string]any{"which": "sentinel"}})
+		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_rollback", Args: map[string]any{"which": "sentinel"}})
 		if p := payload(t, rec.next(t).job); p["which"] != "sentinel" {
 			t.Fatalf("ran %v, want the sentinel", p)
 		}
@@ -243,9 +255,9 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 			}
 			return nil
 		})
-		h := setup(t, ports.JobKind{Name: "contract_retry", MaxAttempts: 5, Backoff: fastRetry}, rec)
-		start(t, h)
-		schedule(t, ctx, h, platform.Job{Kind: "contract_retry", Args: map[string]any{}})
+		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_retry", MaxAttempts: 5, Backoff: fastRetry}, rec)
+		startRunner(t, ctx, h)
+		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_retry", Args: map[string]any{}})
 		var attempts []int
 		var ids []string
 		for range 3 {
@@ -261,7 +273,15 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 		}
 		rec.none(t)
 	})
+}
 
+// runJobRunner2 is part 2 of RunJobRunner: a failing job stops after
+// MaxAttempts; a job waits for its RunAt; a UniqueKey keeps one pending job
+// per kind; Stop lets a running job finish.
+func runJobRunner2(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) {
+	ctx := context.Background()
+	errFail := errors.New("use case failed")
+	_ = errFail
 	t.Run("a failing job stops after MaxAttempts", func(t *testing.T) {
 		t.Parallel()
 		rec := newRecorder(func(_ context.Context, job ports.JobContext) error {
@@ -270,10 +290,10 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 			}
 			return errors.New("always fails")
 		})
-		h := setup(t, ports.JobKind{Name: "contract_exhaust", MaxAttempts: 3, Backoff: fastRetry}, rec)
-		start(t, h)
-		schedule(t, ctx, h, platform.Job{Kind: "contract_exhaust", Args: map[string]any{"job": "kind default"}})
-		schedule(t, ctx, h, platform.Job{Kind: "contract_exhaust", Args: map[string]any{"job": "override", "panic": true}, MaxAttempts: 2})
+		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_exhaust", MaxAttempts: 3, Backoff: fastRetry}, rec)
+		startRunner(t, ctx, h)
+		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_exhaust", Args: map[string]any{"job": "kind default"}})
+		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_exhaust", Args: map[string]any{"job": "override", "panic": true}, MaxAttempts: 2})
 		attempts := map[string][]int{}
 		for range 5 {
 			job := rec.next(t).job
@@ -289,10 +309,10 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 	t.Run("a job waits for its RunAt", func(t *testing.T) {
 		t.Parallel()
 		rec := newRecorder(nil)
-		h := setup(t, ports.JobKind{Name: "contract_later"}, rec)
-		start(t, h)
+		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_later"}, rec)
+		startRunner(t, ctx, h)
 		runAt := time.Now().Add(1500 * time.Millisecond)
-		schedule(t, ctx, h, platform.Job{Kind: "contract_later", Args: map[string]any{}, RunAt: runAt})
+		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_later", Args: map[string]any{}, RunAt: runAt})
 		at := rec.next(t).at
 		// A few milliseconds of slack for clocks read by different
 		// processes (River compares with the database's now()).
@@ -316,12 +336,12 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 			}
 			return nil
 		})
-		h := setup(t, ports.JobKind{Name: "contract_unique"}, rec)
+		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_unique"}, rec)
 		// Before Start: jobs wait, and duplicates are dropped.
 		for _, key := range []string{"k1", "k1", "k2"} {
-			schedule(t, ctx, h, platform.Job{Kind: "contract_unique", Args: map[string]any{"key": key}, UniqueKey: key})
+			scheduleJob(t, ctx, h, platform.Job{Kind: "contract_unique", Args: map[string]any{"key": key}, UniqueKey: key})
 		}
-		start(t, h)
+		startRunner(t, ctx, h)
 		var keys []string
 		for range 2 {
 			keys = append(keys, payload(t, rec.next(t).job)["key"].(string))
@@ -334,9 +354,9 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 
 		// While running: still a duplicate.
 		k3 := platform.Job{Kind: "contract_unique", Args: map[string]any{"key": "k3", "block": true}, UniqueKey: "k3"}
-		schedule(t, ctx, h, k3)
+		scheduleJob(t, ctx, h, k3)
 		rec.next(t)
-		schedule(t, ctx, h, k3)
+		scheduleJob(t, ctx, h, k3)
 		close(release)
 		rec.none(t)
 
@@ -346,7 +366,7 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 		// try waits long enough for an accepted job to start.
 		deadline := time.Now().Add(jobWait)
 		for {
-			schedule(t, ctx, h, k3)
+			scheduleJob(t, ctx, h, k3)
 			select {
 			case <-rec.ch:
 			case <-time.After(time.Second):
@@ -372,9 +392,9 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 				return ctx.Err()
 			}
 		})
-		h := setup(t, ports.JobKind{Name: "contract_drain"}, rec)
-		start(t, h)
-		schedule(t, ctx, h, platform.Job{Kind: "contract_drain", Args: map[string]any{}})
+		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_drain"}, rec)
+		startRunner(t, ctx, h)
+		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_drain", Args: map[string]any{}})
 		rec.next(t)
 		stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -385,7 +405,14 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 			t.Fatal("Stop returned before the running job finished")
 		}
 	})
+}
 
+// runJobRunner3 is part 3 of RunJobRunner: Stop cancels a job still running
+// at its deadline; an attempt is bounded by the kind's Timeout.
+func runJobRunner3(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) {
+	ctx := context.Background()
+	errFail := errors.New("use case failed")
+	_ = errFail
 	t.Run("Stop cancels a job still running at its deadline", func(t *testing.T) {
 		t.Parallel()
 		var cancelled atomic.Bool
@@ -394,9 +421,9 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 			cancelled.Store(true)
 			return ctx.Err()
 		})
-		h := setup(t, ports.JobKind{Name: "contract_cancel", Timeout: time.Minute}, rec)
-		start(t, h)
-		schedule(t, ctx, h, platform.Job{Kind: "contract_cancel", Args: map[string]any{}})
+		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_cancel", Timeout: time.Minute}, rec)
+		startRunner(t, ctx, h)
+		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_cancel", Args: map[string]any{}})
 		rec.next(t)
 		stopCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
@@ -418,9 +445,9 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 			errs <- ctx.Err()
 			return ctx.Err()
 		})
-		h := setup(t, ports.JobKind{Name: "contract_timeout", Timeout: 200 * time.Millisecond, MaxAttempts: 1}, rec)
-		start(t, h)
-		schedule(t, ctx, h, platform.Job{Kind: "contract_timeout", Args: map[string]any{}})
+		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_timeout", Timeout: 200 * time.Millisecond, MaxAttempts: 1}, rec)
+		startRunner(t, ctx, h)
+		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_timeout", Args: map[string]any{}})
 		began := rec.next(t).at
 		select {
 		case err := <-errs:

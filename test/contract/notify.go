@@ -23,6 +23,15 @@ type NotifyHarness struct {
 
 // RunNotify runs the notify.Repository contract.
 func RunNotify(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
+	runNotify1(t, newHarness)
+	runNotify2(t, newHarness)
+	runNotify3(t, newHarness)
+}
+
+// runNotify1 is part 1 of RunNotify: stores every field; one message per
+// turn, moment and occurrence; a rolled-back message leaves no row and frees
+// its key.
+func runNotify1(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	msg := func(o Owned, turnID, runID, moment string, occ int) notify.Message {
@@ -30,7 +39,6 @@ func RunNotify(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 			RunID: runID, Moment: moment, Occurrence: occ, Channel: notify.ChannelSMS, To: "+34600111222", Language: "es",
 			Params: map[string]string{"code": "A1", "queue": "Caja"}, Status: notify.StatusQueued, CreatedAt: now, UpdatedAt: now}
 	}
-
 	t.Run("stores every field; one message per turn, moment and occurrence", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
@@ -93,7 +101,19 @@ func RunNotify(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 			t.Fatalf("the key was kept by a rolled-back insert: %v %v", ok, err)
 		}
 	})
+}
 
+// runNotify2 is part 2 of RunNotify: suppression, near state, queue
+// settings, cleared numbers; finished turns forget their phone after the
+// cutoff, the others keep it.
+func runNotify2(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	msg := func(o Owned, turnID, runID, moment string, occ int) notify.Message {
+		return notify.Message{ID: platform.NewID(notify.PrefixMessage), AccountID: o.AccountID, TurnID: turnID, QueueID: o.QueueID,
+			RunID: runID, Moment: moment, Occurrence: occ, Channel: notify.ChannelSMS, To: "+34600111222", Language: "es",
+			Params: map[string]string{"code": "A1", "queue": "Caja"}, Status: notify.StatusQueued, CreatedAt: now, UpdatedAt: now}
+	}
 	t.Run("suppression, near state, queue settings, cleared numbers", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
@@ -198,7 +218,18 @@ func RunNotify(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 			}
 		}
 	})
+}
 
+// runNotify3 is part 3 of RunNotify: concurrent decisions of one key store
+// one message.
+func runNotify3(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	msg := func(o Owned, turnID, runID, moment string, occ int) notify.Message {
+		return notify.Message{ID: platform.NewID(notify.PrefixMessage), AccountID: o.AccountID, TurnID: turnID, QueueID: o.QueueID,
+			RunID: runID, Moment: moment, Occurrence: occ, Channel: notify.ChannelSMS, To: "+34600111222", Language: "es",
+			Params: map[string]string{"code": "A1", "queue": "Caja"}, Status: notify.StatusQueued, CreatedAt: now, UpdatedAt: now}
+	}
 	t.Run("concurrent decisions of one key store one message", func(t *testing.T) {
 		// Side by side on PostgreSQL (the unique key decides); one after
 		// another in memory.

@@ -17,10 +17,31 @@ import (
 	"github.com/qms-dev/qms/ports"
 )
 
-// RetentionHarness is a fresh ports.Pruner and the repositories of the
-// same adapter set that write (and read back) what it prunes.
+// drainPrune prunes what is older than cutoff in batches of 2 until a
+// batch comes back short, and returns the batch sizes.
+func drainPrune(t *testing.T, ctx context.Context, cutoff time.Time, prune func(context.Context, time.Time, int) (int, error)) []int {
+	t.Helper()
+	var batches []int
+	for {
+		n, err := prune(ctx, cutoff, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 2 {
+			t.Fatalf("a batch of 2 deleted %d", n)
+		}
+		batches = append(batches, n)
+		if n < 2 {
+			return batches
+		}
+	}
+}
+
+// RetentionHarness is the repositories of one adapter set whose prune
+// methods the modules' retention tasks call, and what writes what they
+// prune.
 type RetentionHarness struct {
-	Pruner   ports.Pruner
+	Turns    turns.Repository
 	Owners   Owners
 	Events   EventLog
 	Webhooks webhooks.Repository
@@ -30,42 +51,30 @@ type RetentionHarness struct {
 	TicketLinks ticket.Repository
 }
 
-// RunPruner runs the ports.Pruner contract: each kind of record older than
+// RunPruner runs the contract of the repositories' prune methods (the
+// modules' retention tasks, ports.RetentionTask): each kind of record older than
 // the cutoff is deleted in batches of the given size, and nothing newer,
 // nor anything still in use (pending deliveries and forwards, the line
 // changes of open runs, the ticket links of unfinished turns), is touched.
 func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
+	runPruner1(t, newHarness)
+	runPruner2(t, newHarness)
+}
+
+// runPruner1 is part 1 of RunPruner: events before the cutoff; finished
+// deliveries before the cutoff, never pending ones; finished forwards before
+// the cutoff, never pending ones.
+func runPruner1(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	cutoff := now.Add(-24 * time.Hour)
 	old, fresh := cutoff.Add(-time.Minute), cutoff.Add(time.Minute)
-
-	// drain prunes in batches of 2 until a batch comes back short, and
-	// returns the batch sizes.
-	drain := func(t *testing.T, prune func(context.Context, time.Time, int) (int, error)) []int {
-		t.Helper()
-		var batches []int
-		for {
-			n, err := prune(ctx, cutoff, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n > 2 {
-				t.Fatalf("a batch of 2 deleted %d", n)
-			}
-			batches = append(batches, n)
-			if n < 2 {
-				return batches
-			}
-		}
-	}
-
 	t.Run("events before the cutoff", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
 		var kept []string
 		for i, at := range []time.Time{old, old.Add(-time.Hour), old, fresh, now, old, old} {
-			e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: o.AccountID, Name: platform.EventTurnCreated,
+			e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: o.AccountID, Name: platform.EventName[turns.TurnCreated](),
 				QueueID: o.QueueID, Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), OccurredAt: at}
 			if err := h.Events.Append(ctx, e); err != nil {
 				t.Fatal(err)
@@ -74,7 +83,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 				kept = append(kept, e.ID)
 			}
 		}
-		if b := drain(t, h.Pruner.PruneEvents); !slices.Equal(b, []int{2, 2, 1}) {
+		if b := drainPrune(t, ctx, cutoff, h.Events.PruneEvents); !slices.Equal(b, []int{2, 2, 1}) {
 			t.Fatalf("batches %v, want [2 2 1]", b)
 		}
 		left, err := h.Events.List(ctx, o.AccountID, "", 100)
@@ -94,7 +103,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
 		ep := webhooks.Endpoint{ID: platform.NewID(platform.PrefixWebhook), AccountID: o.AccountID, URL: "https://example.com/hook",
-			Events: []string{platform.EventTurnCreated}, Secret: "whsec_contract_secret_of_some_length", CreatedAt: now}
+			Events: []string{platform.EventName[turns.TurnCreated]()}, Secret: "whsec_contract_secret_of_some_length", CreatedAt: now}
 		if err := h.Webhooks.CreateEndpoint(ctx, ep); err != nil {
 			t.Fatal(err)
 		}
@@ -113,14 +122,14 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 		ids := make([]string, len(cases))
 		for i, c := range cases {
 			d := webhooks.Delivery{ID: platform.NewID(platform.PrefixDelivery), AccountID: o.AccountID, EndpointID: ep.ID,
-				EventID: platform.NewID(platform.PrefixEvent), Event: platform.EventTurnCreated, Status: c.status,
+				EventID: platform.NewID(platform.PrefixEvent), Event: platform.EventName[turns.TurnCreated](), Status: c.status,
 				Body: []byte(`{}`), CreatedAt: c.at}
 			if err := h.Webhooks.CreateDelivery(ctx, d); err != nil {
 				t.Fatal(err)
 			}
 			ids[i] = d.ID
 		}
-		if b := drain(t, h.Pruner.PruneDeliveries); !slices.Equal(b, []int{2, 1}) {
+		if b := drainPrune(t, ctx, cutoff, h.Webhooks.PruneDeliveries); !slices.Equal(b, []int{2, 1}) {
 			t.Fatalf("batches %v, want [2 1]", b)
 		}
 		for i, c := range cases {
@@ -155,7 +164,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			}
 			ids[i] = fw.ID
 		}
-		if b := drain(t, h.Pruner.PruneForwards); !slices.Equal(b, []int{2, 0}) {
+		if b := drainPrune(t, ctx, cutoff, h.Forwards.PruneForwards); !slices.Equal(b, []int{2, 0}) {
 			t.Fatalf("batches %v, want [2 0]", b)
 		}
 		for i, c := range cases {
@@ -165,7 +174,16 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			}
 		}
 	})
+}
 
+// runPruner2 is part 2 of RunPruner: line changes of runs closed before the
+// cutoff; ticket links of turns finished before the cutoff, never of
+// unfinished ones; rate-limit keys idle since before the cutoff.
+func runPruner2(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	cutoff := now.Add(-24 * time.Hour)
+	old, fresh := cutoff.Add(-time.Minute), cutoff.Add(time.Minute)
 	t.Run("line changes of runs closed before the cutoff", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
@@ -194,7 +212,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 		total := 0
 		for n := 1; n > 0; {
 			var err error
-			if n, err = h.Pruner.PruneLineChanges(ctx, cutoff, 2); err != nil {
+			if n, err = h.Turns.PruneLineChanges(ctx, cutoff, 2); err != nil {
 				t.Fatal(err)
 			}
 			total += n
@@ -245,7 +263,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			}
 			ids[i] = tu.ID
 		}
-		if b := drain(t, h.Pruner.PruneTicketLinks); !slices.Equal(b, []int{2, 1}) {
+		if b := drainPrune(t, ctx, cutoff, h.TicketLinks.PruneTicketLinks); !slices.Equal(b, []int{2, 1}) {
 			t.Fatalf("batches %v, want [2 1]", b)
 		}
 		for i, c := range cases {
@@ -273,7 +291,7 @@ func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 				t.Fatal(err)
 			}
 		}
-		if b := drain(t, h.Pruner.PruneRateLimits); !slices.Equal(b, []int{2, 0}) {
+		if b := drainPrune(t, ctx, cutoff, h.Limiter.PruneRateLimits); !slices.Equal(b, []int{2, 0}) {
 			t.Fatalf("batches %v, want [2 0]", b)
 		}
 		// A key still counted says so in its second request's Remaining.

@@ -71,9 +71,19 @@ func (w *turnsWorld) turn(t *testing.T, mod func(*turns.Turn)) turns.Turn {
 }
 
 func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
-	ctx := context.Background()
+	runTurns1(t, newHarness)
+	runTurns2(t, newHarness)
+	runTurns3(t, newHarness)
+	runTurns4(t, newHarness)
 	runTurnMarks(t, newHarness)
+}
 
+// runTurns1 is part 1 of RunTurns: create and get keep every field; an
+// idempotency key is taken once per account; a station holds one called or
+// in-service turn; numbers count per run and period and roll back; a turn
+// put back at the head of the line (negative seq) sorts and records first.
+func runTurns1(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
+	ctx := context.Background()
 	t.Run("create and get keep every field", func(t *testing.T) {
 		w := newTurnsWorld(t, newHarness(t))
 		at := w.now.Add(time.Minute)
@@ -205,13 +215,16 @@ func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 			t.Fatalf("next takes the head: %s %v %v", next.ID, ok, err)
 		}
 	})
+}
 
+// runTurns2 is part 2 of RunTurns: DrawNumber spells the code as displayCode
+// and finds it in use; a code is in use while its turn is, or may come back,
+// in the line; take follows the line and counts the active.
+func runTurns2(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
+	ctx := context.Background()
 	t.Run("DrawNumber spells the code as displayCode and finds it in use", func(t *testing.T) {
 		w := newTurnsWorld(t, newHarness(t))
-		nd, ok := w.h.Turns.(turns.NumberDrawer)
-		if !ok {
-			t.Skip("the adapter draws numbers one call at a time")
-		}
+		nd := w.h.Turns
 		w.turn(t, func(tu *turns.Turn) { tu.DisplayCode = "A002" })
 		w.turn(t, func(tu *turns.Turn) { tu.DisplayCode = "B3" })
 		since := w.now.Add(-turns.ReopenWindow)
@@ -341,7 +354,13 @@ func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 			}
 		})
 	}
+}
 
+// runTurns3 is part 3 of RunTurns: list filters and pages by id; line
+// version and waiting line; old line changes are pruned, recent ones kept;
+// recent service times, newest first, of the queue.
+func runTurns3(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
+	ctx := context.Background()
 	t.Run("list filters and pages by id", func(t *testing.T) {
 		w := newTurnsWorld(t, newHarness(t))
 		a := w.turn(t, nil)
@@ -456,13 +475,16 @@ func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 			t.Fatalf("another queue: %v", got)
 		}
 	})
+}
 
+// runTurns4 is part 4 of RunTurns: a turn's view context is what the
+// separate reads return; deleting the entity deletes its turns; deleting a
+// station unassigns it.
+func runTurns4(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
+	ctx := context.Background()
 	t.Run("a turn's view context is what the separate reads return", func(t *testing.T) {
 		w := newTurnsWorld(t, newHarness(t))
-		vs, ok := w.h.Turns.(turns.ViewSource)
-		if !ok {
-			t.Skip("the repository reads a view's parts one by one")
-		}
+		vs := w.h.Turns
 		var done turns.Turn
 		for i, s := range []float64{10, 20, 30} {
 			at, secs := w.now.Add(time.Duration(i)*time.Minute), s

@@ -22,31 +22,40 @@ type UnitOfWorkHarness struct {
 	Recorded func(ctx context.Context) ([]string, error)
 }
 
+// uowRecorded is what the harness's storage probe recorded, sorted.
+func uowRecorded(t *testing.T, ctx context.Context, h UnitOfWorkHarness) []string {
+	t.Helper()
+	vs, err := h.Recorded(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(vs)
+	return vs
+}
+
+func uowNeedStorage(t *testing.T, h UnitOfWorkHarness) {
+	t.Helper()
+	if h.Record == nil {
+		t.Fatal("the harness has no storage probe: Record and Recorded are required")
+	}
+}
+
 // RunUnitOfWork checks the platform.UnitOfWork contract.
 func RunUnitOfWork(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarness) {
+	runUnitOfWork1(t, newHarness)
+	runUnitOfWork2(t, newHarness)
+}
+
+// runUnitOfWork1 is part 1 of RunUnitOfWork: commit keeps the writes; an
+// error rolls back and is returned as is; a panic rolls back and goes on; a
+// nested Do joins the outer one.
+func runUnitOfWork1(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarness) {
 	ctx := context.Background()
 	errFail := platform.Conflict("CONTRACT_FAIL", "the use case failed", nil)
-
-	recorded := func(t *testing.T, h UnitOfWorkHarness) []string {
-		t.Helper()
-		vs, err := h.Recorded(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		slices.Sort(vs)
-		return vs
-	}
-	needStorage := func(t *testing.T, h UnitOfWorkHarness) {
-		t.Helper()
-		if h.Record == nil {
-			t.Fatal("the harness has no storage probe: Record and Recorded are required")
-		}
-	}
-
 	t.Run("commit keeps the writes", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
-		needStorage(t, h)
+		uowNeedStorage(t, h)
 		err := h.UoW.Do(ctx, func(ctx context.Context) error {
 			if err := h.Record(ctx, "a"); err != nil {
 				return err
@@ -56,7 +65,7 @@ func RunUnitOfWork(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarness
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := recorded(t, h); !slices.Equal(got, []string{"a", "b"}) {
+		if got := uowRecorded(t, ctx, h); !slices.Equal(got, []string{"a", "b"}) {
 			t.Fatalf("recorded %v, want [a b]", got)
 		}
 	})
@@ -76,7 +85,7 @@ func RunUnitOfWork(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarness
 			t.Fatalf("Do = %v, want the use case's own domain error", err)
 		}
 		if h.Record != nil {
-			if got := recorded(t, h); len(got) != 0 {
+			if got := uowRecorded(t, ctx, h); len(got) != 0 {
 				t.Fatalf("recorded %v after rollback", got)
 			}
 		}
@@ -101,7 +110,7 @@ func RunUnitOfWork(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarness
 			})
 		}()
 		if h.Record != nil {
-			if got := recorded(t, h); len(got) != 0 {
+			if got := uowRecorded(t, ctx, h); len(got) != 0 {
 				t.Fatalf("recorded %v after a panic", got)
 			}
 		}
@@ -114,7 +123,7 @@ func RunUnitOfWork(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarness
 	t.Run("a nested Do joins the outer one", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
-		needStorage(t, h)
+		uowNeedStorage(t, h)
 		err := h.UoW.Do(ctx, func(ctx context.Context) error {
 			if err := h.UoW.Do(ctx, func(ctx context.Context) error { return h.Record(ctx, "inner") }); err != nil {
 				return err
@@ -124,7 +133,7 @@ func RunUnitOfWork(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarness
 		if !errors.Is(err, errFail) {
 			t.Fatalf("Do = %v", err)
 		}
-		if got := recorded(t, h); len(got) != 0 {
+		if got := uowRecorded(t, ctx, h); len(got) != 0 {
 			t.Fatalf("inner write %v survived the outer rollback", got)
 		}
 		err = h.UoW.Do(ctx, func(ctx context.Context) error {
@@ -138,11 +147,18 @@ func RunUnitOfWork(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarness
 		if !errors.Is(err, errFail) {
 			t.Fatalf("Do = %v, want the inner error", err)
 		}
-		if got := recorded(t, h); len(got) != 0 {
+		if got := uowRecorded(t, ctx, h); len(got) != 0 {
 			t.Fatalf("recorded %v after the inner error", got)
 		}
 	})
+}
 
+// runUnitOfWork2 is part 2 of RunUnitOfWork: after-commit hooks run after
+// the commit, in order; after-commit hooks never run on rollback; after-
+// commit outside a unit of work runs at once.
+func runUnitOfWork2(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarness) {
+	ctx := context.Background()
+	errFail := platform.Conflict("CONTRACT_FAIL", "the use case failed", nil)
 	t.Run("after-commit hooks run after the commit, in order", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)

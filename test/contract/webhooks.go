@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/qms-dev/qms/core/platform"
+	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/ports"
 )
@@ -41,8 +42,14 @@ func WebhookDelivery(id, account, endpointID string) webhooks.Delivery {
 
 // RunWebhooks runs the webhooks.Repository contract.
 func RunWebhooks(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
-	ctx := context.Background()
+	runWebhooks1(t, newHarness)
+	runWebhooks2(t, newHarness)
+	runWebhooks3(t, newHarness)
+}
 
+// runWebhooks1 is part 1 of RunWebhooks: endpoints; deliveries.
+func runWebhooks1(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
+	ctx := context.Background()
 	t.Run("endpoints", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
@@ -169,7 +176,11 @@ func RunWebhooks(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
 			t.Fatalf("another endpoint's delivery went too: %v", err)
 		}
 	})
+}
 
+// runWebhooks2 is part 2 of RunWebhooks: fan-out and success.
+func runWebhooks2(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
+	ctx := context.Background()
 	t.Run("fan-out and success", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
@@ -245,77 +256,8 @@ func RunWebhooks(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
 			t.Fatalf("RecordSuccess of no delivery: %v", err)
 		}
 
-		// Successes recorded while failures are (each a locked read and an
-		// update in a unit of work): none is lost.
-		const n = 8
-		var wg sync.WaitGroup
-		errs := make(chan error, 2*n)
-		for range n {
-			wg.Add(2)
-			go func() {
-				defer wg.Done()
-				errs <- h.Repo.RecordSuccess(ctx, "dlv_1", done, 200)
-			}()
-			go func() {
-				defer wg.Done()
-				errs <- h.UoW.Do(ctx, func(ctx context.Context) error {
-					d, err := h.Repo.GetDeliveryForUpdate(ctx, "dlv_1")
-					if err != nil {
-						return err
-					}
-					d.Attempts++
-					d.Status, d.LastError, d.LastAttemptAt = webhooks.StatusFailed, &failed, &done
-					return h.Repo.UpdateDelivery(ctx, d)
-				})
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got, _ := h.Repo.GetDelivery(ctx, "dlv_1"); got.Attempts != 2*n {
-			t.Fatalf("attempts after %d successes and %d failures recorded at once: %d", n, n, got.Attempts)
-		}
-
-		// Many successes at once, one of a delivery that does not exist:
-		// each hears its own outcome (Postgres writes them in shared
-		// statements).
-		many := make([]webhooks.Delivery, 40)
-		for i := range many {
-			many[i] = WebhookDelivery(fmt.Sprintf("dlv_m%02d", i), "acc_a", "whe_1")
-		}
-		if err := h.Repo.CreateDeliveries(ctx, many); err != nil {
-			t.Fatal(err)
-		}
-		outcomes := make([]error, len(many)+1)
-		var mwg sync.WaitGroup
-		for i := range outcomes {
-			mwg.Add(1)
-			go func() {
-				defer mwg.Done()
-				id := "dlv_gone"
-				if i < len(many) {
-					id = many[i].ID
-				}
-				outcomes[i] = h.Repo.RecordSuccess(ctx, id, done, 200+i%3)
-			}()
-		}
-		mwg.Wait()
-		for i, d := range many {
-			if outcomes[i] != nil {
-				t.Fatalf("RecordSuccess(%s): %v", d.ID, outcomes[i])
-			}
-			got, _ := h.Repo.GetDelivery(ctx, d.ID)
-			if got.Status != webhooks.StatusSucceeded || got.Attempts != 1 || *got.LastResponseStatus != 200+i%3 || got.RetryToken != "" {
-				t.Fatalf("%s after RecordSuccess: %+v", d.ID, got)
-			}
-		}
-		if err := outcomes[len(many)]; !platform.IsCode(err, platform.CodeNotFound) {
-			t.Fatalf("RecordSuccess of no delivery among others: %v", err)
-		}
+		successesRaceFailures(t, ctx, h, failed, done)
+		manySuccessesAtOnce(t, ctx, h, done)
 
 		// Gone with its endpoint.
 		if err := h.Repo.DeleteEndpoint(ctx, "whe_2"); err != nil {
@@ -328,7 +270,11 @@ func RunWebhooks(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
 			t.Fatalf("RecordSuccess after the endpoint's deletion: %v", err)
 		}
 	})
+}
 
+// runWebhooks3 is part 3 of RunWebhooks: rollback.
+func runWebhooks3(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
+	ctx := context.Background()
 	t.Run("rollback", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
@@ -388,11 +334,11 @@ func RunEventFanOut(t *testing.T, newSet NewSet) {
 			svc := webhooks.NewService(s.Webhooks, s.UoW, s.Jobs, nil, platform.SystemClock{}, webhooks.Options{})
 			bus := Subscribe(s)
 			bus.Subscribe(svc)
-			if err := s.Webhooks.CreateEndpoint(ctx, WebhookEndpoint("whe_"+account, account, platform.EventQueueClosed)); err != nil {
+			if err := s.Webhooks.CreateEndpoint(ctx, WebhookEndpoint("whe_"+account, account, platform.EventName[queues.QueueClosed]())); err != nil {
 				t.Fatal(err)
 			}
 			err := s.UoW.Do(ctx, func(ctx context.Context) error {
-				if err := bus.Emit(ctx, platform.Event{AccountID: account, Name: platform.EventQueueClosed, OccurredAt: time.Now()}); err != nil {
+				if err := bus.Emit(ctx, platform.Event{AccountID: account, Name: platform.EventName[queues.QueueClosed](), OccurredAt: time.Now()}); err != nil {
 					return err
 				}
 				return tc.fail
@@ -426,5 +372,83 @@ func RunEventFanOut(t *testing.T, newSet NewSet) {
 				t.Fatalf("the job %s does not name delivery %s", ran[0], ds[0].ID)
 			}
 		})
+	}
+}
+
+// successesRaceFailures: successes recorded while failures are (each a
+// locked read and an update in a unit of work) of dlv_1: none is lost.
+func successesRaceFailures(t *testing.T, ctx context.Context, h WebhooksHarness, failed string, done time.Time) {
+	t.Helper()
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			errs <- h.Repo.RecordSuccess(ctx, "dlv_1", done, 200)
+		}()
+		go func() {
+			defer wg.Done()
+			errs <- h.UoW.Do(ctx, func(ctx context.Context) error {
+				d, err := h.Repo.GetDeliveryForUpdate(ctx, "dlv_1")
+				if err != nil {
+					return err
+				}
+				d.Attempts++
+				d.Status, d.LastError, d.LastAttemptAt = webhooks.StatusFailed, &failed, &done
+				return h.Repo.UpdateDelivery(ctx, d)
+			})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := h.Repo.GetDelivery(ctx, "dlv_1"); got.Attempts != 2*n {
+		t.Fatalf("attempts after %d successes and %d failures recorded at once: %d", n, n, got.Attempts)
+	}
+}
+
+// manySuccessesAtOnce: many successes at once, one of a delivery that does
+// not exist: each hears its own outcome (Postgres writes them in shared
+// statements).
+func manySuccessesAtOnce(t *testing.T, ctx context.Context, h WebhooksHarness, done time.Time) {
+	t.Helper()
+	many := make([]webhooks.Delivery, 40)
+	for i := range many {
+		many[i] = WebhookDelivery(fmt.Sprintf("dlv_m%02d", i), "acc_a", "whe_1")
+	}
+	if err := h.Repo.CreateDeliveries(ctx, many); err != nil {
+		t.Fatal(err)
+	}
+	outcomes := make([]error, len(many)+1)
+	var mwg sync.WaitGroup
+	for i := range outcomes {
+		mwg.Add(1)
+		go func() {
+			defer mwg.Done()
+			id := "dlv_gone"
+			if i < len(many) {
+				id = many[i].ID
+			}
+			outcomes[i] = h.Repo.RecordSuccess(ctx, id, done, 200+i%3)
+		}()
+	}
+	mwg.Wait()
+	for i, d := range many {
+		if outcomes[i] != nil {
+			t.Fatalf("RecordSuccess(%s): %v", d.ID, outcomes[i])
+		}
+		got, _ := h.Repo.GetDelivery(ctx, d.ID)
+		if got.Status != webhooks.StatusSucceeded || got.Attempts != 1 || *got.LastResponseStatus != 200+i%3 || got.RetryToken != "" {
+			t.Fatalf("%s after RecordSuccess: %+v", d.ID, got)
+		}
+	}
+	if err := outcomes[len(many)]; !platform.IsCode(err, platform.CodeNotFound) {
+		t.Fatalf("RecordSuccess of no delivery among others: %v", err)
 	}
 }

@@ -43,6 +43,10 @@ func (noJobs) Schedule(context.Context, platform.Job) error {
 	return errors.New("no job expected")
 }
 
+func (noJobs) ScheduleMany(context.Context, []platform.Job) error {
+	return errors.New("no job expected")
+}
+
 func newPGTurns(t testing.TB, settings queues.CreateInput, guards ...turns.IntakeGuard) *pgTurns {
 	t.Helper()
 	ctx := context.Background()
@@ -134,6 +138,7 @@ func TestRaceDispatchersDrainALine(t *testing.T) {
 // failEvery refuses one intake in every n, after the turn took its number
 // and was inserted: its transaction rolls back with the number.
 type failEvery struct {
+	turns.GuardBase
 	n     int64
 	count atomic.Int64
 	fails atomic.Int64

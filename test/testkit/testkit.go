@@ -40,6 +40,16 @@ func (j *Jobs) Schedule(ctx context.Context, job platform.Job) error {
 	return nil
 }
 
+// ScheduleMany implements platform.JobScheduler: Schedule of each.
+func (j *Jobs) ScheduleMany(ctx context.Context, jobs []platform.Job) error {
+	for _, job := range jobs {
+		if err := j.Schedule(ctx, job); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // All returns the jobs scheduled so far.
 func (j *Jobs) All() []platform.Job {
 	j.mu.Lock()
@@ -71,14 +81,8 @@ func (j *Jobs) OfKind(kind string) []platform.Job {
 // error fails the test.
 func Fields(t testing.TB, err error) map[string]string {
 	t.Helper()
-	e, ok := platform.AsError(err)
-	if !ok || e.Code != platform.CodeValidation {
+	if !platform.IsCode(err, platform.CodeValidation) {
 		t.Fatalf("want VALIDATION_ERROR, got %v", err)
 	}
-	fields, _ := e.Details["fields"].([]platform.FieldError)
-	out := map[string]string{}
-	for _, f := range fields {
-		out[f.Path] = f.Rule
-	}
-	return out
+	return platform.FieldRules(err)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/qms-dev/qms/adapters/http/streamhttp"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/counter"
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
 )
@@ -109,11 +110,9 @@ type pressed struct {
 	Console counter.Console `json:"console"`
 }
 
-// runEvents are the events that change a console.
-var runEvents = []string{
-	platform.EventTurnCreated, platform.EventTurnCalled, platform.EventTurnCompleted, platform.EventTurnCancelled,
-	platform.EventTurnReopened, platform.EventQueueOpened, platform.EventQueueClosed,
-}
+// runEvents are the events that change a console: every turn and queue
+// event (core/events' registry).
+var runEvents = events.OfSubjects("turn", "queue")
 
 // streamScopes let a console's subscription read turn and queue events of
 // its queue (the filter names it; what is sent is the console).

@@ -22,6 +22,7 @@ import (
 	"github.com/qms-dev/qms/adapters/http/streamhttp"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/display"
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
 	"github.com/qms-dev/qms/core/turns"
@@ -111,12 +112,7 @@ type trigger struct {
 }
 
 // boardEvents are the events that change a board.
-var boardEvents = []string{
-	platform.EventTurnCreated, platform.EventTurnCalled, platform.EventTurnCompleted, platform.EventTurnCancelled,
-	platform.EventTurnReopened, platform.EventQueueOpened, platform.EventQueueClosed,
-	// A turn passing the queue's wait target changes the board's overSla.
-	platform.EventTurnSLABreached,
-}
+var boardEvents = events.OfSubjects("turn", "queue")
 
 // boardScopes let a board's subscription read turn and queue events (of
 // its one run only: the filter names it).
@@ -193,7 +189,7 @@ type runBoard struct {
 func triggerOf(e *stream.Entry) *trigger {
 	tr := &trigger{Event: e.Event.Name}
 	if turns.IsEvent(e.Event.Name) {
-		var ref turns.EventRef
+		var ref turns.TurnFields
 		if err := e.Event.Decode(&ref); err == nil {
 			tr.TurnID, tr.DisplayCode = ref.TurnID, ref.DisplayCode
 		}

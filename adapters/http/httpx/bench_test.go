@@ -20,6 +20,8 @@ import (
 // chain, not a window running out.
 type unlimited struct{ reset time.Time }
 
+func (unlimited) PruneRateLimits(context.Context, time.Time, int) (int, error) { return 0, nil }
+
 func (u unlimited) Allow(context.Context, string, int, time.Time) (ports.RateDecision, error) {
 	return ports.RateDecision{Allowed: true, Limit: 120, Remaining: 119, Reset: u.reset}, nil
 }

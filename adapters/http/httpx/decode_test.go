@@ -73,7 +73,7 @@ func TestDecodeRules(t *testing.T) {
 			if !ok || pe.Code != platform.CodeValidation || pe.Kind != platform.KindInvalid {
 				t.Fatalf("err = %v, want VALIDATION_ERROR", err)
 			}
-			fields, _ := pe.Details["fields"].([]platform.FieldError)
+			fields := platform.FieldErrors(pe)
 			if len(fields) != 1 {
 				t.Fatalf("fields = %v", pe.Details)
 			}

@@ -78,11 +78,11 @@ func TestValidationDetailsCarryFields(t *testing.T) {
 	})
 	r := do(t, app, "GET", "/x", "")
 	e := expectError(t, r, 400, "VALIDATION_ERROR")
-	fields, _ := e.Error.Details["fields"].([]any)
+	fields := e.fields()
 	if len(fields) != 2 {
 		t.Fatalf("fields = %v", e.Error.Details)
 	}
-	f := fields[0].(map[string]any)
+	f := fields[0]
 	if f["path"] != "name" || f["rule"] != "min_length" || f["message"] == "" {
 		t.Errorf("field = %v", f)
 	}

@@ -55,6 +55,8 @@ type fakeLimiter struct {
 	err   error
 }
 
+func (*fakeLimiter) PruneRateLimits(context.Context, time.Time, int) (int, error) { return 0, nil }
+
 func (l *fakeLimiter) Allow(_ context.Context, key string, limit int, _ time.Time) (ports.RateDecision, error) {
 	if l.err != nil {
 		return ports.RateDecision{}, l.err
@@ -132,6 +134,19 @@ type errorEnvelope struct {
 		Details   map[string]any `json:"details"`
 		RequestID string         `json:"requestId"`
 	} `json:"error"`
+}
+
+// fields is the failing fields of a VALIDATION_ERROR envelope, as sent
+// (each with path, rule and message): the tests' one reader of
+// details.fields on the wire.
+func (e errorEnvelope) fields() []map[string]any {
+	raw, _ := e.Error.Details["fields"].([]any)
+	out := make([]map[string]any, 0, len(raw))
+	for _, f := range raw {
+		m, _ := f.(map[string]any)
+		out = append(out, m)
+	}
+	return out
 }
 
 // envelopeOf parses an error body strictly: the envelope has exactly the

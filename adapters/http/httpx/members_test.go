@@ -63,5 +63,5 @@ func fieldsJSON(t *testing.T, err error) string {
 	if !ok {
 		t.Fatalf("not a domain error: %v", err)
 	}
-	return fmt.Sprintf("%s %v", e.Code, e.Details["fields"])
+	return fmt.Sprintf("%s %v", e.Code, platform.FieldErrors(e))
 }

@@ -136,8 +136,8 @@ func TestPageLimit(t *testing.T) {
 	for _, q := range []string{"limit=0", "limit=201", "limit=-1", "limit=abc", "limit=", "limit=1.5", "limit=99999999999999999999"} {
 		_, r := getPage(t, app, "/api/v1/queues?"+q, "reader")
 		e := expectError(t, r, 400, "VALIDATION_ERROR")
-		fields, _ := e.Error.Details["fields"].([]any)
-		if len(fields) != 1 || fields[0].(map[string]any)["path"] != "limit" {
+		fields := e.fields()
+		if len(fields) != 1 || fields[0]["path"] != "limit" {
 			t.Errorf("%q: details = %v", q, e.Error.Details)
 		}
 	}

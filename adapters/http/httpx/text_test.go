@@ -89,7 +89,7 @@ func ruleOf(t *testing.T, body string, err error) platform.FieldError {
 	if !ok || pe.Code != platform.CodeValidation {
 		t.Fatalf("%s: want VALIDATION_ERROR, got %v", body, err)
 	}
-	fields := pe.Details["fields"].([]platform.FieldError)
+	fields := platform.FieldErrors(pe)
 	return fields[0]
 }
 
@@ -107,10 +107,10 @@ func TestQueryAndPathText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var env envelope
+		var env errorEnvelope
 		decodeResponse(t, resp, &env)
-		fields, _ := env.Error.Details["fields"].([]any)
-		if resp.StatusCode != 400 || len(fields) != 1 || fields[0].(map[string]any)["path"] != c.path || fields[0].(map[string]any)["rule"] != c.rule {
+		fields := env.fields()
+		if resp.StatusCode != 400 || len(fields) != 1 || fields[0]["path"] != c.path || fields[0]["rule"] != c.rule {
 			t.Errorf("%s: %d %+v", c.url, resp.StatusCode, env.Error)
 		}
 	}
@@ -134,7 +134,7 @@ func TestQueryAndPathText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var env envelope
+		var env errorEnvelope
 		decodeResponse(t, resp, &env)
 		conn.Close()
 		if resp.StatusCode == 200 {
@@ -144,8 +144,8 @@ func TestQueryAndPathText(t *testing.T) {
 		if rule == platform.RuleControlCharacter && resp.StatusCode == 404 {
 			continue // fasthttp ends the path at a control byte: no route, no handler
 		}
-		if fields, _ := env.Error.Details["fields"].([]any); resp.StatusCode != 400 || len(fields) != 1 ||
-			fields[0].(map[string]any)["path"] != "queueId" || fields[0].(map[string]any)["rule"] != rule {
+		if fields := env.fields(); resp.StatusCode != 400 || len(fields) != 1 ||
+			fields[0]["path"] != "queueId" || fields[0]["rule"] != rule {
 			t.Errorf("%q: %d %+v", seg, resp.StatusCode, env.Error)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/test/testkit"
 )
 
@@ -63,7 +64,7 @@ func (r *rig) emit(n int) {
 	r.t.Helper()
 	err := r.store.Do(context.Background(), func(ctx context.Context) error {
 		for i := 0; i < n; i++ {
-			if err := r.bus.Emit(ctx, platform.Event{AccountID: "acc_1", Name: platform.EventTurnCreated, OccurredAt: time.Now(),
+			if err := r.bus.Emit(ctx, platform.Event{AccountID: "acc_1", Name: platform.EventName[turns.TurnCreated](), OccurredAt: time.Now(),
 				Data: json.RawMessage(`{"turnId":"turn_1"}`)}); err != nil {
 				return err
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/qms-dev/qms/adapters/http/i18nweb"
 	"github.com/qms-dev/qms/adapters/http/streamhttp"
 	"github.com/qms-dev/qms/core/accounts"
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
 	"github.com/qms-dev/qms/core/ticket"
@@ -82,11 +83,7 @@ type message struct {
 
 // runEvents are the events that can change a turn's ticket: its own
 // changes, and the others' that move the line.
-var runEvents = []string{
-	platform.EventTurnCreated, platform.EventTurnCalled, platform.EventTurnCompleted, platform.EventTurnCancelled,
-	platform.EventTurnReopened, platform.EventQueueOpened, platform.EventQueueClosed,
-	ticket.EventHelpRequested, ticket.EventHelpAnswered,
-}
+var runEvents = events.OfSubjects("turn", "queue")
 
 // streamScopes let a ticket's subscription read turn and queue events (of
 // its one run only: the filter names it; what is sent is the ticket, never
@@ -206,7 +203,7 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 			var turnIDs []string
 			for _, e := range es {
 				if turns.IsEvent(e.Event.Name) {
-					var ref turns.EventRef
+					var ref turns.TurnFields
 					if err := e.Event.Decode(&ref); err != nil {
 						return nil, fmt.Errorf("ticket: reading event %s: %w", e.Event.ID, err)
 					}
