@@ -21,7 +21,7 @@ type Turns struct {
 	numbers *table[counter] // by run id
 	lines   *table[int64]   // line version by run id
 	changes *table[[]turns.LineChange]
-	seq     *table[int64] // one row, the arrival sequence
+	seq     *table[int64]     // one row, the arrival sequence
 	marks   *table[time.Time] // turnmarks.go, by turn id + "/" + kind
 }
 

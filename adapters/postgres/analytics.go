@@ -24,7 +24,7 @@ func NewAnalytics(db *DB) *Analytics { return &Analytics{db: db} }
 // join on: each queue's own period, which is what lets every queue count
 // its own local days in one statement.
 // max_wait and max_svc are the queue's SLA targets in seconds (null: none;
-// sent as text, '' for none).
+// sent as text, ” for none).
 const windowsCTE = `WITH w AS (
 	SELECT queue_id, lo, hi, NULLIF(mw, '')::float8 AS max_wait, NULLIF(ms, '')::float8 AS max_svc
 	  FROM unnest(?::text[], ?::timestamptz[], ?::timestamptz[], ?::text[], ?::text[]) AS w(queue_id, lo, hi, mw, ms)
@@ -158,7 +158,7 @@ GROUP BY GROUPING SETS ((t.queue_id), ())`
 // waitRow is one window's (or the total's) waits of the turns called in
 // the period.
 type waitRow struct {
-	QueueID *string   `bun:"queue_id"`
+	QueueID   *string   `bun:"queue_id"`
 	WaitN     int       `bun:"wait_n"`
 	WaitAvg   *float64  `bun:"wait_avg"`
 	WaitPct   []float64 `bun:"wait_pct,array"`

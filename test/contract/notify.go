@@ -104,15 +104,21 @@ func RunNotify(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 				t.Fatal(err)
 			}
 		}
-		do(func(ctx context.Context) error { return h.Repo.SetSuppressed(ctx, o.AccountID, "+34600111222", true, now) })
-		do(func(ctx context.Context) error { return h.Repo.SetSuppressed(ctx, o.AccountID, "+34600111222", true, now) })
+		do(func(ctx context.Context) error {
+			return h.Repo.SetSuppressed(ctx, o.AccountID, "+34600111222", true, now)
+		})
+		do(func(ctx context.Context) error {
+			return h.Repo.SetSuppressed(ctx, o.AccountID, "+34600111222", true, now)
+		})
 		if off, err := h.Repo.Suppressed(ctx, o.AccountID, "+34600111222"); err != nil || !off {
 			t.Fatalf("suppressed: %v %v", off, err)
 		}
 		if off, _ := h.Repo.Suppressed(ctx, "acc_other", "+34600111222"); off {
 			t.Fatal("suppression leaked to another account")
 		}
-		do(func(ctx context.Context) error { return h.Repo.SetSuppressed(ctx, o.AccountID, "+34600111222", false, now) })
+		do(func(ctx context.Context) error {
+			return h.Repo.SetSuppressed(ctx, o.AccountID, "+34600111222", false, now)
+		})
 		if off, _ := h.Repo.Suppressed(ctx, o.AccountID, "+34600111222"); off {
 			t.Fatal("START did not lift the suppression")
 		}
