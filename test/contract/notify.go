@@ -21,6 +21,14 @@ type NotifyHarness struct {
 	Concurrent bool
 }
 
+// notifyMsg is a QUEUED SMS of o's turn for moment and occurrence, made
+// at now.
+func notifyMsg(now time.Time, o Owned, turnID, runID, moment string, occ int) notify.Message {
+	return notify.Message{ID: platform.NewID(notify.PrefixMessage), AccountID: o.AccountID, TurnID: turnID, QueueID: o.QueueID,
+		RunID: runID, Moment: moment, Occurrence: occ, Channel: notify.ChannelSMS, To: "+34600111222", Language: "es",
+		Params: map[string]string{"code": "A1", "queue": "Caja"}, Status: notify.StatusQueued, CreatedAt: now, UpdatedAt: now}
+}
+
 // RunNotify runs the notify.Repository contract.
 func RunNotify(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 	runNotify1(t, newHarness)
@@ -34,24 +42,19 @@ func RunNotify(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 func runNotify1(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	msg := func(o Owned, turnID, runID, moment string, occ int) notify.Message {
-		return notify.Message{ID: platform.NewID(notify.PrefixMessage), AccountID: o.AccountID, TurnID: turnID, QueueID: o.QueueID,
-			RunID: runID, Moment: moment, Occurrence: occ, Channel: notify.ChannelSMS, To: "+34600111222", Language: "es",
-			Params: map[string]string{"code": "A1", "queue": "Caja"}, Status: notify.StatusQueued, CreatedAt: now, UpdatedAt: now}
-	}
 	t.Run("stores every field; one message per turn, moment and occurrence", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
 		tu := h.Owners.Turn(t, o, o.QueueID)
-		m := msg(o, tu.ID, tu.RunID, notify.MomentCalled, 1)
+		m := notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentCalled, 1)
 		if ok, err := h.Repo.Insert(ctx, m); err != nil || !ok {
 			t.Fatalf("insert: %v %v", ok, err)
 		}
-		again := msg(o, tu.ID, tu.RunID, notify.MomentCalled, 1)
+		again := notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentCalled, 1)
 		if ok, err := h.Repo.Insert(ctx, again); err != nil || ok {
 			t.Fatalf("a second message with the key was stored: %v %v", ok, err)
 		}
-		if ok, err := h.Repo.Insert(ctx, msg(o, tu.ID, tu.RunID, notify.MomentCalled, 2)); err != nil || !ok {
+		if ok, err := h.Repo.Insert(ctx, notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentCalled, 2)); err != nil || !ok {
 			t.Fatalf("another occurrence: %v %v", ok, err)
 		}
 		got, err := h.Repo.Get(ctx, m.ID)
@@ -89,7 +92,7 @@ func runNotify1(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 		tu := h.Owners.Turn(t, o, o.QueueID)
 		boom := platform.Conflict("BOOM", "roll back", nil)
 		err := h.UoW.Do(ctx, func(ctx context.Context) error {
-			if _, err := h.Repo.Insert(ctx, msg(o, tu.ID, tu.RunID, notify.MomentJoined, 1)); err != nil {
+			if _, err := h.Repo.Insert(ctx, notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentJoined, 1)); err != nil {
 				return err
 			}
 			return boom
@@ -97,7 +100,7 @@ func runNotify1(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 		if err != boom {
 			t.Fatalf("want the unit's error, got %v", err)
 		}
-		if ok, err := h.Repo.Insert(ctx, msg(o, tu.ID, tu.RunID, notify.MomentJoined, 1)); err != nil || !ok {
+		if ok, err := h.Repo.Insert(ctx, notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentJoined, 1)); err != nil || !ok {
 			t.Fatalf("the key was kept by a rolled-back insert: %v %v", ok, err)
 		}
 	})
@@ -109,11 +112,6 @@ func runNotify1(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 func runNotify2(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	msg := func(o Owned, turnID, runID, moment string, occ int) notify.Message {
-		return notify.Message{ID: platform.NewID(notify.PrefixMessage), AccountID: o.AccountID, TurnID: turnID, QueueID: o.QueueID,
-			RunID: runID, Moment: moment, Occurrence: occ, Channel: notify.ChannelSMS, To: "+34600111222", Language: "es",
-			Params: map[string]string{"code": "A1", "queue": "Caja"}, Status: notify.StatusQueued, CreatedAt: now, UpdatedAt: now}
-	}
 	t.Run("suppression, near state, queue settings, cleared numbers", func(t *testing.T) {
 		h := newHarness(t)
 		o := h.Owners.Seed(t)
@@ -163,9 +161,9 @@ func runNotify2(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 			t.Fatalf("settings: %+v %v %v", got, ok, err)
 		}
 
-		old := msg(o, tu.ID, tu.RunID, notify.MomentJoined, 1)
+		old := notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentJoined, 1)
 		old.CreatedAt = now.Add(-48 * time.Hour)
-		recent := msg(o, tu.ID, tu.RunID, notify.MomentCalled, 1)
+		recent := notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentCalled, 1)
 		for _, m := range []notify.Message{old, recent} {
 			if _, err := h.Repo.Insert(ctx, m); err != nil {
 				t.Fatal(err)
@@ -225,11 +223,6 @@ func runNotify2(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 func runNotify3(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	msg := func(o Owned, turnID, runID, moment string, occ int) notify.Message {
-		return notify.Message{ID: platform.NewID(notify.PrefixMessage), AccountID: o.AccountID, TurnID: turnID, QueueID: o.QueueID,
-			RunID: runID, Moment: moment, Occurrence: occ, Channel: notify.ChannelSMS, To: "+34600111222", Language: "es",
-			Params: map[string]string{"code": "A1", "queue": "Caja"}, Status: notify.StatusQueued, CreatedAt: now, UpdatedAt: now}
-	}
 	t.Run("concurrent decisions of one key store one message", func(t *testing.T) {
 		// Side by side on PostgreSQL (the unique key decides); one after
 		// another in memory.
@@ -244,7 +237,7 @@ func runNotify3(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 			go func() {
 				defer wg.Done()
 				err := h.UoW.Do(ctx, func(ctx context.Context) error {
-					ok, err := h.Repo.Insert(ctx, msg(o, tu.ID, tu.RunID, notify.MomentNoShow, 1))
+					ok, err := h.Repo.Insert(ctx, notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentNoShow, 1))
 					if ok {
 						mu.Lock()
 						stored++
