@@ -271,7 +271,9 @@ func TestRoundTripBudgets(t *testing.T) {
 	budget(t, "GET /turns/{id} (waiting)", trips, 1, 1, true)
 
 	trips = measure(func() { okay(t, a.API(http.MethodPost, "/queue-runs/"+runID+"/dispatch/next", nil)) })
-	budget(t, "POST /queue-runs/{id}/dispatch/next", trips, 6, 3, false)
+	// 4: the next-turn query may be prepared on a connection of the pool
+	// that has not seen it yet (a round trip of its own).
+	budget(t, "POST /queue-runs/{id}/dispatch/next", trips, 6, 4, false)
 
 	// The ceilings held today, per operation (the budget is 6).
 	for _, op := range []struct {
@@ -284,7 +286,7 @@ func TestRoundTripBudgets(t *testing.T) {
 	for _, op := range []struct {
 		name string
 		held int
-	}{{"hold", 3}, {"release", 5}, {"call", 3}} {
+	}{{"hold", 4}, {"release", 5}, {"call", 4}} {
 		trips = measure(func() { okay(t, a.API(http.MethodPost, "/turns/"+id+"/"+op.name, nil)) })
 		budget(t, "POST /turns/{id}/"+op.name, trips, 6, op.held, false)
 	}
