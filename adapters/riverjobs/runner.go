@@ -96,6 +96,13 @@ type Options struct {
 	// StuckAfter is how long jobs may stay overdue with none worked before
 	// the watchdog restarts River; zero is DefaultStuckAfter.
 	StuckAfter time.Duration
+	// OrphanCheckInterval is how often the process looks for jobs it
+	// fetched and never received (orphans.go); zero is
+	// DefaultOrphanCheckInterval.
+	OrphanCheckInterval time.Duration
+	// OrphanAfter is how long such a job must have been running before it
+	// is made available again; zero is DefaultOrphanAfter.
+	OrphanAfter time.Duration
 }
 
 // Runner schedules and runs jobs with River. Register every kind, then
@@ -116,6 +123,13 @@ type Runner struct {
 	restarts   atomic.Int64
 	// stopping is set by Stop: the watchdog lets River stop then.
 	stopping atomic.Bool
+
+	// ledger is what this process works and lately finished; clientIDs
+	// are its River clients' IDs (a restart makes a new client); orphans
+	// counts the jobs made available again (orphans.go).
+	ledger    *workLedger
+	clientIDs []string
+	orphans   atomic.Int64
 }
 
 // New returns a Runner on db's pool.
@@ -130,10 +144,12 @@ func New(db *postgres.DB, opts Options) *Runner {
 	opts.StopTimeout = cmp.Or(opts.StopTimeout, DefaultStopTimeout)
 	opts.WatchdogInterval = cmp.Or(opts.WatchdogInterval, DefaultWatchdogInterval)
 	opts.StuckAfter = cmp.Or(opts.StuckAfter, DefaultStuckAfter)
+	opts.OrphanCheckInterval = cmp.Or(opts.OrphanCheckInterval, DefaultOrphanCheckInterval)
+	opts.OrphanAfter = cmp.Or(opts.OrphanAfter, DefaultOrphanAfter)
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	r := &Runner{db: db, opts: opts, kinds: map[string]ports.JobKind{}}
+	r := &Runner{db: db, opts: opts, kinds: map[string]ports.JobKind{}, ledger: newWorkLedger()}
 	r.lastWorked.Store(time.Now().UnixNano())
 	return r
 }
@@ -169,7 +185,7 @@ func (r *Runner) Client() (*river.Client[pgx.Tx], error) {
 	var periodic []*river.PeriodicJob
 	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: r.opts.Workers}}
 	for name, kind := range r.kinds {
-		river.AddWorkerArgs(workers, jobArgs{kind: name}, &worker{kind: kind, worked: &r.lastWorked})
+		river.AddWorkerArgs(workers, jobArgs{kind: name}, &worker{kind: kind, worked: &r.lastWorked, ledger: r.ledger})
 		backoffs[name] = kind.Backoff
 		if kind.Every > 0 {
 			periodic = append(periodic, periodicJob(name, kind.Every, kind.Queue))
@@ -195,6 +211,7 @@ func (r *Runner) Client() (*river.Client[pgx.Tx], error) {
 		return nil, fmt.Errorf("riverjobs: create client: %w", err)
 	}
 	r.client = client
+	r.clientIDs = append(r.clientIDs, client.ID())
 	return client, nil
 }
 
@@ -365,10 +382,13 @@ type worker struct {
 	river.WorkerDefaults[jobArgs]
 	kind   ports.JobKind
 	worked *atomic.Int64 // Runner.lastWorked
+	ledger *workLedger   // Runner.ledger
 }
 
 func (w *worker) Work(ctx context.Context, job *river.Job[jobArgs]) error {
 	w.worked.Store(time.Now().UnixNano())
+	w.ledger.begin(job.ID)
+	defer w.ledger.end(job.ID)
 	return w.kind.Handler(ctx, ports.JobContext{
 		ID:          strconv.FormatInt(job.ID, 10),
 		Kind:        job.Kind,

@@ -28,14 +28,25 @@ const (
 // database fault by itself (its completer requeues a batch it gave up on,
 // its producers, elector and notifier retry without end): the watchdog is
 // the net under that, for what a failover may leave that it does not.
+// The same loop makes available again, every OrphanCheckInterval, the jobs
+// this process fetched and never received (orphans.go).
 func (r *Runner) watch(ctx context.Context, client *river.Client[pgx.Tx]) {
 	tick := time.NewTicker(r.opts.WatchdogInterval)
 	defer tick.Stop()
+	orphanTick := time.NewTicker(r.opts.OrphanCheckInterval)
+	defer orphanTick.Stop()
 	suspicious := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-orphanTick.C:
+			if n, err := r.requeueOrphans(ctx); err != nil {
+				r.opts.Logger.Debug("riverjobs: orphans", "err", err.Error()) // the database is away: the next pass
+			} else if n > 0 {
+				r.opts.Logger.Warn("riverjobs: jobs fetched by this process and never received (the database went away) made available again", "jobs", n)
+			}
+			continue
 		case <-client.Stopped():
 			if ctx.Err() != nil || r.stopping.Load() {
 				return // Stop was called
