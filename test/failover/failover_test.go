@@ -194,9 +194,14 @@ func TestFailoverUnderLoad(t *testing.T) {
 	b := startQMS(t, bin, env, multi, filepath.Join(logDir, "b.log"))
 	c := startQMS(t, bin, env, node1.URL(), filepath.Join(logDir, "c.log"))
 	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range []string{"a", "b", "c"} {
-				data, _ := os.ReadFile(filepath.Join(logDir, p+".log"))
+		for _, p := range []string{"a", "b", "c"} {
+			data, _ := os.ReadFile(filepath.Join(logDir, p+".log"))
+			// What River's safety nets did (adapters/riverjobs: orphans.go,
+			// watchdog.go), for the measurements.
+			t.Logf("qms %s: %d passes requeued jobs fetched and never received, %d watchdog restarts of River", p,
+				strings.Count(string(data), "made available again"),
+				strings.Count(string(data), "restarting River")+strings.Count(string(data), "starting it again"))
+			if t.Failed() {
 				t.Logf("--- qms %s log (tail)\n%s", p, tail(string(data), 20))
 			}
 		}
