@@ -152,7 +152,9 @@ func (rc *receiver) at(event, turn string) time.Time {
 // over (`pg_autoctl perform failover`), the new primary's postmaster is
 // killed with SIGKILL, and it fails back. Asserted: never a 500; at most
 // 5 s from a fault (the kill, or a failover's first 503) to the first
-// acknowledged write; every acknowledged write kept; no turn called twice;
+// acknowledged write (or, when the database itself took longer to take a
+// write, which a heavily loaded machine makes it do, at most 1 s after
+// it did); every acknowledged write kept; no turn called twice;
 // one turn per idempotency key; every event delivered; a tolerance no-show
 // scheduled before the failover fires after it; background work created
 // after the failovers runs (a forward, a HYBRID join, retention, a
@@ -204,6 +206,9 @@ func TestFailoverUnderLoad(t *testing.T) {
 			if t.Failed() {
 				t.Logf("--- qms %s log (tail)\n%s", p, tail(string(data), 20))
 			}
+		}
+		if t.Failed() {
+			t.Logf("--- the formation\n%s", f.Logs())
 		}
 	})
 
@@ -362,8 +367,11 @@ func TestFailoverUnderLoad(t *testing.T) {
 		p.fault = time.Now()
 		f.KillPostmaster(victim)
 		// Its keeper restarts it, or, when that takes longer than the
-		// monitor's patience, the monitor fails over to node1.
-		if p := f.WaitSettled(90 * time.Second); p == node1 {
+		// monitor's patience, the monitor fails over to node1. The
+		// monitor's table may not show the crash yet: first wait for the
+		// database to take a write again.
+		waitWritable(t, f, multi, 90*time.Second)
+		if p := f.WaitSettled(150 * time.Second); p == node1 {
 			t.Log("kill -9: the monitor failed over to node1")
 			failedBack = time.Now()
 		}
@@ -464,7 +472,22 @@ func TestFailoverUnderLoad(t *testing.T) {
 			}
 			t.Logf("%s: %d × 503, outage %.2f s (the fault to the first acknowledged write; %s), %d writes acknowledged after",
 				p.name, n503, outage.Seconds(), own, acked)
-			if outage > 5*time.Second {
+			switch {
+			case outage <= 5*time.Second:
+			case !dbBack.IsZero() && dbBack.Sub(faultAt) > 4*time.Second:
+				// The formation itself took longer than the bar, which
+				// happens on a heavily loaded machine (load 30 on 2 cores):
+				// pg_autoctl waits 10 s on a postgres that failed to start
+				// while the killed one's backends still held its shared
+				// memory, or a demotion waits for the old primary's fast
+				// shutdown up to the monitor's primary_demote_timeout
+				// (30 s). qms's own part is held to a second then, and the
+				// formation's logs are kept for the breakdown.
+				if qmsOwn := recovered.Sub(dbBack); qmsOwn > time.Second {
+					t.Errorf("%s: writes came back %.2f s after the database took one", p.name, qmsOwn.Seconds())
+				}
+				t.Logf("%s: over the bar because the database's own outage was %.2f s; the formation:\n%s", p.name, dbBack.Sub(faultAt).Seconds(), f.Logs())
+			default:
 				t.Errorf("%s: the first write was acknowledged %.2f s after the fault (%s)\n%s", p.name, outage.Seconds(), own, f.Logs())
 			}
 		}
@@ -621,6 +644,28 @@ func TestFailoverUnderLoad(t *testing.T) {
 
 	// The background work made after the failovers has run.
 	bg.verify()
+}
+
+// waitWritable waits until a new connection to url takes a write.
+func waitWritable(t *testing.T, f *pgcluster.Formation, url string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		conn, err := pgx.Connect(ctx, url)
+		if err == nil {
+			_, err = conn.Exec(ctx, "CREATE TEMP TABLE probe (x int)")
+			conn.Close(context.Background())
+		}
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the formation took no write for %v: %v\n%s", within, err, f.Logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // qmsBinary builds cmd/qms: the processes run the binary users run.

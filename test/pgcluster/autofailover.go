@@ -420,8 +420,8 @@ func (f *Formation) logs() string {
 	for _, p := range paths {
 		data, _ := os.ReadFile(p)
 		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-		if len(lines) > 15 {
-			lines = lines[len(lines)-15:]
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
 		}
 		fmt.Fprintf(&b, "--- %s\n%s\n", strings.TrimPrefix(p, f.dir+"/"), strings.Join(lines, "\n"))
 	}
