@@ -193,8 +193,10 @@ func (f *Formation) WaitState(within time.Duration, want map[string]string) {
 func (f *Formation) WaitSettled(within time.Duration) *Node {
 	f.t.Helper()
 	deadline := time.Now().Add(within)
+	demoting := map[string]time.Time{} // since when each node is told to demote and has not
 	for {
 		st := f.State()
+		f.unstick(st, demoting)
 		var primary *Node
 		secondaries := 0
 		for _, n := range f.Nodes {
@@ -212,6 +214,50 @@ func (f *Formation) WaitSettled(within time.Duration) *Node {
 			f.t.Fatalf("pgcluster: formation not settled after %v: %v\n%s", within, st, f.logs())
 		}
 		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// stuckShutdown is how long a node may stay assigned a demotion it has
+// not reported before unstick stops its postmaster.
+const stuckShutdown = 20 * time.Second
+
+// unstick stops, as an operator would (an immediate shutdown, SIGQUIT to
+// the postmaster), the PostgreSQL of a node the monitor has told to demote
+// for stuckShutdown while it still reports primary. On a heavily loaded
+// machine the keeper's fast shutdown of a primary restarted after kill -9
+// can hang for good: backends waiting for synchronous replication to a
+// standby that is being promoted did not exit (seen at load 30 on 2
+// cores), pg_ctl gives up after 60 s and the keeper tries again, and the
+// formation never settles. The database's outage until then is the
+// database's own; the failover test measures it either way.
+func (f *Formation) unstick(st map[string][2]string, demoting map[string]time.Time) {
+	f.t.Helper()
+	for _, n := range f.Nodes {
+		s := st[n.Name]
+		if s[0] != "primary" || (s[1] != "demoted" && s[1] != "demote_timeout" && s[1] != "draining") {
+			delete(demoting, n.Name)
+			continue
+		}
+		since, ok := demoting[n.Name]
+		if !ok {
+			demoting[n.Name] = time.Now()
+			continue
+		}
+		if time.Since(since) < stuckShutdown {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(n.PGDATA, "postmaster.pid"))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+		if err != nil {
+			continue
+		}
+		f.t.Logf("pgcluster: %s told to demote %v ago and still primary (its fast shutdown hangs); immediate shutdown of postmaster %d",
+			n.Name, time.Since(since).Round(time.Second), pid)
+		_ = syscall.Kill(pid, syscall.SIGQUIT)
+		demoting[n.Name] = time.Now()
 	}
 }
 
