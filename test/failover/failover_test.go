@@ -340,11 +340,6 @@ func TestFailoverUnderLoad(t *testing.T) {
 	admin.API(http.MethodPost, "/queue-runs/"+tolRun+"/dispatch/next", map[string]any{}).Must(http.StatusCreated, nil)
 	calledAt := time.Now()
 
-	type phase struct {
-		name       string
-		start, end time.Time
-		fault      time.Time // when the fault was made, if the test made it at a known moment (kill -9)
-	}
 	var phases []phase
 	mark := func(name string, fault func(p *phase)) {
 		p := phase{name: name, start: time.Now()}
@@ -417,121 +412,11 @@ func TestFailoverUnderLoad(t *testing.T) {
 	}
 	t.Logf("answers by process, operation and status: %v", byStatus)
 
-	// Each fault, as the multi-host processes saw it. The fault starts
-	// at the kill for a kill -9, at the first 503 for a failover the
-	// monitor makes (the demotion's moment is the monitor's).
-	for _, p := range phases {
-		var first503, recovered time.Time
-		n503, acked := 0, 0
-		for _, x := range calls {
-			if x.proc == "c" || x.sent.Before(p.start) || !x.sent.Before(p.end) {
-				continue
-			}
-			if x.status == http.StatusServiceUnavailable {
-				n503++
-				if first503.IsZero() {
-					first503 = x.answered
-				}
-			}
-		}
-		faultAt := p.fault
-		if faultAt.IsZero() {
-			faultAt = first503
-		}
-		for _, x := range calls {
-			if x.proc == "c" || faultAt.IsZero() || !x.sent.After(faultAt) || !x.sent.Before(p.end) || !x.write() {
-				continue
-			}
-			acked++
-			if recovered.IsZero() || x.answered.Before(recovered) {
-				recovered = x.answered
-			}
-		}
-		// When the database took a write again after the fault.
-		var dbBack time.Time
-		probeMu.Lock()
-		for _, x := range probes {
-			if !faultAt.IsZero() && x.sent.After(faultAt) && x.status == http.StatusOK {
-				if dbBack.IsZero() || x.answered.Before(dbBack) {
-					dbBack = x.answered
-				}
-			}
-		}
-		probeMu.Unlock()
-		switch {
-		case faultAt.IsZero():
-			t.Logf("%s: no request saw it", p.name)
-		case recovered.IsZero():
-			t.Errorf("%s: %d × 503 and no write acknowledged after the fault", p.name, n503)
-		default:
-			outage := recovered.Sub(faultAt)
-			own := "no probe took a write"
-			if !dbBack.IsZero() {
-				own = fmt.Sprintf("the database took a write %.2f s after the fault, qms %.2f s after that",
-					dbBack.Sub(faultAt).Seconds(), recovered.Sub(dbBack).Seconds())
-			}
-			t.Logf("%s: %d × 503, outage %.2f s (the fault to the first acknowledged write; %s), %d writes acknowledged after",
-				p.name, n503, outage.Seconds(), own, acked)
-			switch {
-			case outage <= 5*time.Second:
-			case !dbBack.IsZero() && dbBack.Sub(faultAt) > 4*time.Second:
-				// The formation itself took longer than the bar, which
-				// happens on a heavily loaded machine (load 30 on 2 cores):
-				// pg_autoctl waits 10 s on a postgres that failed to start
-				// while the killed one's backends still held its shared
-				// memory, or a demotion waits for the old primary's fast
-				// shutdown up to the monitor's primary_demote_timeout
-				// (30 s). qms's own part is held to a second then, and the
-				// formation's logs are kept for the breakdown.
-				if qmsOwn := recovered.Sub(dbBack); qmsOwn > time.Second {
-					t.Errorf("%s: writes came back %.2f s after the database took one", p.name, qmsOwn.Seconds())
-				}
-				t.Logf("%s: over the bar because the database's own outage was %.2f s; the formation:\n%s", p.name, dbBack.Sub(faultAt).Seconds(), f.Logs())
-			default:
-				t.Errorf("%s: the first write was acknowledged %.2f s after the fault (%s)\n%s", p.name, outage.Seconds(), own, f.Logs())
-			}
-		}
-	}
-
-	// The one-host process while node1 was a standby: 503s only, /readyz
-	// 503 read-only; then writes back without a restart.
-	var standby503, standbyReady, standbyWrites, backAt int
-	var firstBack time.Time
-	for _, x := range calls {
-		if x.proc != "c" {
-			continue
-		}
-		in := x.sent.After(standbyFrom.Add(time.Second)) && x.answered.Before(standbyTo)
-		switch {
-		case in && x.op == "readyz":
-			if x.status == http.StatusServiceUnavailable && x.code == "read-only" {
-				standbyReady++
-			} else {
-				t.Errorf("one host, node1 a standby: /readyz %d %q", x.status, x.code)
-			}
-		case in && x.op == "create":
-			if x.status == http.StatusServiceUnavailable {
-				standby503++
-			} else {
-				standbyWrites++
-			}
-		case x.op == "create" && x.sent.After(failedBack) && x.status == http.StatusCreated && firstBack.IsZero():
-			firstBack = x.answered
-			backAt++
-		}
-	}
-	t.Logf("one host: while node1 was a standby, %d creates answered 503, %d otherwise; /readyz 503 read-only %d times", standby503, standbyWrites, standbyReady)
-	if standby503 == 0 || standbyReady == 0 || standbyWrites > 0 {
-		t.Errorf("one host: the standby's period is not all 503s")
-	}
-	if firstBack.IsZero() {
-		t.Error("one host: no write succeeded after node1 became primary again")
-	} else {
-		t.Logf("one host: first write %.2f s after node1 was primary again", firstBack.Sub(failedBack).Seconds())
-		if firstBack.Sub(failedBack) > 5*time.Second {
-			t.Errorf("one host: writes back %.2f s after node1 was primary", firstBack.Sub(failedBack).Seconds())
-		}
-	}
+	probeMu.Lock()
+	probed := append([]call(nil), probes...)
+	probeMu.Unlock()
+	checkOutages(t, f, phases, calls, probed)
+	checkOneHost(t, calls, standbyFrom, standbyTo, failedBack)
 
 	// Every acknowledged create kept, one turn per key; no turn called
 	// twice; every completion kept.
