@@ -27,12 +27,14 @@ const (
 // in the failover test. The process knows which jobs it works, so it makes
 // the others that it fetched available again itself, within seconds.
 //
-// At least once still holds: a job this process works, or finished within
-// orphanMemory (its completion may still be on its way to the table), is
-// never made available again by this.
+// At least once still holds: a job this process works, or finished lately
+// (its completion may still wait in River's completer, which puts a batch
+// back and retries while the database is away), is never made available
+// again by this.
 
-// orphanMemory is how long a finished job's ID is remembered: longer than
-// River's completer retries a batch (about 40 s at worst).
+// orphanMemory is how long a finished job's ID is remembered once the
+// database answers again: longer than River's completer takes to record a
+// batch it had to put back (a few seconds of retries).
 const orphanMemory = 2 * time.Minute
 
 // workLedger is what this process works and recently finished, by job ID.
@@ -40,6 +42,11 @@ type workLedger struct {
 	mu       sync.Mutex
 	running  map[int64]int // attempts of it in progress (normally one)
 	finished map[int64]time.Time
+	// A finished job's completion waits in River's completer while the
+	// database is away, however long that is: its ID is kept while the
+	// sweep's query fails, and for orphanMemory after it answers again.
+	failing      bool
+	healthySince time.Time
 }
 
 func newWorkLedger() *workLedger {
@@ -61,14 +68,31 @@ func (l *workLedger) end(id int64) {
 	l.mu.Unlock()
 }
 
+// answered records whether the database answered the sweep's query.
+func (l *workLedger) answered(ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case !ok:
+		l.failing = true
+	case l.failing:
+		l.failing, l.healthySince = false, time.Now()
+	}
+}
+
 // known reports whether the job is worked here now or was finished here
-// within orphanMemory, and forgets older finishes.
+// lately (see orphanMemory), and forgets older finishes.
 func (l *workLedger) known(ids []int64) map[int64]bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for id, at := range l.finished {
-		if time.Since(at) > orphanMemory {
-			delete(l.finished, id)
+	if !l.failing {
+		for id, at := range l.finished {
+			if at.Before(l.healthySince) {
+				at = l.healthySince
+			}
+			if time.Since(at) > orphanMemory {
+				delete(l.finished, id)
+			}
 		}
 	}
 	out := map[int64]bool{}
@@ -97,6 +121,7 @@ func (r *Runner) requeueOrphans(ctx context.Context) (int, error) {
 	rows, err := r.db.Pool.Query(qctx, `SELECT id FROM river_job
 		WHERE state = 'running' AND attempted_by[array_length(attempted_by, 1)] = ANY($1)
 		AND attempted_at < now() - make_interval(secs => $2)`, clients, r.opts.OrphanAfter.Seconds())
+	r.ledger.answered(err == nil)
 	if err != nil {
 		return 0, fmt.Errorf("riverjobs: orphans: %w", err)
 	}
