@@ -321,7 +321,7 @@ func TestFailoverUnderLoad(t *testing.T) {
 		defer cancel()
 		conn, err := pgx.Connect(ctx, multi)
 		if err == nil {
-			_, err = conn.Exec(ctx, "CREATE TEMP TABLE probe (x int)")
+			_, err = conn.Exec(ctx, probeWrite)
 			conn.Close(context.Background())
 		}
 		p.answered = time.Now()
@@ -531,6 +531,16 @@ func TestFailoverUnderLoad(t *testing.T) {
 	bg.verify()
 }
 
+// probeWrite is the test's own write: an XID assigned and committed, which
+// under pg_auto_failover's synchronous replication is acknowledged once the
+// standby has it. Not a temporary table: a backend drops its temporary
+// tables when it exits, in a transaction of its own that waits for the
+// standby too, and a backend exiting while the standby is being promoted
+// waited for good and hung the old primary's fast shutdown (the monitor
+// then waited its primary_demote_timeout, 30 s, and the node had to be
+// rebuilt).
+const probeWrite = "SELECT pg_current_xact_id()"
+
 // waitWritable waits until a new connection to url takes a write.
 func waitWritable(t *testing.T, f *pgcluster.Formation, url string, within time.Duration) {
 	t.Helper()
@@ -539,7 +549,7 @@ func waitWritable(t *testing.T, f *pgcluster.Formation, url string, within time.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		conn, err := pgx.Connect(ctx, url)
 		if err == nil {
-			_, err = conn.Exec(ctx, "CREATE TEMP TABLE probe (x int)")
+			_, err = conn.Exec(ctx, probeWrite)
 			conn.Close(context.Background())
 		}
 		cancel()

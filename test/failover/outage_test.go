@@ -79,14 +79,14 @@ func checkOutages(t *testing.T, f *pgcluster.Formation, phases []phase, calls, p
 			switch {
 			case outage <= 5*time.Second:
 			case !dbBack.IsZero() && dbBack.Sub(faultAt) > 4*time.Second:
-				// The formation itself took longer than the bar, which
-				// happens on a heavily loaded machine (load 30 on 2 cores):
-				// pg_autoctl waits 10 s on a postgres that failed to start
+				// The formation itself took longer than the bar: on a
+				// heavily loaded machine (load 30 on 2 cores) pg_autoctl
+				// once waited 10 s on a postgres that failed to start
 				// while the killed one's backends still held its shared
-				// memory, or a demotion waits for the old primary's fast
-				// shutdown up to the monitor's primary_demote_timeout
-				// (30 s). qms's own part is held to a second then, and the
-				// formation's logs are kept for the breakdown.
+				// memory, and its keeper reported PostgreSQL down, so the
+				// monitor failed over instead. qms's own part is held to a
+				// second then, and the formation's logs are kept for the
+				// breakdown.
 				if qmsOwn := recovered.Sub(dbBack); qmsOwn > time.Second {
 					t.Errorf("%s: writes came back %.2f s after the database took one", p.name, qmsOwn.Seconds())
 				}

@@ -223,12 +223,12 @@ const stuckShutdown = 20 * time.Second
 
 // unstick stops, as an operator would (an immediate shutdown, SIGQUIT to
 // the postmaster), the PostgreSQL of a node the monitor has told to demote
-// for stuckShutdown while it still reports primary. On a heavily loaded
-// machine the keeper's fast shutdown of a primary restarted after kill -9
-// can hang for good: backends waiting for synchronous replication to a
-// standby that is being promoted did not exit (seen at load 30 on 2
-// cores), pg_ctl gives up after 60 s and the keeper tries again, and the
-// formation never settles. The database's outage until then is the
+// for stuckShutdown while it still reports primary: its fast shutdown
+// hangs, and the formation would never settle. It did so when a backend
+// exited while its standby was being promoted with work to commit at exit
+// (the failover test's probe made a temporary table, whose drop at exit
+// waited for synchronous replication for good); the probe no longer does,
+// and this stays a net. The database's outage until then is the
 // database's own; the failover test measures it either way.
 func (f *Formation) unstick(st map[string][2]string, demoting map[string]time.Time) {
 	f.t.Helper()
