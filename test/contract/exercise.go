@@ -49,6 +49,7 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 		{"UnitOfWork", []string{"UoW"}, RunUnitOfWork},
 		{"StorageHealth", []string{"Pinger", "Faults"}, RunStorageHealth},
 		{"Foundation", []string{"Accounts", "Entities", "Queues"}, RunFoundationRepositories},
+		{"RowLocks", []string{"Turns", "Queues", "Forwards", "Notify", "Accounts"}, RunRowLocks},
 		{"AccessCodes", []string{"AccessCodes"}, RunAccessCodes},
 		{"AccessCodeTurns", []string{"AccessCodeTurns"}, RunAccessCodeTurns},
 		{"Analytics", []string{"Analytics"}, RunAnalytics},
