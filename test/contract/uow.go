@@ -16,8 +16,8 @@ import (
 // uowProbe is a set's unit of work with probes to watch it (newUoWProbe).
 type uowProbe struct {
 	UoW platform.UnitOfWork
-	// AfterCommit is the adapter's hook registration (Store.AfterCommit,
-	// DB.AfterCommit).
+	// AfterCommit is the unit of work's hook registration
+	// (platform.UnitOfWork.AfterCommit).
 	AfterCommit func(ctx context.Context, f func())
 	// Record writes v to the set's storage in ctx's transaction, and
 	// Recorded reads what is committed (through the accounts repository,
@@ -230,12 +230,6 @@ func runUnitOfWork2(t *testing.T, newSet NewSet) {
 // newUoWProbe probes a set's unit of work through its accounts repository:
 // Record stores an account named after v, Recorded lists those committed.
 func newUoWProbe(t *testing.T, s adapterset.Set) uowProbe {
-	hooks, ok := s.UoW.(interface {
-		AfterCommit(ctx context.Context, f func())
-	})
-	if !ok {
-		t.Fatalf("%T has no AfterCommit", s.UoW)
-	}
 	var (
 		mu    sync.Mutex
 		tried []string
@@ -243,7 +237,7 @@ func newUoWProbe(t *testing.T, s adapterset.Set) uowProbe {
 	prefix := platform.NewID(platform.PrefixAccount) + "_"
 	return uowProbe{
 		UoW:         s.UoW,
-		AfterCommit: hooks.AfterCommit,
+		AfterCommit: s.UoW.AfterCommit,
 		Record: func(ctx context.Context, v string) error {
 			mu.Lock()
 			tried = append(tried, v)
