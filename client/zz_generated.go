@@ -738,6 +738,9 @@ type DisplayBoardWaiting struct {
 	// Next: The display codes of the first waiting turns, the next to be called
 	// first (a screen may show them as "next up").
 	Next []string `json:"next,omitempty"`
+	// NextOverSLA: The codes of next that have waited maxWaitMinutes or longer
+	// (empty without a target); a screen marks them.
+	NextOverSLA []string `json:"nextOverSla,omitempty"`
 	// OverSLA: How many of them have waited longer than the queue's
 	// sla.maxWaitMinutes; null when the queue has no such target.
 	OverSLA     Nullable[int]  `json:"overSla,omitzero"`
