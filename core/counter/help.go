@@ -13,12 +13,14 @@ import (
 // with one of the queue's quickReplies, which the customer's ticket page
 // shows at once.
 
-// HelpRequest is a customer's request for help as the console shows it:
-// the turn's code and since when it asks, never more of the customer.
+// HelpRequest is a customer's request for help as the console shows it,
+// the help API's shape (GET /help-requests/{id}): the turn's code and
+// since when it asks, never more of the customer.
 type HelpRequest struct {
 	ID          string     `json:"id"`
 	TurnID      string     `json:"turnId"`
-	QueueID     string     `json:"-"`
+	QueueID     string     `json:"queueId"`
+	RunID       string     `json:"queueRunId"`
 	DisplayCode string     `json:"displayCode"`
 	Status      string     `json:"status"`
 	Reply       *string    `json:"reply"`

@@ -62,7 +62,7 @@ func (h help) AnswerHelp(ctx context.Context, accountID, id string, reply *strin
 }
 
 func consoleHelp(r ticket.HelpRequest) core.HelpRequest {
-	return core.HelpRequest{ID: r.ID, TurnID: r.TurnID, QueueID: r.QueueID, DisplayCode: r.DisplayCode, Status: r.Status,
+	return core.HelpRequest{ID: r.ID, TurnID: r.TurnID, QueueID: r.QueueID, RunID: r.RunID, DisplayCode: r.DisplayCode, Status: r.Status,
 		Reply: r.Reply, RequestedAt: r.RequestedAt, AnsweredAt: r.AnsweredAt}
 }
 
