@@ -114,6 +114,7 @@ func TestCounterHelpAndSLAInChromium(t *testing.T) {
 			` && window.qmsBoard.overSla.count === 2`); err != nil {
 			fail(t, tv, "board-over-sla-failed.png", "the board's over-target marks", err)
 		}
+		checkContrast(t, tv, "the board with turns over the target", "sla-mark")
 		docsShot(t, tv, "display-board-over-sla.png")
 
 		// The consoles mark the same rows.
@@ -172,6 +173,7 @@ func TestCounterHelpAndSLAInChromium(t *testing.T) {
 			fail(t, phone, "ticket-help-failed.png", "the request noted on the ticket page", err)
 		}
 		fits(t, laptop, "laptop 1366x768 with a help request")
+		checkContrast(t, laptop, "the console with a help request", "help-code", "reply")
 		docsShot(t, laptop, "counter-help-request.png")
 
 		// The first counter answers: the request leaves both consoles and
