@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
@@ -176,18 +177,21 @@ func TestCounterHelpAndSLAInChromium(t *testing.T) {
 		checkContrast(t, laptop, "the console with a help request", "help-code", "reply")
 		docsShot(t, laptop, "counter-help-request.png")
 
-		// The first counter answers: the request leaves both consoles and
-		// the customer reads the reply.
+		// The laptop answers, by keyboard (the reply button focused, Enter):
+		// the request leaves both consoles, the focus goes on to "Call
+		// next", and the customer reads the reply.
 		reply := `#help-list li button.reply[data-reply="On my way"]`
-		if err := chromedp.Run(laptop, chromedp.Click(reply, chromedp.ByQuery)); err != nil {
+		if err := chromedp.Run(laptop, chromedp.Focus(reply, chromedp.ByQuery)); err != nil {
 			t.Fatal(err)
 		}
+		keys(t, laptop, kb.Enter)
 		answered := time.Now()
 		for _, c := range consoles {
 			waitConsole(t, c.nav, 5*time.Second, "the request answered, on the "+c.name,
 				`document.querySelector("#help-requests").hidden && document.querySelectorAll("#help-list li").length === 0`)
 		}
-		waitConsole(t, laptop, time.Second, "the answer announced", `window.qmsCounter.announced === `+strconv.Quote("Answered "+freshCode+": On my way"))
+		waitConsole(t, laptop, time.Second, "the answer announced, the focus on Call next",
+			`window.qmsCounter.announced === `+strconv.Quote("Answered "+freshCode+": On my way")+` && document.activeElement?.id === "btn-next"`)
 		if err := within(phone, 5*time.Second, visible("#help-reply")+" && "+shows("#help-reply", "On my way")+" && !"+visible("#help-asked")); err != nil {
 			fail(t, phone, "ticket-help-failed.png", "the reply on the ticket page", err)
 		}

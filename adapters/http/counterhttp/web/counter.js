@@ -466,6 +466,7 @@
     var ul = $("help-list");
     ul.textContent = "";
     var seen = {};
+    var refocus = null;
     list.forEach(function (h) {
       seen[h.id] = true;
       if (helpSeen && !helpSeen[h.id]) { announce(t("counter.helpAsked", { code: h.displayCode })); }
@@ -490,12 +491,16 @@
           if (answering[h.id]) { b.setAttribute("aria-busy", "true"); }
           b.addEventListener("click", function () { answerHelp(h, r); });
           group.appendChild(b);
-          if (keep && keep.id === h.id && keep.reply === r) { b.focus(); }
+          if (keep && keep.id === h.id && keep.reply === r) { refocus = b; }
         });
         li.appendChild(group);
       }
       ul.appendChild(li);
     });
+    // The request whose button had the focus was answered (here or at
+    // another counter): a keyboard user goes on from the next request's
+    // first reply, else from "Call next", never from nowhere.
+    if (keep) { (refocus || ul.querySelector("button.reply") || $("btn-next")).focus(); }
     helpSeen = seen;
     probe.helpRequests = list.map(function (h) { return h.displayCode; });
   }
