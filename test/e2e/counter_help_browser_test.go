@@ -174,6 +174,10 @@ func TestCounterHelpAndSLAInChromium(t *testing.T) {
 			fail(t, phone, "ticket-help-failed.png", "the request noted on the ticket page", err)
 		}
 		fits(t, laptop, "laptop 1366x768 with a help request")
+		if err := chromedp.Run(tablet, chromedp.EmulateViewport(800, 1280)); err != nil {
+			t.Fatal(err)
+		}
+		fits(t, tablet, "tablet 800x1280 with a help request")
 		checkContrast(t, laptop, "the console with a help request", "help-code", "reply")
 		docsShot(t, laptop, "counter-help-request.png")
 
