@@ -76,11 +76,10 @@ func TestCounterHelpRequests(t *testing.T) {
 			if d["field"] != nil {
 				return d["field"]
 			}
-			fs, _ := d["fields"].([]any)
-			if len(fs) == 0 {
-				return nil
+			if paths := r.FieldPaths(); len(paths) > 0 {
+				return paths[0]
 			}
-			return fs[0].(map[string]any)["path"]
+			return nil
 		}
 		if r := answer(desk1, h.ID, map[string]any{"reply": "Go away"}); r.Status != http.StatusUnprocessableEntity ||
 			r.ErrorCode() != "NOT_A_QUICK_REPLY" || field(r) != "reply" {
