@@ -7,6 +7,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/postgres"
 	"github.com/qms-dev/qms/core/accesscodes"
+	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
@@ -159,6 +160,56 @@ func emptyLine(t *testing.T, p *pgTurns) {
 		}
 		if err != nil {
 			t.Fatalf("drain the line: %v", err)
+		}
+	}
+}
+
+// TestDeletedBranchTakesItsTurnsRows: deleting a branch deletes its
+// queues and their turns (the cascades of entity_id and queue_id), and
+// with them every row about a turn: ticket links, help requests, SLA
+// marks, access-code uses, forwards. Help requests and marks were left
+// behind while migration 0163 had dropped their keys (0230 restores them).
+func TestDeletedBranchTakesItsTurnsRows(t *testing.T) {
+	p := newPGTurns(t, queues.CreateInput{})
+	ctx := context.Background()
+	now := time.Now().UTC()
+	v, _, err := p.svc.Create(ctx, p.account, p.run, turns.CreateInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.db.Do(ctx, func(ctx context.Context) error {
+		if err := postgres.NewTicketLinks(p.db).Create(ctx, ticket.Link{ID: platform.NewID(ticket.PrefixLink),
+			AccountID: p.account, TurnID: v.ID, QueueID: p.queue, RunID: p.run, Hash: platform.NewID("hash"),
+			CreatedAt: now}); err != nil {
+			return err
+		}
+		if _, err := postgres.NewTicketLinks(p.db).CreateHelp(ctx, ticket.HelpRequest{ID: platform.NewID("hlp"),
+			AccountID: p.account, TurnID: v.ID, QueueID: p.queue, RunID: p.run, DisplayCode: v.DisplayCode,
+			Status: "OPEN", RequestedAt: now}); err != nil {
+			return err
+		}
+		_, err := postgres.NewTurns(p.db).MarkOnce(ctx, v.ID, "sla_wait", now)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entityID string
+	if err := p.db.Pool.QueryRow(ctx, `SELECT entity_id FROM queues WHERE id = $1`, p.queue).Scan(&entityID); err != nil {
+		t.Fatal(err)
+	}
+	ents := entities.NewService(postgres.NewEntities(p.db), p.db, platform.SystemClock{})
+	if err := ents.Delete(ctx, p.account, entityID); err != nil {
+		t.Fatal(err)
+	}
+	for _, rows := range []string{"turns WHERE id = $1", "ticket_links WHERE turn_id = $1",
+		"help_requests WHERE turn_id = $1", "turn_marks WHERE turn_id = $1"} {
+		var n int
+		if err := p.db.Pool.QueryRow(ctx, `SELECT count(*) FROM `+rows, v.ID).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", rows, err)
+		}
+		if n != 0 {
+			t.Errorf("%s: %d rows of the deleted branch's turn left", rows, n)
 		}
 	}
 }
