@@ -19,17 +19,23 @@ func checkAnswers(ck *checker, ops []*Op) {
 	}
 }
 
-// checkCreates: every acknowledged create is there afterwards, one key
-// gives one turn, and a run holds exactly the turns acknowledged creates
-// and forwards explain (so a refused create left nothing).
+// checkCreates: every acknowledged create (intake, or a join on A's page)
+// is there afterwards, one key gives one turn, and a run holds exactly the
+// turns acknowledged creates and forwards explain (so a refused create
+// left nothing).
 func (wl *workload) checkCreates(ck *checker, ops []*Op, s *state) {
 	acked := map[string]map[string]bool{} // run id -> turn ids
 	byKey := map[string]string{}
 	for _, o := range ops {
-		if o.Kind != "intake" || o.Status != http.StatusCreated {
+		if (o.Kind != "intake" && o.Kind != "join") || o.Status != http.StatusCreated {
 			continue
 		}
 		v := o.TurnView()
+		if o.Kind == "join" {
+			// The join page answers the turn's id and status; its run is A's.
+			j := o.Joined()
+			v = turnView{ID: j.TurnID, QueueRunID: wl.w.runs[0].runID, Status: j.Status}
+		}
 		got, ok := s.byID[v.ID]
 		ck.check("acknowledged create is visible afterwards", ok && got.QueueRunID == v.QueueRunID,
 			"%s: turn %s is not in its run afterwards", o, v.ID)

@@ -28,6 +28,9 @@ type registry struct {
 	// returned are turns one client called, held and released with nothing
 	// else touching them: the next one called at their priority.
 	returned []returnedCall
+	// tickets are ticket link tokens of A's turns (made by staff or by a
+	// join), which open the customer's ticket page: help requests.
+	tickets []string
 }
 
 // keyed is a create sent with an idempotency key, to send again.
@@ -167,6 +170,14 @@ var mix = []op{
 	{1, (*workload).numberingReset},
 	{6, (*workload).book},
 	{1, (*workload).cancelAppointment},
+	// The customer's side, and what staff do beside the line: each writes
+	// rows about a turn while it waits (a ticket link, a help request and
+	// its answer, the joined message), which must never hide the turn from
+	// next (docs/turns.md, the lock order; checkNextOrder).
+	{4, (*workload).join},
+	{4, (*workload).ticketLink},
+	{3, (*workload).askHelp},
+	{2, (*workload).answerHelp},
 }
 
 var mixTotal = func() int {
@@ -302,6 +313,8 @@ var fits = map[string][]string{
 	"cancel":   {"WAITING", "WAITLISTED", "HELD", "CALLED", "IN_SERVICE"},
 	"reopen":   {"COMPLETED", "NO_SHOW", "CANCELLED"},
 	"priority": {"WAITING", "WAITLISTED"},
+	// Ticket links on waiting turns: the rows next must not be hidden by.
+	"ticket-link": {"WAITING"},
 }
 
 // turnOn picks a run and one of its turns that kind likely applies to.
@@ -493,4 +506,78 @@ func (wl *workload) cancelAppointment(client int, rng *rand.Rand) {
 		wl.c.do(req{client: client, proc: wl.proc(client), kind: "appointment-cancel", run: wl.w.appt.name, turn: id,
 			method: http.MethodPost, path: "/appointments/" + id + "/cancel"})
 	}
+}
+
+// join takes a turn of A on its kiosk join page (the customer's path: the
+// turn and its ticket link in one transaction, and the joined message for
+// a phone). Its ticket token is kept for help requests.
+func (wl *workload) join(client int, rng *rand.Rand) {
+	a := wl.w.runs[0]
+	body := map[string]any{}
+	if rng.Intn(2) == 0 {
+		body["phone"] = fmt.Sprintf("+34611%06d", wl.seq.Add(1)%1_000_000)
+	}
+	o := wl.c.do(req{client: client, proc: wl.proc(client), kind: "join", run: a.name, method: http.MethodPost,
+		path: "/join/" + wl.w.joinA, body: body, public: true})
+	if o.Status != http.StatusCreated {
+		return
+	}
+	j := o.Joined()
+	wl.reg.addTurn(a.runID, j.TurnID, j.Status)
+	wl.reg.mu.Lock()
+	wl.reg.tickets = append(wl.reg.tickets, j.Ticket)
+	wl.reg.mu.Unlock()
+}
+
+// ticketLink makes a ticket link for a turn, mostly a waiting one: staff
+// handing the customer their page. The op names no turn (o.Turn): it
+// changes none, so it opens and closes no window of the checks.
+func (wl *workload) ticketLink(client int, rng *rand.Rand) {
+	r, id := wl.turnOn(rng, "ticket-link")
+	if id == "" {
+		return
+	}
+	o := wl.c.do(req{client: client, proc: wl.proc(client), kind: "ticket-link", run: r.name, method: http.MethodPost,
+		path: "/turns/" + id + "/ticket-links", body: map[string]any{}})
+	if o.Status != http.StatusCreated || r != wl.w.runs[0] {
+		return
+	}
+	var l struct{ Token string }
+	_ = json.Unmarshal(o.Body, &l)
+	wl.reg.mu.Lock()
+	wl.reg.tickets = append(wl.reg.tickets, l.Token)
+	wl.reg.mu.Unlock()
+}
+
+// pickTicket returns one of the newest ticket tokens of A, "" when none.
+func (wl *workload) pickTicket(rng *rand.Rand) string {
+	wl.reg.mu.Lock()
+	defer wl.reg.mu.Unlock()
+	n := len(wl.reg.tickets)
+	if n == 0 {
+		return ""
+	}
+	return wl.reg.tickets[max(0, n-1-rng.Intn(30))]
+}
+
+// askHelp presses "I need help" on a ticket page of A.
+func (wl *workload) askHelp(client int, rng *rand.Rand) {
+	if token := wl.pickTicket(rng); token != "" {
+		wl.c.do(req{client: client, proc: wl.proc(client), kind: "help", run: wl.w.runs[0].name, method: http.MethodPost,
+			path: "/ticket/" + token + "/help", public: true})
+	}
+}
+
+// answerHelp answers one of A's open help requests with a quick reply.
+func (wl *workload) answerHelp(client int, rng *rand.Rand) {
+	a := wl.w.runs[0]
+	o := wl.c.do(req{client: client, proc: wl.proc(client), kind: "help-list", run: a.name, method: http.MethodGet,
+		path: "/queue-runs/" + a.runID + "/help-requests?status=OPEN&limit=20"})
+	var page struct{ Data []struct{ ID string } }
+	if o.Status != http.StatusOK || json.Unmarshal(o.Body, &page) != nil || len(page.Data) == 0 {
+		return
+	}
+	id := page.Data[rng.Intn(len(page.Data))].ID
+	wl.c.do(req{client: client, proc: wl.proc(client), kind: "help-answer", run: a.name, method: http.MethodPost,
+		path: "/help-requests/" + id + "/answer", body: map[string]any{"reply": helpReplies[rng.Intn(len(helpReplies))]}})
 }
