@@ -83,9 +83,11 @@ func checkNextOrder(ck *checker, ops []*Op, byTurn map[string][]*Op) {
 			continue
 		}
 		x := turns[n.Turn]
-		// The called turn must be where its intake put it: first touched by
-		// this very next.
-		if x == nil || x.toucher != n {
+		// The called turn must be where its intake put it until this next
+		// took it: first touched by this very next, and by nothing else
+		// before the next ended (a priority change, or a call, hold and
+		// release, may have committed first and moved it ahead).
+		if x == nil || x.toucher != n || touchedDuring(byTurn[x.turn], n) {
 			continue
 		}
 		l := lines[x.run+"/"+x.priority]
@@ -104,6 +106,17 @@ func checkNextOrder(ck *checker, ops []*Op, byTurn map[string][]*Op) {
 			n, x.turn, x.intake.End.Format("15:04:05.000"), y.turn, y.intake.Start.Format("15:04:05.000"),
 			y.intake.End.Format("15:04:05.000"), touchedAt(y))
 	}
+}
+
+// touchedDuring reports whether an op on the turn other than n, not a
+// read, began before n ended.
+func touchedDuring(ops []*Op, n *Op) bool {
+	for _, o := range ops {
+		if o != n && o.Kind != "intake" && o.Method != http.MethodGet && o.Start.Before(n.End) {
+			return true
+		}
+	}
+	return false
 }
 
 func touchedAt(c *created) string {
