@@ -31,6 +31,8 @@ type registry struct {
 	// tickets are ticket link tokens of A's turns (made by staff or by a
 	// join), which open the customer's ticket page: help requests.
 	tickets []string
+	// head is pickHead's cursor per run.
+	head map[string]int
 }
 
 // keyed is a create sent with an idempotency key, to send again.
@@ -88,6 +90,30 @@ func (r *registry) pickTurn(rng *rand.Rand, runID string, want ...string) string
 	return ids[rng.Intn(len(ids))]
 }
 
+// pickHead returns the run's oldest turn last seen WAITING: most likely
+// the head of its line, the turn a concurrent next takes. The scan starts
+// at a cursor past the turns seen leaving the line for good.
+func (r *registry) pickHead(runID string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := r.turns[runID]
+	i := r.head[runID]
+	for i < len(ids) && finishedHint[r.hint[ids[i]]] {
+		i++
+	}
+	r.head[runID] = i
+	for ; i < len(ids); i++ {
+		if r.hint[ids[i]] == "WAITING" {
+			return ids[i]
+		}
+	}
+	return ""
+}
+
+// finishedHint are the statuses a turn seldom leaves (only a reopen does):
+// pickHead's cursor moves past them.
+var finishedHint = map[string]bool{"COMPLETED": true, "CANCELLED": true, "NO_SHOW": true}
+
 // throttle lets an action through at most once per period, whichever client
 // asks: closing runs and switching the numbering stay rare events.
 type throttle struct {
@@ -120,7 +146,8 @@ type workload struct {
 
 func newWorkload(c *caller, w *world, seed int64) *workload {
 	return &workload{c: c, w: w, procs: len(c.urls), prefix: fmt.Sprintf("h%x", seed&0xffffffff),
-		reg:   &registry{turns: map[string][]string{}, seen: map[string]bool{}, hint: map[string]string{}},
+		reg: &registry{turns: map[string][]string{}, seen: map[string]bool{}, hint: map[string]string{},
+			head: map[string]int{}},
 		flips: throttle{period: 400 * time.Millisecond}, resets: throttle{period: 3 * time.Second}}
 }
 
@@ -529,11 +556,16 @@ func (wl *workload) join(client int, rng *rand.Rand) {
 	wl.reg.mu.Unlock()
 }
 
-// ticketLink makes a ticket link for a turn, mostly a waiting one: staff
-// handing the customer their page. The op names no turn (o.Turn): it
+// ticketLink makes a ticket link for a turn, mostly the head of the line:
+// staff handing the customer their page. The op names no turn (o.Turn): it
 // changes none, so it opens and closes no window of the checks.
 func (wl *workload) ticketLink(client int, rng *rand.Rand) {
 	r, id := wl.turnOn(rng, "ticket-link")
+	if rng.Intn(4) > 0 {
+		// Mostly the head of the line: the turn a concurrent next takes,
+		// and the one a key's KEY SHARE would hide from it.
+		id = wl.reg.pickHead(r.runID)
+	}
 	if id == "" {
 		return
 	}
