@@ -497,6 +497,7 @@ func (wl *workload) checkEvents(ck *checker, ops []*Op, s *state, calls map[stri
 	staffCancel := map[string]int{}
 	expiryCancel := map[string]int{}
 	scheduled := map[string]int{}
+	breached := map[string]int{}
 	for _, e := range events {
 		id := str(e.Data, "turnId")
 		switch e.Event {
@@ -517,8 +518,20 @@ func (wl *workload) checkEvents(ck *checker, ops []*Op, s *state, calls map[stri
 			}
 		case "appointment.scheduled":
 			scheduled[str(e.Data, "appointmentId")]++
+		case "turn.sla_breached":
+			breached[id]++
 		}
 	}
+	// A's sla.maxWaitMinutes is 0: its SLA jobs run at once, and the turn
+	// mark (turn_marks) makes a job run twice raise nothing more.
+	for id, n := range breached {
+		v, ok := s.byID[id]
+		ck.check("turn.sla_breached at most once per turn, only on the run with an SLA",
+			n == 1 && ok && v.QueueRunID == wl.w.runs[0].runID,
+			"turn %s (run %s): %d turn.sla_breached events", id, v.QueueRunID, n)
+	}
+	ck.check("turn.sla_breached raised (A's SLA jobs ran)", len(breached) > 0 || len(s.turns[wl.w.runs[0].runID]) == 0,
+		"no turn.sla_breached for %d turns of A", len(s.turns[wl.w.runs[0].runID]))
 	for id, v := range s.byID {
 		ck.check("turn.created once per turn", created[id] == 1, "turn %s (%s, run %s): %d turn.created events", id, v.DisplayCode, v.QueueRunID, created[id])
 	}
