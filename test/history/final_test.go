@@ -498,6 +498,7 @@ func (wl *workload) checkEvents(ck *checker, ops []*Op, s *state, calls map[stri
 	expiryCancel := map[string]int{}
 	scheduled := map[string]int{}
 	breached := map[string]int{}
+	customerCancel := map[string]int{}
 	for _, e := range events {
 		id := str(e.Data, "turnId")
 		switch e.Event {
@@ -511,9 +512,12 @@ func (wl *workload) checkEvents(ck *checker, ops []*Op, s *state, calls map[stri
 		case "turn.reopened":
 			reopened[id]++
 		case "turn.cancelled":
-			if str(e.Data, "reason") == "tolerance_expired" {
+			switch str(e.Data, "reason") {
+			case "tolerance_expired":
 				expiryCancel[id]++
-			} else {
+			case "customer":
+				customerCancel[id]++
+			default:
 				staffCancel[id]++
 			}
 		case "appointment.scheduled":
@@ -563,6 +567,13 @@ func (wl *workload) checkEvents(ck *checker, ops []*Op, s *state, calls map[stri
 	compare("turn.completed per turn == acknowledged completes", acks("complete"), completed)
 	compare("turn.reopened per turn == acknowledged reopens", acks("reopen"), reopened)
 	compare("turn.cancelled (staff) per turn == acknowledged cancels", acks("cancel"), staffCancel)
+	left := map[string]int{}
+	for _, o := range ops {
+		if o.Kind == "leave" && o.Status == http.StatusOK {
+			left[o.Turn]++
+		}
+	}
+	compare("turn.cancelled (customer) per turn == acknowledged leaves", left, customerCancel)
 	callsOf := map[string]int{}
 	for _, o := range calls {
 		callsOf[o.TurnView().ID]++

@@ -28,9 +28,9 @@ type registry struct {
 	// returned are turns one client called, held and released with nothing
 	// else touching them: the next one called at their priority.
 	returned []returnedCall
-	// tickets are ticket link tokens of A's turns (made by staff or by a
-	// join), which open the customer's ticket page: help requests.
-	tickets []string
+	// tickets are ticket links of A's turns (made by staff or by a join),
+	// which open the customer's ticket page: help requests, leaving.
+	tickets []ticketRef
 	// head is pickHead's cursor per run.
 	head map[string]int
 }
@@ -205,6 +205,7 @@ var mix = []op{
 	{4, (*workload).ticketLink},
 	{3, (*workload).askHelp},
 	{2, (*workload).answerHelp},
+	{1, (*workload).leave},
 }
 
 var mixTotal = func() int {
@@ -552,7 +553,7 @@ func (wl *workload) join(client int, rng *rand.Rand) {
 	j := o.Joined()
 	wl.reg.addTurn(a.runID, j.TurnID, j.Status)
 	wl.reg.mu.Lock()
-	wl.reg.tickets = append(wl.reg.tickets, j.Ticket)
+	wl.reg.tickets = append(wl.reg.tickets, ticketRef{token: j.Ticket, turn: j.TurnID})
 	wl.reg.mu.Unlock()
 }
 
@@ -577,26 +578,42 @@ func (wl *workload) ticketLink(client int, rng *rand.Rand) {
 	var l struct{ Token string }
 	_ = json.Unmarshal(o.Body, &l)
 	wl.reg.mu.Lock()
-	wl.reg.tickets = append(wl.reg.tickets, l.Token)
+	wl.reg.tickets = append(wl.reg.tickets, ticketRef{token: l.Token, turn: id})
 	wl.reg.mu.Unlock()
 }
 
-// pickTicket returns one of the newest ticket tokens of A, "" when none.
-func (wl *workload) pickTicket(rng *rand.Rand) string {
+// ticketRef is a ticket link's token and the turn it opens.
+type ticketRef struct{ token, turn string }
+
+// pickTicket returns one of the newest ticket links of A, zero when none.
+func (wl *workload) pickTicket(rng *rand.Rand) ticketRef {
 	wl.reg.mu.Lock()
 	defer wl.reg.mu.Unlock()
 	n := len(wl.reg.tickets)
 	if n == 0 {
-		return ""
+		return ticketRef{}
 	}
 	return wl.reg.tickets[max(0, n-1-rng.Intn(30))]
 }
 
-// askHelp presses "I need help" on a ticket page of A.
+// askHelp presses "I need help" on a ticket page of A. It changes no turn
+// (o.Turn stays empty).
 func (wl *workload) askHelp(client int, rng *rand.Rand) {
-	if token := wl.pickTicket(rng); token != "" {
+	if tk := wl.pickTicket(rng); tk.token != "" {
 		wl.c.do(req{client: client, proc: wl.proc(client), kind: "help", run: wl.w.runs[0].name, method: http.MethodPost,
-			path: "/ticket/" + token + "/help", public: true})
+			path: "/ticket/" + tk.token + "/help", public: true})
+	}
+}
+
+// leave presses "leave the queue" on a ticket page of A: the turn is
+// cancelled with reason customer (a change of the turn, so the op names it).
+func (wl *workload) leave(client int, rng *rand.Rand) {
+	if tk := wl.pickTicket(rng); tk.token != "" {
+		o := wl.c.do(req{client: client, proc: wl.proc(client), kind: "leave", run: wl.w.runs[0].name, turn: tk.turn,
+			method: http.MethodPost, path: "/ticket/" + tk.token + "/leave", public: true})
+		if o.Status == http.StatusOK {
+			wl.reg.addTurn(wl.w.runs[0].runID, tk.turn, o.TurnView().Status)
+		}
 	}
 }
 
