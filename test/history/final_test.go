@@ -53,6 +53,17 @@ func (wl *workload) checkCreates(ck *checker, ops []*Op, s *state) {
 		}
 	}
 	checkReplays(ck, ops, "intake")
+	// Transfers admit a turn in their destination run.
+	for _, o := range ops {
+		if o.Kind != "transfer" || o.Status != http.StatusCreated {
+			continue
+		}
+		to := o.Transferred().To
+		if acked[to.QueueRunID] == nil {
+			acked[to.QueueRunID] = map[string]bool{}
+		}
+		acked[to.QueueRunID][to.ID] = true
+	}
 	forwarded := map[string]bool{}
 	for _, f := range s.forwards {
 		if f.Status == "FORWARDED" && f.ToTurnID != nil {
@@ -105,6 +116,9 @@ func (wl *workload) checkLastChanges(ck *checker, byTurn map[string][]*Op, s *st
 		}
 		r := wl.w.byRun[now.QueueRunID]
 		st := last.TurnView().Status
+		if last.Kind == "transfer" {
+			st = last.Transferred().From.Status
+		}
 		if overlapped || r == nil || (r.tolerance && st == "CALLED") || (r.autoPromote && st == "WAITLISTED") {
 			continue
 		}
@@ -499,6 +513,7 @@ func (wl *workload) checkEvents(ck *checker, ops []*Op, s *state, calls map[stri
 	scheduled := map[string]int{}
 	breached := map[string]int{}
 	customerCancel := map[string]int{}
+	transferCancel := map[string]int{}
 	for _, e := range events {
 		id := str(e.Data, "turnId")
 		switch e.Event {
@@ -517,6 +532,8 @@ func (wl *workload) checkEvents(ck *checker, ops []*Op, s *state, calls map[stri
 				expiryCancel[id]++
 			case "customer":
 				customerCancel[id]++
+			case "transferred":
+				transferCancel[id]++
 			default:
 				staffCancel[id]++
 			}
@@ -574,6 +591,7 @@ func (wl *workload) checkEvents(ck *checker, ops []*Op, s *state, calls map[stri
 		}
 	}
 	compare("turn.cancelled (customer) per turn == acknowledged leaves", left, customerCancel)
+	compare("turn.cancelled (transferred) per turn == acknowledged transfers", acks("transfer"), transferCancel)
 	callsOf := map[string]int{}
 	for _, o := range calls {
 		callsOf[o.TurnView().ID]++

@@ -62,6 +62,16 @@ func (o *Op) Joined() joined {
 	return j
 }
 
+// transferred is a transfer's answer: the source turn and the new one.
+type transferred struct{ From, To turnView }
+
+// Transferred decodes a transfer's answer.
+func (o *Op) Transferred() transferred {
+	var t transferred
+	_ = json.Unmarshal(o.Body, &t)
+	return t
+}
+
 // TurnView decodes a turn answer.
 func (o *Op) TurnView() turnView {
 	var v turnView

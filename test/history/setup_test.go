@@ -54,7 +54,7 @@ var helpReplies = []string{"Coming to you", "Please wait at desk 1"}
 //     prefix T, like B, so keepNumber forwards from A meet B's own codes;
 //     help on (customers ask on their ticket page, staff answer); a kiosk
 //     join link; sla.maxWaitMinutes 0, so every turn's SLA job runs at once
-//     and marks the turn while it most likely still waits.
+//     and marks the turn while it most likely still waits; transfers to C.
 //   - B: maxTurns 6 with a waitlist and autoPromote, complete from CALLED
 //     (trackService off), reopen allowed, prefix T.
 //   - C: maxTurns 5 with a waitlist and autoPromote off (staff promote by
@@ -111,9 +111,10 @@ func setup(t *testing.T, c *caller) *world {
 		return out
 	}
 	a := mk("A", map[string]any{"turnPrefix": "T", "turnPadding": 3, "stations": stations(3),
-		"dispatchFlow": map[string]any{"allowReopen": true},
-		"help":         map[string]any{"enabled": true, "quickReplies": helpReplies},
-		"sla":          map[string]any{"maxWaitMinutes": 0}})
+		"dispatchFlow":    map[string]any{"allowReopen": true},
+		"help":            map[string]any{"enabled": true, "quickReplies": helpReplies},
+		"sla":             map[string]any{"maxWaitMinutes": 0},
+		"transferEnabled": true})
 	b := mk("B", map[string]any{"turnPrefix": "T", "turnPadding": 3, "stations": stations(2),
 		"capacity":     map[string]any{"maxTurns": 6, "waitlistEnabled": true, "autoPromote": true},
 		"dispatchFlow": map[string]any{"allowReopen": true, "trackService": false}})

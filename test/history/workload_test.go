@@ -33,6 +33,9 @@ type registry struct {
 	tickets []ticketRef
 	// head is pickHead's cursor per run.
 	head map[string]int
+	// transferKept are the turns a transfer admitted with the source's
+	// number and code (not drawn from their run's counter).
+	transferKept map[string]bool
 }
 
 // keyed is a create sent with an idempotency key, to send again.
@@ -147,7 +150,7 @@ type workload struct {
 func newWorkload(c *caller, w *world, seed int64) *workload {
 	return &workload{c: c, w: w, procs: len(c.urls), prefix: fmt.Sprintf("h%x", seed&0xffffffff),
 		reg: &registry{turns: map[string][]string{}, seen: map[string]bool{}, hint: map[string]string{},
-			head: map[string]int{}},
+			head: map[string]int{}, transferKept: map[string]bool{}},
 		flips: throttle{period: 400 * time.Millisecond}, resets: throttle{period: 3 * time.Second}}
 }
 
@@ -206,6 +209,7 @@ var mix = []op{
 	{3, (*workload).askHelp},
 	{2, (*workload).answerHelp},
 	{1, (*workload).leave},
+	{2, (*workload).transfer},
 }
 
 var mixTotal = func() int {
@@ -629,4 +633,28 @@ func (wl *workload) answerHelp(client int, rng *rand.Rand) {
 	id := page.Data[rng.Intn(len(page.Data))].ID
 	wl.c.do(req{client: client, proc: wl.proc(client), kind: "help-answer", run: a.name, method: http.MethodPost,
 		path: "/help-requests/" + id + "/answer", body: map[string]any{"reply": helpReplies[rng.Intn(len(helpReplies))]}})
+}
+
+// transfer moves a turn of A to C (A has transferEnabled): the source is
+// cancelled (reason transferred) and C admits a turn under its own rules,
+// keeping the number and code when no unfinished turn of C shows it.
+func (wl *workload) transfer(client int, rng *rand.Rand) {
+	a, c := wl.w.runs[0], wl.w.runs[2]
+	id := wl.reg.pickTurn(rng, a.runID, "WAITING", "CALLED", "HELD")
+	if id == "" {
+		return
+	}
+	o := wl.c.do(req{client: client, proc: wl.proc(client), kind: "transfer", run: a.name, turn: id,
+		method: http.MethodPost, path: "/turns/" + id + "/transfer", body: map[string]any{"queueId": c.queueID}})
+	if o.Status != http.StatusCreated {
+		return
+	}
+	tr := o.Transferred()
+	wl.reg.addTurn(a.runID, tr.From.ID, tr.From.Status)
+	wl.reg.addTurn(c.runID, tr.To.ID, tr.To.Status)
+	if tr.To.Number == tr.From.Number && tr.To.DisplayCode == tr.From.DisplayCode {
+		wl.reg.mu.Lock()
+		wl.reg.transferKept[tr.To.ID] = true
+		wl.reg.mu.Unlock()
+	}
 }
