@@ -177,17 +177,27 @@ func (r *Turns) queryTurn(ctx context.Context, sql string, args ...any) (turns.T
 	if err != nil {
 		return turns.Turn{}, false, err
 	}
-	if strings.Contains(sql, "FOR UPDATE") {
+	if strings.Contains(sql, lockTurnRow) {
 		r.db.foldLockedTurn(ctx, &row)
 	}
 	t, err := row.domain()
 	return t, err == nil, err
 }
 
+// lockTurnRow is how a turn's row is locked for a change: NO KEY UPDATE,
+// never UPDATE. A turn's update never changes its key (the id; its unique
+// indexes are partial), and the rows written about a waiting turn (a ticket
+// link, the access-code use, a forward) take KEY SHARE on it through their
+// foreign key until their transaction commits. FOR UPDATE conflicts with
+// KEY SHARE, so next's SKIP LOCKED passed such a turn by and called the one
+// behind it; NO KEY UPDATE does not, and still conflicts with every other
+// lock taken to change a turn (docs/turns.md, the lock order).
+const lockTurnRow = `FOR NO KEY UPDATE`
+
 func (r *Turns) get(ctx context.Context, id string, lock bool) (turns.Turn, error) {
 	sql := `SELECT ` + turnColumns + ` FROM turns AS t WHERE t.id = $1`
 	if lock {
-		sql += ` FOR UPDATE`
+		sql += ` ` + lockTurnRow
 	}
 	t, ok, err := r.queryTurn(ctx, sql, id)
 	if err == nil && !ok {
@@ -328,9 +338,11 @@ func (r *Turns) take(ctx context.Context, runID string, status turns.Status) (tu
 }
 
 // takeSQL locks run $1's first turn in status $2 in line order
-// (turns_line_idx), skipping locked rows.
+// (turns_line_idx), skipping rows other dispatchers hold. Only those: a
+// row's KEY SHARE, taken by the foreign key of a row written about the turn,
+// does not conflict with lockTurnRow, so it hides no turn from next.
 const takeSQL = `SELECT ` + turnColumns + ` FROM turns AS t
-	WHERE t.run_id = $1 AND t.status = $2 ORDER BY t.priority_rank, t.seq LIMIT 1 FOR UPDATE SKIP LOCKED`
+	WHERE t.run_id = $1 AND t.status = $2 ORDER BY t.priority_rank, t.seq LIMIT 1 ` + lockTurnRow + ` SKIP LOCKED`
 
 // TakeNext locks the run's first WAITING turn in line order.
 func (r *Turns) TakeNext(ctx context.Context, runID string) (turns.Turn, bool, error) {

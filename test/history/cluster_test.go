@@ -30,12 +30,16 @@ type backend struct {
 }
 
 // highRate keeps the per-key rate limit (120/min by default, shared by the
-// processes through the database) out of the way of the load.
+// processes through the database) and the budgets of the customer's pages
+// (join and ticket) out of the way of the load.
 const highRate = 10_000_000
 
 // memoryBackend is the memory adapter in process.
 func memoryBackend(t *testing.T) *backend {
-	a := apptest.Memory(t, apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = highRate }))
+	a := apptest.Memory(t, apptest.WithConfig(func(c *config.Config) {
+		c.RateLimit.PerMinute, c.RateLimit.PerTokenPerMinute = highRate, highRate
+		c.Join.PerAddressPerMinute, c.Join.PerLinkPerMinute = highRate, highRate
+	}))
 	return &backend{name: "memory", urls: []string{a.BaseURL}, key: a.Key}
 }
 
@@ -70,6 +74,11 @@ func clusterBackend(t *testing.T, n int) *backend {
 		"QMS_ADMIN_TOKEN="+apptest.AdminToken,
 		"QMS_WEBHOOKS_SECRET_KEY="+apptest.SecretKey,
 		fmt.Sprintf("QMS_RATELIMIT_PER_MINUTE=%d", highRate),
+		// The customer's pages too: one client address joins and asks for
+		// help for a whole waiting room.
+		fmt.Sprintf("QMS_RATELIMIT_PER_TOKEN_PER_MINUTE=%d", highRate),
+		fmt.Sprintf("QMS_JOIN_PER_ADDRESS_PER_MINUTE=%d", highRate),
+		fmt.Sprintf("QMS_JOIN_PER_LINK_PER_MINUTE=%d", highRate),
 		"QMS_WEBHOOKS_ALLOW_PRIVATE=true",
 		"QMS_BOOTSTRAP_DEMO=false",
 		"QMS_LOG_LEVEL=warn",

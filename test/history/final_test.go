@@ -19,17 +19,23 @@ func checkAnswers(ck *checker, ops []*Op) {
 	}
 }
 
-// checkCreates: every acknowledged create is there afterwards, one key
-// gives one turn, and a run holds exactly the turns acknowledged creates
-// and forwards explain (so a refused create left nothing).
+// checkCreates: every acknowledged create (intake, or a join on A's page)
+// is there afterwards, one key gives one turn, and a run holds exactly the
+// turns acknowledged creates and forwards explain (so a refused create
+// left nothing).
 func (wl *workload) checkCreates(ck *checker, ops []*Op, s *state) {
 	acked := map[string]map[string]bool{} // run id -> turn ids
 	byKey := map[string]string{}
 	for _, o := range ops {
-		if o.Kind != "intake" || o.Status != http.StatusCreated {
+		if (o.Kind != "intake" && o.Kind != "join") || o.Status != http.StatusCreated {
 			continue
 		}
 		v := o.TurnView()
+		if o.Kind == "join" {
+			// The join page answers the turn's id and status; its run is A's.
+			j := o.Joined()
+			v = turnView{ID: j.TurnID, QueueRunID: wl.w.runs[0].runID, Status: j.Status}
+		}
 		got, ok := s.byID[v.ID]
 		ck.check("acknowledged create is visible afterwards", ok && got.QueueRunID == v.QueueRunID,
 			"%s: turn %s is not in its run afterwards", o, v.ID)
@@ -47,6 +53,17 @@ func (wl *workload) checkCreates(ck *checker, ops []*Op, s *state) {
 		}
 	}
 	checkReplays(ck, ops, "intake")
+	// Transfers admit a turn in their destination run.
+	for _, o := range ops {
+		if o.Kind != "transfer" || o.Status != http.StatusCreated {
+			continue
+		}
+		to := o.Transferred().To
+		if acked[to.QueueRunID] == nil {
+			acked[to.QueueRunID] = map[string]bool{}
+		}
+		acked[to.QueueRunID][to.ID] = true
+	}
 	forwarded := map[string]bool{}
 	for _, f := range s.forwards {
 		if f.Status == "FORWARDED" && f.ToTurnID != nil {
@@ -99,6 +116,9 @@ func (wl *workload) checkLastChanges(ck *checker, byTurn map[string][]*Op, s *st
 		}
 		r := wl.w.byRun[now.QueueRunID]
 		st := last.TurnView().Status
+		if last.Kind == "transfer" {
+			st = last.Transferred().From.Status
+		}
 		if overlapped || r == nil || (r.tolerance && st == "CALLED") || (r.autoPromote && st == "WAITLISTED") {
 			continue
 		}
@@ -491,6 +511,9 @@ func (wl *workload) checkEvents(ck *checker, ops []*Op, s *state, calls map[stri
 	staffCancel := map[string]int{}
 	expiryCancel := map[string]int{}
 	scheduled := map[string]int{}
+	breached := map[string]int{}
+	customerCancel := map[string]int{}
+	transferCancel := map[string]int{}
 	for _, e := range events {
 		id := str(e.Data, "turnId")
 		switch e.Event {
@@ -504,15 +527,32 @@ func (wl *workload) checkEvents(ck *checker, ops []*Op, s *state, calls map[stri
 		case "turn.reopened":
 			reopened[id]++
 		case "turn.cancelled":
-			if str(e.Data, "reason") == "tolerance_expired" {
+			switch str(e.Data, "reason") {
+			case "tolerance_expired":
 				expiryCancel[id]++
-			} else {
+			case "customer":
+				customerCancel[id]++
+			case "transferred":
+				transferCancel[id]++
+			default:
 				staffCancel[id]++
 			}
 		case "appointment.scheduled":
 			scheduled[str(e.Data, "appointmentId")]++
+		case "turn.sla_breached":
+			breached[id]++
 		}
 	}
+	// A's sla.maxWaitMinutes is 0: its SLA jobs run at once, and the turn
+	// mark (turn_marks) makes a job run twice raise nothing more.
+	for id, n := range breached {
+		v, ok := s.byID[id]
+		ck.check("turn.sla_breached at most once per turn, only on the run with an SLA",
+			n == 1 && ok && v.QueueRunID == wl.w.runs[0].runID,
+			"turn %s (run %s): %d turn.sla_breached events", id, v.QueueRunID, n)
+	}
+	ck.check("turn.sla_breached raised (A's SLA jobs ran)", len(breached) > 0 || len(s.turns[wl.w.runs[0].runID]) == 0,
+		"no turn.sla_breached for %d turns of A", len(s.turns[wl.w.runs[0].runID]))
 	for id, v := range s.byID {
 		ck.check("turn.created once per turn", created[id] == 1, "turn %s (%s, run %s): %d turn.created events", id, v.DisplayCode, v.QueueRunID, created[id])
 	}
@@ -544,6 +584,14 @@ func (wl *workload) checkEvents(ck *checker, ops []*Op, s *state, calls map[stri
 	compare("turn.completed per turn == acknowledged completes", acks("complete"), completed)
 	compare("turn.reopened per turn == acknowledged reopens", acks("reopen"), reopened)
 	compare("turn.cancelled (staff) per turn == acknowledged cancels", acks("cancel"), staffCancel)
+	left := map[string]int{}
+	for _, o := range ops {
+		if o.Kind == "leave" && o.Status == http.StatusOK {
+			left[o.Turn]++
+		}
+	}
+	compare("turn.cancelled (customer) per turn == acknowledged leaves", left, customerCancel)
+	compare("turn.cancelled (transferred) per turn == acknowledged transfers", acks("transfer"), transferCancel)
 	callsOf := map[string]int{}
 	for _, o := range calls {
 		callsOf[o.TurnView().ID]++

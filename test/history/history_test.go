@@ -46,6 +46,32 @@ func (o *Op) Code() string {
 	return e.Error.Code
 }
 
+// joined is the join page's answer.
+type joined struct {
+	TurnID      string
+	DisplayCode string
+	Status      string
+	Ticket      string
+	Replayed    bool
+}
+
+// Joined decodes a join page's answer.
+func (o *Op) Joined() joined {
+	var j joined
+	_ = json.Unmarshal(o.Body, &j)
+	return j
+}
+
+// transferred is a transfer's answer: the source turn and the new one.
+type transferred struct{ From, To turnView }
+
+// Transferred decodes a transfer's answer.
+func (o *Op) Transferred() transferred {
+	var t transferred
+	_ = json.Unmarshal(o.Body, &t)
+	return t
+}
+
 // TurnView decodes a turn answer.
 func (o *Op) TurnView() turnView {
 	var v turnView
@@ -132,9 +158,13 @@ type req struct {
 	method, path string
 	body         any
 	key          string
+	// public sends the request to the path as given, without the API key:
+	// the customer's pages (join and ticket), not /api/v1.
+	public bool
 }
 
-// do sends r to /api/v1 of its process and records it.
+// do sends r to /api/v1 of its process (or to r.path as given, when
+// public) and records it.
 func (c *caller) do(r req) *Op {
 	o := &Op{Client: r.client, Proc: r.proc % len(c.urls), Kind: r.kind, Run: r.run, Turn: r.turn,
 		Method: r.method, Path: r.path, Key: r.key}
@@ -147,11 +177,17 @@ func (c *caller) do(r req) *Op {
 		o.Req = b
 		rd = bytes.NewReader(b)
 	}
-	hr, err := http.NewRequest(r.method, c.urls[o.Proc]+"/api/v1"+r.path, rd)
+	base := c.urls[o.Proc] + "/api/v1"
+	if r.public {
+		base = c.urls[o.Proc]
+	}
+	hr, err := http.NewRequest(r.method, base+r.path, rd)
 	if err != nil {
 		panic(err)
 	}
-	hr.Header.Set("X-API-Key", c.key)
+	if !r.public {
+		hr.Header.Set("X-API-Key", c.key)
+	}
 	if r.body != nil {
 		hr.Header.Set("Content-Type", "application/json")
 	}
@@ -173,6 +209,9 @@ func (c *caller) do(r req) *Op {
 	o.Replayed = resp.Header.Get("Idempotent-Replayed") == "true"
 	if o.Kind == "next" && o.Status == http.StatusCreated {
 		o.Turn = o.TurnView().ID // so the ops of a turn include the next that took it
+	}
+	if o.Kind == "join" && o.Status == http.StatusCreated {
+		o.Turn = o.Joined().TurnID // so the ops of a turn include the join that took it
 	}
 	c.h.add(o)
 	return o

@@ -13,7 +13,11 @@
 // maxTurns, a waitlist and autoPromote, C with maxTurns, a waitlist without
 // autoPromote, tolerance grace 0 and one active turn per access code, D for
 // appointments; A forwards completed turns to B keeping their number, B to
-// C by hand. Clients (workload_test.go) run in bursts; between bursts the
+// C by hand, and transfers turns to C. Customers also join A on its join
+// page, ask for help and leave on their ticket pages; staff make ticket
+// links (mostly for the head of a line) and answer help requests; A's SLA
+// jobs mark every turn at once. Each of those writes a row about a waiting
+// turn, which must never hide it from next (checkNextOrder). Clients (workload_test.go) run in bursts; between bursts the
 // runs are reopened, jobs settle and the state is checked (quiesce_test.go):
 // stations, capacity, waitlist, display codes and numbers, positions on
 // every process against the order sequential next calls take, a closed-run

@@ -54,6 +54,7 @@ func runHistory(t *testing.T, b *backend) {
 	wl.checkCreates(ck, ops, s)
 	wl.checkLastChanges(ck, byTurn, s)
 	calls := checkCalls(ck, ops)
+	checkNextOrder(ck, ops, byTurn)
 	checkUpdatedAt(ck, ops)
 	wl.checkReentryLimits(ck, ops)
 	wl.checkWaitlistOrder(ck, ops, byTurn)

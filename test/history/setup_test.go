@@ -39,12 +39,22 @@ type world struct {
 	linkAB string   // A -> B on completion, keepNumber
 	linkBC string   // B -> C by hand, a new number
 	codes  []string // access codes of C, which allows one active turn per code
+	// joinA is the token of a kiosk join link of A: customers join A on
+	// its page too.
+	joinA string
 }
+
+// helpReplies are A's help.quickReplies: staff answer help requests with
+// one of them.
+var helpReplies = []string{"Coming to you", "Please wait at desk 1"}
 
 // setup creates, through the API, the queues of the workload:
 //
 //   - A: no capacity, three stations, service tracked, reopen allowed;
-//     prefix T, like B, so keepNumber forwards from A meet B's own codes.
+//     prefix T, like B, so keepNumber forwards from A meet B's own codes;
+//     help on (customers ask on their ticket page, staff answer); a kiosk
+//     join link; sla.maxWaitMinutes 0, so every turn's SLA job runs at once
+//     and marks the turn while it most likely still waits; transfers to C.
 //   - B: maxTurns 6 with a waitlist and autoPromote, complete from CALLED
 //     (trackService off), reopen allowed, prefix T.
 //   - C: maxTurns 5 with a waitlist and autoPromote off (staff promote by
@@ -101,7 +111,10 @@ func setup(t *testing.T, c *caller) *world {
 		return out
 	}
 	a := mk("A", map[string]any{"turnPrefix": "T", "turnPadding": 3, "stations": stations(3),
-		"dispatchFlow": map[string]any{"allowReopen": true}})
+		"dispatchFlow":    map[string]any{"allowReopen": true},
+		"help":            map[string]any{"enabled": true, "quickReplies": helpReplies},
+		"sla":             map[string]any{"maxWaitMinutes": 0},
+		"transferEnabled": true})
 	b := mk("B", map[string]any{"turnPrefix": "T", "turnPadding": 3, "stations": stations(2),
 		"capacity":     map[string]any{"maxTurns": 6, "waitlistEnabled": true, "autoPromote": true},
 		"dispatchFlow": map[string]any{"allowReopen": true, "trackService": false}})
@@ -144,5 +157,10 @@ func setup(t *testing.T, c *caller) *world {
 	w.linkAB = l.ID
 	post("/queue-links", map[string]any{"fromQueueDefinitionId": b.queueID, "toQueueDefinitionId": cq.queueID, "trigger": "manual"}, &l)
 	w.linkBC = l.ID
+	// A kiosk link: the page keeps no device cookie, so no per-device
+	// limit applies (the client keeps no cookies anyway).
+	var jl struct{ Token string }
+	post("/queues/"+a.queueID+"/join-links", map[string]any{"label": "History kiosk", "kiosk": true}, &jl)
+	w.joinA = jl.Token
 	return w
 }

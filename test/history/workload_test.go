@@ -28,6 +28,14 @@ type registry struct {
 	// returned are turns one client called, held and released with nothing
 	// else touching them: the next one called at their priority.
 	returned []returnedCall
+	// tickets are ticket links of A's turns (made by staff or by a join),
+	// which open the customer's ticket page: help requests, leaving.
+	tickets []ticketRef
+	// head is pickHead's cursor per run.
+	head map[string]int
+	// transferKept are the turns a transfer admitted with the source's
+	// number and code (not drawn from their run's counter).
+	transferKept map[string]bool
 }
 
 // keyed is a create sent with an idempotency key, to send again.
@@ -85,6 +93,30 @@ func (r *registry) pickTurn(rng *rand.Rand, runID string, want ...string) string
 	return ids[rng.Intn(len(ids))]
 }
 
+// pickHead returns the run's oldest turn last seen WAITING: most likely
+// the head of its line, the turn a concurrent next takes. The scan starts
+// at a cursor past the turns seen leaving the line for good.
+func (r *registry) pickHead(runID string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := r.turns[runID]
+	i := r.head[runID]
+	for i < len(ids) && finishedHint[r.hint[ids[i]]] {
+		i++
+	}
+	r.head[runID] = i
+	for ; i < len(ids); i++ {
+		if r.hint[ids[i]] == "WAITING" {
+			return ids[i]
+		}
+	}
+	return ""
+}
+
+// finishedHint are the statuses a turn seldom leaves (only a reopen does):
+// pickHead's cursor moves past them.
+var finishedHint = map[string]bool{"COMPLETED": true, "CANCELLED": true, "NO_SHOW": true}
+
 // throttle lets an action through at most once per period, whichever client
 // asks: closing runs and switching the numbering stay rare events.
 type throttle struct {
@@ -117,7 +149,8 @@ type workload struct {
 
 func newWorkload(c *caller, w *world, seed int64) *workload {
 	return &workload{c: c, w: w, procs: len(c.urls), prefix: fmt.Sprintf("h%x", seed&0xffffffff),
-		reg:   &registry{turns: map[string][]string{}, seen: map[string]bool{}, hint: map[string]string{}},
+		reg: &registry{turns: map[string][]string{}, seen: map[string]bool{}, hint: map[string]string{},
+			head: map[string]int{}, transferKept: map[string]bool{}},
 		flips: throttle{period: 400 * time.Millisecond}, resets: throttle{period: 3 * time.Second}}
 }
 
@@ -167,6 +200,16 @@ var mix = []op{
 	{1, (*workload).numberingReset},
 	{6, (*workload).book},
 	{1, (*workload).cancelAppointment},
+	// The customer's side, and what staff do beside the line: each writes
+	// rows about a turn while it waits (a ticket link, a help request and
+	// its answer, the joined message), which must never hide the turn from
+	// next (docs/turns.md, the lock order; checkNextOrder).
+	{4, (*workload).join},
+	{4, (*workload).ticketLink},
+	{3, (*workload).askHelp},
+	{2, (*workload).answerHelp},
+	{1, (*workload).leave},
+	{2, (*workload).transfer},
 }
 
 var mixTotal = func() int {
@@ -302,6 +345,8 @@ var fits = map[string][]string{
 	"cancel":   {"WAITING", "WAITLISTED", "HELD", "CALLED", "IN_SERVICE"},
 	"reopen":   {"COMPLETED", "NO_SHOW", "CANCELLED"},
 	"priority": {"WAITING", "WAITLISTED"},
+	// Ticket links on waiting turns: the rows next must not be hidden by.
+	"ticket-link": {"WAITING"},
 }
 
 // turnOn picks a run and one of its turns that kind likely applies to.
@@ -492,5 +537,124 @@ func (wl *workload) cancelAppointment(client int, rng *rand.Rand) {
 	if id != "" {
 		wl.c.do(req{client: client, proc: wl.proc(client), kind: "appointment-cancel", run: wl.w.appt.name, turn: id,
 			method: http.MethodPost, path: "/appointments/" + id + "/cancel"})
+	}
+}
+
+// join takes a turn of A on its kiosk join page (the customer's path: the
+// turn and its ticket link in one transaction, and the joined message for
+// a phone). Its ticket token is kept for help requests.
+func (wl *workload) join(client int, rng *rand.Rand) {
+	a := wl.w.runs[0]
+	body := map[string]any{}
+	if rng.Intn(2) == 0 {
+		body["phone"] = fmt.Sprintf("+34611%06d", wl.seq.Add(1)%1_000_000)
+	}
+	o := wl.c.do(req{client: client, proc: wl.proc(client), kind: "join", run: a.name, method: http.MethodPost,
+		path: "/join/" + wl.w.joinA, body: body, public: true})
+	if o.Status != http.StatusCreated {
+		return
+	}
+	j := o.Joined()
+	wl.reg.addTurn(a.runID, j.TurnID, j.Status)
+	wl.reg.mu.Lock()
+	wl.reg.tickets = append(wl.reg.tickets, ticketRef{token: j.Ticket, turn: j.TurnID})
+	wl.reg.mu.Unlock()
+}
+
+// ticketLink makes a ticket link for a turn, mostly the head of the line:
+// staff handing the customer their page. The op names no turn (o.Turn): it
+// changes none, so it opens and closes no window of the checks.
+func (wl *workload) ticketLink(client int, rng *rand.Rand) {
+	r, id := wl.turnOn(rng, "ticket-link")
+	if rng.Intn(4) > 0 {
+		// Mostly the head of the line: the turn a concurrent next takes,
+		// and the one a key's KEY SHARE would hide from it.
+		id = wl.reg.pickHead(r.runID)
+	}
+	if id == "" {
+		return
+	}
+	o := wl.c.do(req{client: client, proc: wl.proc(client), kind: "ticket-link", run: r.name, method: http.MethodPost,
+		path: "/turns/" + id + "/ticket-links", body: map[string]any{}})
+	if o.Status != http.StatusCreated || r != wl.w.runs[0] {
+		return
+	}
+	var l struct{ Token string }
+	_ = json.Unmarshal(o.Body, &l)
+	wl.reg.mu.Lock()
+	wl.reg.tickets = append(wl.reg.tickets, ticketRef{token: l.Token, turn: id})
+	wl.reg.mu.Unlock()
+}
+
+// ticketRef is a ticket link's token and the turn it opens.
+type ticketRef struct{ token, turn string }
+
+// pickTicket returns one of the newest ticket links of A, zero when none.
+func (wl *workload) pickTicket(rng *rand.Rand) ticketRef {
+	wl.reg.mu.Lock()
+	defer wl.reg.mu.Unlock()
+	n := len(wl.reg.tickets)
+	if n == 0 {
+		return ticketRef{}
+	}
+	return wl.reg.tickets[max(0, n-1-rng.Intn(30))]
+}
+
+// askHelp presses "I need help" on a ticket page of A. It changes no turn
+// (o.Turn stays empty).
+func (wl *workload) askHelp(client int, rng *rand.Rand) {
+	if tk := wl.pickTicket(rng); tk.token != "" {
+		wl.c.do(req{client: client, proc: wl.proc(client), kind: "help", run: wl.w.runs[0].name, method: http.MethodPost,
+			path: "/ticket/" + tk.token + "/help", public: true})
+	}
+}
+
+// leave presses "leave the queue" on a ticket page of A: the turn is
+// cancelled with reason customer (a change of the turn, so the op names it).
+func (wl *workload) leave(client int, rng *rand.Rand) {
+	if tk := wl.pickTicket(rng); tk.token != "" {
+		o := wl.c.do(req{client: client, proc: wl.proc(client), kind: "leave", run: wl.w.runs[0].name, turn: tk.turn,
+			method: http.MethodPost, path: "/ticket/" + tk.token + "/leave", public: true})
+		if o.Status == http.StatusOK {
+			wl.reg.addTurn(wl.w.runs[0].runID, tk.turn, o.TurnView().Status)
+		}
+	}
+}
+
+// answerHelp answers one of A's open help requests with a quick reply.
+func (wl *workload) answerHelp(client int, rng *rand.Rand) {
+	a := wl.w.runs[0]
+	o := wl.c.do(req{client: client, proc: wl.proc(client), kind: "help-list", run: a.name, method: http.MethodGet,
+		path: "/queue-runs/" + a.runID + "/help-requests?status=OPEN&limit=20"})
+	var page struct{ Data []struct{ ID string } }
+	if o.Status != http.StatusOK || json.Unmarshal(o.Body, &page) != nil || len(page.Data) == 0 {
+		return
+	}
+	id := page.Data[rng.Intn(len(page.Data))].ID
+	wl.c.do(req{client: client, proc: wl.proc(client), kind: "help-answer", run: a.name, method: http.MethodPost,
+		path: "/help-requests/" + id + "/answer", body: map[string]any{"reply": helpReplies[rng.Intn(len(helpReplies))]}})
+}
+
+// transfer moves a turn of A to C (A has transferEnabled): the source is
+// cancelled (reason transferred) and C admits a turn under its own rules,
+// keeping the number and code when no unfinished turn of C shows it.
+func (wl *workload) transfer(client int, rng *rand.Rand) {
+	a, c := wl.w.runs[0], wl.w.runs[2]
+	id := wl.reg.pickTurn(rng, a.runID, "WAITING", "CALLED", "HELD")
+	if id == "" {
+		return
+	}
+	o := wl.c.do(req{client: client, proc: wl.proc(client), kind: "transfer", run: a.name, turn: id,
+		method: http.MethodPost, path: "/turns/" + id + "/transfer", body: map[string]any{"queueId": c.queueID}})
+	if o.Status != http.StatusCreated {
+		return
+	}
+	tr := o.Transferred()
+	wl.reg.addTurn(a.runID, tr.From.ID, tr.From.Status)
+	wl.reg.addTurn(c.runID, tr.To.ID, tr.To.Status)
+	if tr.To.Number == tr.From.Number && tr.To.DisplayCode == tr.From.DisplayCode {
+		wl.reg.mu.Lock()
+		wl.reg.transferKept[tr.To.ID] = true
+		wl.reg.mu.Unlock()
 	}
 }
