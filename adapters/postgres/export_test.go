@@ -36,6 +36,8 @@ const (
 	TurnViewSQLForTest          = turnViewSQL
 	TakeSQLForTest              = takeSQL
 	BumpLineSQLForTest          = bumpLineSQL
+	RecordSuccessSQLForTest     = recordSuccessSQL
+	SuccessIndexOnlySQLForTest  = successIndexOnlySQL
 )
 
 // SettleForTest waits for the limiter's leases ahead on their way.

@@ -381,7 +381,7 @@ const getDeliveryToSendSQL = `SELECT d.id, d.account_id, d.endpoint_id, d.event_
 
 // RecordSuccess stores a successful attempt in one UPDATE. Outside a unit
 // of work the successes that end at the same time in this process share
-// that UPDATE and its commit (successBatch): one round trip and one WAL
+// a round trip and a commit (successBatch): one round trip and one WAL
 // flush for many deliveries, where the locking read, the update and the
 // commit of a recorded failure take four round trips for one. It returns
 // once its success is committed. The row's lock is taken by the UPDATE
@@ -393,7 +393,7 @@ func (r *Webhooks) RecordSuccess(ctx context.Context, id string, at time.Time, s
 	}
 	var n int64
 	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		tag, err := q.Exec(ctx, recordSuccessSQL, []string{id}, []time.Time{at}, []int32{int32(status)}, webhooks.StatusSucceeded)
+		tag, err := q.Exec(ctx, recordSuccessSQL, id, webhooks.StatusSucceeded, int32(status), at)
 		n = tag.RowsAffected()
 		return err
 	})
@@ -406,16 +406,16 @@ func (r *Webhooks) RecordSuccess(ctx context.Context, id string, at time.Time, s
 	return nil
 }
 
-// recordSuccessSQL records the successes of the deliveries $1, each with
-// its time and status. The rows are locked in id order first, so two
-// processes' batches that share a delivery (a job run twice) wait for each
-// other instead of deadlocking.
-const recordSuccessSQL = `WITH s AS (SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::int[]) AS s (id, at, status)),
-	l AS MATERIALIZED (SELECT d.id FROM webhook_deliveries d WHERE d.id IN (SELECT id FROM s) ORDER BY d.id FOR UPDATE)
-	UPDATE webhook_deliveries d SET status = $4, attempts = d.attempts + 1, last_response_status = s.status,
-		last_error = NULL, last_attempt_at = s.at, next_attempt_at = NULL, retry_token = ''
-	FROM s WHERE d.id = s.id AND d.id IN (SELECT id FROM l)
-	RETURNING d.id`
+// recordSuccessSQL records the success of the delivery $1: one row by its
+// primary key, so its generic plan is an index lookup whatever the table's
+// statistics say. The shared UPDATE it replaced took its ids from unnested
+// arrays, which PostgreSQL planned as a hash join over a sequential scan
+// while the table was small and kept as the connection's generic plan
+// (issue 30). Successes ending together still share a round trip and a
+// commit: successBatch pipelines one of these per delivery in one pgx batch.
+const recordSuccessSQL = `UPDATE webhook_deliveries SET status = $2, attempts = attempts + 1, last_response_status = $3,
+		last_error = NULL, last_attempt_at = $4, next_attempt_at = NULL, retry_token = ''
+	WHERE id = $1`
 
 func (r *Webhooks) getDelivery(ctx context.Context, id string, lock bool) (webhooks.Delivery, error) {
 	var row webhookDeliveryRow
