@@ -38,6 +38,7 @@ const (
 	BumpLineSQLForTest          = bumpLineSQL
 	RecordSuccessSQLForTest     = recordSuccessSQL
 	SuccessIndexOnlySQLForTest  = successIndexOnlySQL
+	GetDeliveryToSendSQLForTest = getDeliveryToSendSQL
 )
 
 // SettleForTest waits for the limiter's leases ahead on their way.

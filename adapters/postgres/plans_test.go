@@ -78,11 +78,11 @@ func checkPlan(t *testing.T, name, plan string, want []string) {
 	}
 }
 
-// smallDeliveriesPlan: the webhook success's generic plan made the way
-// its batches make it (successIndexOnlySQL in their transaction) on a
+// smallDeliveriesPlan: the generic plans of the webhook success and of an
+// attempt's read, made the way their batches make them (successIndexOnlySQL in their transaction) on a
 // small, freshly created and analyzed deliveries table, where PostgreSQL
-// prefers a sequential scan to the primary key, is the index lookup
-// (issue 30; TestPostgresWebhookSuccessUsesItsIndexFromTheFirst in
+// prefers a sequential scan to the primary key, are index lookups
+// (issue 30; TestPostgresWebhookAttemptsUseTheirIndexFromTheFirst in
 // test/contract counts the scans of the repository itself).
 func smallDeliveriesPlan(t *testing.T, conn *pgx.Conn) {
 	ctx := context.Background()
@@ -96,20 +96,27 @@ func smallDeliveriesPlan(t *testing.T, conn *pgx.Conn) {
 		`BEGIN`,
 		postgres.SuccessIndexOnlySQLForTest,
 		`PREPARE small_success AS ` + postgres.RecordSuccessSQLForTest,
+		`PREPARE small_read AS ` + postgres.GetDeliveryToSendSQLForTest,
 	} {
 		if _, err := conn.Exec(ctx, sql); err != nil {
 			t.Fatalf("small deliveries table: %s: %v", sql, err)
 		}
 	}
 	defer conn.Exec(ctx, `ROLLBACK`) //nolint:errcheck // the connection closes next
-	rows, err := conn.Query(ctx, `EXPLAIN EXECUTE small_success ('dlv_1', 'SUCCEEDED', 200, now())`)
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct{ name, explain, want string }{
+		{"webhook success on a small analyzed table", `EXPLAIN EXECUTE small_success ('dlv_1', 'SUCCEEDED', 200, now())`,
+			"Index Cond: (id = $1)"},
+		{"webhook attempt's read on a small analyzed table", `EXPLAIN EXECUTE small_read ('dlv_1')`,
+			"Index Cond: (id = $1)"},
+	} {
+		rows, err := conn.Query(ctx, c.explain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPlan(t, c.name, strings.Join(lines, "\n"), []string{"Index Scan using webhook_deliveries_pkey", c.want})
 	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkPlan(t, "webhook success on a small analyzed table", strings.Join(lines, "\n"),
-		[]string{"Index Scan using webhook_deliveries_pkey", "Index Cond: (id = $1)"})
 }

@@ -53,6 +53,7 @@ type Webhooks struct {
 	db        *DB
 	aeads     []cipher.AEAD // [0] seals and opens; the rest (older keys) only open; none: clear
 	successes *successBatch
+	reads     deliveryReads
 }
 
 // Prefixes of the stored secret, naming how it is stored.
@@ -350,27 +351,45 @@ const insertDeliveriesSQL = `INSERT INTO webhook_deliveries (id, account_id, end
 
 // GetDeliveryToSend reads a delivery and its endpoint in one statement,
 // through pgx (prepared once per connection): an attempt's only read.
+// Outside a unit of work, the reads of attempts that start together share
+// a round trip (deliveryReads).
 func (r *Webhooks) GetDeliveryToSend(ctx context.Context, id string) (webhooks.Delivery, webhooks.Endpoint, error) {
 	var (
-		d      webhookDeliveryRow
-		e      webhookEndpointRow
-		status *int32
+		row deliveryToSendRow
+		err error
 	)
-	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		return q.QueryRow(ctx, getDeliveryToSendSQL, id).Scan(&d.ID, &d.AccountID, &d.EndpointID, &d.EventID, &d.Event,
-			&d.Body, &d.Status, &d.Attempts, &status, &d.LastError, &d.LastAttemptAt, &d.NextAttemptAt, &d.RetryToken,
-			&d.CreatedAt, &e.ID, &e.AccountID, &e.URL, &e.Events, &e.Secret, &e.CreatedAt)
-	})
+	if r.db.InTx(ctx) {
+		err = r.db.withPgx(ctx, func(q pgxQuerier) error {
+			return q.QueryRow(ctx, getDeliveryToSendSQL, id).Scan(row.dest()...)
+		})
+	} else {
+		row, err = r.reads.read(ctx, r.db, id)
+	}
 	if err != nil {
 		return webhooks.Delivery{}, webhooks.Endpoint{}, notFound(err, "webhook delivery", id)
 	}
-	if status != nil {
-		v := int(*status)
-		d.LastResponseStatus = &v
+	if row.status != nil {
+		v := int(*row.status)
+		row.d.LastResponseStatus = &v
 	}
-	ep := e.domain()
-	ep.Secret, err = r.open(e.ID, e.Secret)
-	return d.domain(), ep, err
+	ep := row.e.domain()
+	ep.Secret, err = r.open(row.e.ID, row.e.Secret)
+	return row.d.domain(), ep, err
+}
+
+// deliveryToSendRow is a row of getDeliveryToSendSQL.
+type deliveryToSendRow struct {
+	d      webhookDeliveryRow
+	e      webhookEndpointRow
+	status *int32
+}
+
+// dest is what a row of getDeliveryToSendSQL scans into.
+func (row *deliveryToSendRow) dest() []any {
+	d, e := &row.d, &row.e
+	return []any{&d.ID, &d.AccountID, &d.EndpointID, &d.EventID, &d.Event,
+		&d.Body, &d.Status, &d.Attempts, &row.status, &d.LastError, &d.LastAttemptAt, &d.NextAttemptAt, &d.RetryToken,
+		&d.CreatedAt, &e.ID, &e.AccountID, &e.URL, &e.Events, &e.Secret, &e.CreatedAt}
 }
 
 const getDeliveryToSendSQL = `SELECT d.id, d.account_id, d.endpoint_id, d.event_id, d.event, d.body, d.status, d.attempts,
