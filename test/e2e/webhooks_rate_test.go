@@ -303,10 +303,14 @@ func webhookRate(b *testing.B, perSec int, dur time.Duration) whRateResult {
 	return res
 }
 
-// whRateTuning applies QMS_WEBHOOK_BENCH_WORKERS (webhooks.workers) and
-// QMS_WEBHOOK_BENCH_MAX_CONNS (database.max_conns) when set, to compare
-// settings; unset, the step measures the defaults.
+// whRateTuning applies QMS_WEBHOOK_BENCH_WORKERS (webhooks.workers),
+// QMS_WEBHOOK_BENCH_MAX_CONNS (database.max_conns) and
+// QMS_WEBHOOK_BENCH_MAX_IN_FLIGHT (webhooks.max_in_flight) when set, to
+// compare settings; unset, the step measures the defaults.
 func whRateTuning(c *config.Config) {
+	if n, err := strconv.Atoi(os.Getenv("QMS_WEBHOOK_BENCH_MAX_IN_FLIGHT")); err == nil && n > 0 {
+		c.Webhooks.MaxInFlight = n
+	}
 	if n, err := strconv.Atoi(os.Getenv("QMS_WEBHOOK_BENCH_WORKERS")); err == nil && n > 0 {
 		c.Webhooks.Workers = n
 	}
