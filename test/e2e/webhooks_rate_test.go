@@ -31,8 +31,9 @@ import (
 // was 1 s; or a delivery lost or duplicated) and reports the highest
 // sustained rate.
 // QMS_WEBHOOK_DURATION and QMS_WEBHOOK_RATE (events/s of the first step)
-// change the step's length and start; QMS_WEBHOOK_BENCH_WORKERS and
-// QMS_WEBHOOK_BENCH_MAX_CONNS the settings measured (whRateTuning).
+// change the step's length and start; QMS_WEBHOOK_BENCH_WORKERS,
+// QMS_WEBHOOK_BENCH_MAX_CONNS and QMS_WEBHOOK_BENCH_MAX_IN_FLIGHT the
+// settings measured (whRateTuning).
 //
 //	make load-webhooks
 //	go test ./test/e2e -run '^$' -bench WebhookRate -benchtime 1x -timeout 30m
