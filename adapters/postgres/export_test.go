@@ -36,6 +36,9 @@ const (
 	TurnViewSQLForTest          = turnViewSQL
 	TakeSQLForTest              = takeSQL
 	BumpLineSQLForTest          = bumpLineSQL
+	RecordSuccessSQLForTest     = recordSuccessSQL
+	SuccessIndexOnlySQLForTest  = successIndexOnlySQL
+	GetDeliveryToSendSQLForTest = getDeliveryToSendSQL
 )
 
 // SettleForTest waits for the limiter's leases ahead on their way.

@@ -33,6 +33,10 @@ type folded struct {
 	// transaction's last bump). The run's lock orders every bump of its
 	// line, so the next version is known without asking (BumpLine).
 	lineVersions map[string]int64
+	// lineChanges: the changes of a locked run's line read with its lock
+	// (LockRunForIntake's LineAfter), every version in (after, upTo], for
+	// the answer's patch (Turns.LineChanges).
+	lineChanges map[string]foldedLineChanges
 
 	// hadService: whether each turn locked in the transaction had a service
 	// time when it was read, so an update that gives it one (a completion)
@@ -139,6 +143,46 @@ func (db *DB) foldLineVersion(ctx context.Context, runID string, v int64) {
 		}
 		f.lineVersions[runID] = v
 	})
+}
+
+// foldedLineChanges are the line changes of a run in (after, upTo].
+type foldedLineChanges struct {
+	after, upTo int64
+	changes     []turns.LineChange
+}
+
+// foldLineChanges keeps the changes of run's line read after version after
+// with its lock at version upTo, when they are every version in between
+// (a read cut short by its limit, or missing a pruned version, is not
+// kept: LineChanges then asks the database).
+func (db *DB) foldLineChanges(ctx context.Context, runID string, after, upTo int64, changes []turns.LineChange) {
+	if upTo < after || int64(len(changes)) != upTo-after {
+		return
+	}
+	for i, c := range changes {
+		if c.Version != after+int64(i)+1 {
+			return
+		}
+	}
+	db.fold(ctx, func(f *folded) {
+		if f.lineChanges == nil {
+			f.lineChanges = map[string]foldedLineChanges{}
+		}
+		f.lineChanges[runID] = foldedLineChanges{after: after, upTo: upTo, changes: changes}
+	})
+}
+
+// foldedLineChanges returns the run's changes in (after, upTo] from what
+// foldLineChanges kept, when they are all there.
+func (db *DB) foldedLineChanges(ctx context.Context, runID string, after, upTo int64) (out []turns.LineChange, ok bool) {
+	db.fold(ctx, func(f *folded) {
+		k, known := f.lineChanges[runID]
+		if !known || after < k.after || upTo > k.upTo || after > upTo {
+			return
+		}
+		out, ok = k.changes[after-k.after:upTo-k.after:upTo-k.after], true
+	})
+	return out, ok
 }
 
 // nextLineVersion returns the version the run's next bump makes, when the

@@ -46,6 +46,8 @@ func TestHotStatementPlansUseTheirIndexes(t *testing.T) {
 		{"take next", postgres.TakeSQLForTest, "'run', 'WAITING'",
 			[]string{"Index Cond: ((run_id = $1) AND (status = $2))"}},
 		{"line bump", postgres.BumpLineSQLForTest, "'run', '{}', '{}', false, 3", []string{"turn_lines_pkey"}},
+		{"webhook success", postgres.RecordSuccessSQLForTest, "'d', 'SUCCEEDED', 200, now()",
+			[]string{"Index Scan using webhook_deliveries_pkey", "Index Cond: (id = $1)"}},
 	} {
 		stmt := fmt.Sprintf("hot%d", i)
 		if _, err := conn.Exec(ctx, "PREPARE "+stmt+" AS "+c.sql); err != nil {
@@ -59,14 +61,62 @@ func TestHotStatementPlansUseTheirIndexes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: explain: %v", c.name, err)
 		}
-		plan := strings.Join(lines, "\n")
-		if strings.Contains(plan, "Seq Scan") {
-			t.Errorf("%s: a sequential scan:\n%s", c.name, plan)
+		checkPlan(t, c.name, strings.Join(lines, "\n"), c.want)
+	}
+	smallDeliveriesPlan(t, conn)
+}
+
+func checkPlan(t *testing.T, name, plan string, want []string) {
+	t.Helper()
+	if strings.Contains(plan, "Seq Scan") {
+		t.Errorf("%s: a sequential scan:\n%s", name, plan)
+	}
+	for _, w := range want {
+		if !strings.Contains(plan, w) {
+			t.Errorf("%s: %q not in the plan:\n%s", name, w, plan)
 		}
-		for _, w := range c.want {
-			if !strings.Contains(plan, w) {
-				t.Errorf("%s: %q not in the plan:\n%s", c.name, w, plan)
-			}
+	}
+}
+
+// smallDeliveriesPlan: the generic plans of the webhook success and of an
+// attempt's read, made the way their batches make them (successIndexOnlySQL in their transaction) on a
+// small, freshly created and analyzed deliveries table, where PostgreSQL
+// prefers a sequential scan to the primary key, are index lookups
+// (issue 30; TestPostgresWebhookAttemptsUseTheirIndexFromTheFirst in
+// test/contract counts the scans of the repository itself).
+func smallDeliveriesPlan(t *testing.T, conn *pgx.Conn) {
+	ctx := context.Background()
+	for _, sql := range []string{
+		`INSERT INTO accounts (id, name, plan, created_at, updated_at) VALUES ('acc', 'A', 'free', now(), now())`,
+		`INSERT INTO webhook_endpoints (id, account_id, url, events, secret, created_at)
+			VALUES ('whe', 'acc', 'http://127.0.0.1/', '{queue.closed}', 'plain:s', now())`,
+		`INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id, event, body, status, created_at)
+			SELECT 'dlv_' || i, 'acc', 'whe', 'evt_' || i, 'queue.closed', '{}', 'PENDING', now() FROM generate_series(1, 40) i`,
+		`ANALYZE webhook_deliveries`,
+		`BEGIN`,
+		postgres.SuccessIndexOnlySQLForTest,
+		`PREPARE small_success AS ` + postgres.RecordSuccessSQLForTest,
+		`PREPARE small_read AS ` + postgres.GetDeliveryToSendSQLForTest,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("small deliveries table: %s: %v", sql, err)
 		}
+	}
+	defer conn.Exec(ctx, `ROLLBACK`) //nolint:errcheck // the connection closes next
+	for _, c := range []struct{ name, explain, want string }{
+		{"webhook success on a small analyzed table", `EXPLAIN EXECUTE small_success ('dlv_1', 'SUCCEEDED', 200, now())`,
+			"Index Cond: (id = $1)"},
+		{"webhook attempt's read on a small analyzed table", `EXPLAIN EXECUTE small_read ('dlv_1')`,
+			"Index Cond: (id = $1)"},
+	} {
+		rows, err := conn.Query(ctx, c.explain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPlan(t, c.name, strings.Join(lines, "\n"), []string{"Index Scan using webhook_deliveries_pkey", c.want})
 	}
 }

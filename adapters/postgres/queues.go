@@ -376,6 +376,19 @@ func (r *Turns) LockRunWithQueue(ctx context.Context, runID string) (queues.Run,
 	return got.Run, got.Queue, nil
 }
 
+// lineChangesAfterLockSQL reads, after the run's ($1) lock in the same
+// batch, the changes of its line after version $2 (the process's cached
+// line), at most $3 of them: those other processes committed before the
+// lock, which the change's answer patches its cached line with
+// (LineChanges, from the transaction's fold). Its own statement, after the
+// lock's, for the snapshot (runLineEndpointsSQL).
+const lineChangesAfterLockSQL = `SELECT version, removed, added, reset FROM turn_line_changes
+	WHERE run_id = $1 AND version > $2 ORDER BY version LIMIT $3`
+
+// maxPrefetchedLineChanges bounds lineChangesAfterLockSQL: a cached line
+// further behind than this is read whole (core's maxLinePatch).
+const maxPrefetchedLineChanges = 256
+
 // lockRunSQL locks run $1 (FOR NO KEY UPDATE, only the run) and reads its
 // queue's version and service summary.
 const lockRunSQL = `SELECT ` + runQueueColumns + `, ` + queueServiceColumn + `
@@ -406,6 +419,7 @@ func (r *Turns) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (turn
 		eps     []webhookEndpointRow
 		drawn   turns.DrawnNumber
 		isDrawn bool
+		changes []turns.LineChange
 	)
 	b := &pgx.Batch{}
 	b.Queue(lockRunSQL, in.RunID)
@@ -413,6 +427,9 @@ func (r *Turns) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (turn
 		b.Queue(`SELECT `+turnColumns+` FROM turns AS t WHERE t.account_id = $1 AND t.idempotency_key = $2`, in.AccountID, *in.Key)
 	}
 	b.Queue(runLineEndpointsSQL, in.RunID)
+	if in.LineAfter > 0 {
+		b.Queue(lineChangesAfterLockSQL, in.RunID, in.LineAfter, maxPrefetchedLineChanges)
+	}
 	if d := in.Draw; d != nil {
 		b.Queue(drawAheadSQL, in.RunID, d.Period, d.Prefix, d.Padding, d.Since, in.AccountID, in.Key)
 	}
@@ -434,6 +451,11 @@ func (r *Turns) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (turn
 		if ref.line, eps, err = scanLineEndpoints(br); err != nil {
 			return err
 		}
+		if in.LineAfter > 0 {
+			if changes, err = scanLineChanges(br.Query()); err != nil {
+				return err
+			}
+		}
 		if in.Draw == nil {
 			return nil
 		}
@@ -453,6 +475,9 @@ func (r *Turns) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (turn
 		out.RunErr = notFound(out.RunErr, "queue run", in.RunID)
 	} else {
 		r.db.foldAccountEndpoints(ctx, out.Run.AccountID, eps)
+		if in.LineAfter > 0 {
+			r.db.foldLineChanges(ctx, in.RunID, in.LineAfter, ref.line, changes)
+		}
 		if out.Queue, err = r.lockedQueue(ctx, out.Run, ref, service); err != nil {
 			return out, err
 		}

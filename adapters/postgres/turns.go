@@ -495,6 +495,9 @@ func decodeKeys(codes []int64) []turns.LineKey {
 // change's answer reads the changes another process made before the run's
 // lock (turns' txSnapshot) in the round trip of the change's own writes.
 func (r *Turns) LineChanges(ctx context.Context, runID string, after, upTo int64) ([]turns.LineChange, error) {
+	if out, ok := r.db.foldedLineChanges(ctx, runID, after, upTo); ok {
+		return out, nil
+	}
 	var out []turns.LineChange
 	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
 		rows, err := q.Query(ctx, `SELECT version, removed, added, reset FROM turn_line_changes
@@ -502,24 +505,35 @@ func (r *Turns) LineChanges(ctx context.Context, runID string, after, upTo int64
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				c              turns.LineChange
-				removed, added []int64
-			)
-			if err := rows.Scan(&c.Version, &removed, &added, &c.Reset); err != nil {
-				return err
-			}
-			c.Removed, c.Added = decodeKeys(removed), decodeKeys(added)
-			out = append(out, c)
-		}
-		return rows.Err()
+		out, err = scanLineChanges(rows, nil)
+		return err
 	})
 	if err != nil {
 		return nil, wrap(err, "line changes")
 	}
 	return out, nil
+}
+
+// scanLineChanges reads rows of (version, removed, added, reset) and
+// closes them.
+func scanLineChanges(rows pgx.Rows, err error) ([]turns.LineChange, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []turns.LineChange
+	for rows.Next() {
+		var (
+			c              turns.LineChange
+			removed, added []int64
+		)
+		if err := rows.Scan(&c.Version, &removed, &added, &c.Reset); err != nil {
+			return nil, err
+		}
+		c.Removed, c.Added = decodeKeys(removed), decodeKeys(added)
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // LineVersion returns the run's line version.

@@ -53,6 +53,7 @@ type Webhooks struct {
 	db        *DB
 	aeads     []cipher.AEAD // [0] seals and opens; the rest (older keys) only open; none: clear
 	successes *successBatch
+	reads     deliveryReads
 }
 
 // Prefixes of the stored secret, naming how it is stored.
@@ -350,27 +351,45 @@ const insertDeliveriesSQL = `INSERT INTO webhook_deliveries (id, account_id, end
 
 // GetDeliveryToSend reads a delivery and its endpoint in one statement,
 // through pgx (prepared once per connection): an attempt's only read.
+// Outside a unit of work, the reads of attempts that start together share
+// a round trip (deliveryReads).
 func (r *Webhooks) GetDeliveryToSend(ctx context.Context, id string) (webhooks.Delivery, webhooks.Endpoint, error) {
 	var (
-		d      webhookDeliveryRow
-		e      webhookEndpointRow
-		status *int32
+		row deliveryToSendRow
+		err error
 	)
-	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		return q.QueryRow(ctx, getDeliveryToSendSQL, id).Scan(&d.ID, &d.AccountID, &d.EndpointID, &d.EventID, &d.Event,
-			&d.Body, &d.Status, &d.Attempts, &status, &d.LastError, &d.LastAttemptAt, &d.NextAttemptAt, &d.RetryToken,
-			&d.CreatedAt, &e.ID, &e.AccountID, &e.URL, &e.Events, &e.Secret, &e.CreatedAt)
-	})
+	if r.db.InTx(ctx) {
+		err = r.db.withPgx(ctx, func(q pgxQuerier) error {
+			return q.QueryRow(ctx, getDeliveryToSendSQL, id).Scan(row.dest()...)
+		})
+	} else {
+		row, err = r.reads.read(ctx, r.db, id)
+	}
 	if err != nil {
 		return webhooks.Delivery{}, webhooks.Endpoint{}, notFound(err, "webhook delivery", id)
 	}
-	if status != nil {
-		v := int(*status)
-		d.LastResponseStatus = &v
+	if row.status != nil {
+		v := int(*row.status)
+		row.d.LastResponseStatus = &v
 	}
-	ep := e.domain()
-	ep.Secret, err = r.open(e.ID, e.Secret)
-	return d.domain(), ep, err
+	ep := row.e.domain()
+	ep.Secret, err = r.open(row.e.ID, row.e.Secret)
+	return row.d.domain(), ep, err
+}
+
+// deliveryToSendRow is a row of getDeliveryToSendSQL.
+type deliveryToSendRow struct {
+	d      webhookDeliveryRow
+	e      webhookEndpointRow
+	status *int32
+}
+
+// dest is what a row of getDeliveryToSendSQL scans into.
+func (row *deliveryToSendRow) dest() []any {
+	d, e := &row.d, &row.e
+	return []any{&d.ID, &d.AccountID, &d.EndpointID, &d.EventID, &d.Event,
+		&d.Body, &d.Status, &d.Attempts, &row.status, &d.LastError, &d.LastAttemptAt, &d.NextAttemptAt, &d.RetryToken,
+		&d.CreatedAt, &e.ID, &e.AccountID, &e.URL, &e.Events, &e.Secret, &e.CreatedAt}
 }
 
 const getDeliveryToSendSQL = `SELECT d.id, d.account_id, d.endpoint_id, d.event_id, d.event, d.body, d.status, d.attempts,
@@ -381,7 +400,7 @@ const getDeliveryToSendSQL = `SELECT d.id, d.account_id, d.endpoint_id, d.event_
 
 // RecordSuccess stores a successful attempt in one UPDATE. Outside a unit
 // of work the successes that end at the same time in this process share
-// that UPDATE and its commit (successBatch): one round trip and one WAL
+// a round trip and a commit (successBatch): one round trip and one WAL
 // flush for many deliveries, where the locking read, the update and the
 // commit of a recorded failure take four round trips for one. It returns
 // once its success is committed. The row's lock is taken by the UPDATE
@@ -393,7 +412,7 @@ func (r *Webhooks) RecordSuccess(ctx context.Context, id string, at time.Time, s
 	}
 	var n int64
 	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		tag, err := q.Exec(ctx, recordSuccessSQL, []string{id}, []time.Time{at}, []int32{int32(status)}, webhooks.StatusSucceeded)
+		tag, err := q.Exec(ctx, recordSuccessSQL, id, webhooks.StatusSucceeded, int32(status), at)
 		n = tag.RowsAffected()
 		return err
 	})
@@ -406,16 +425,16 @@ func (r *Webhooks) RecordSuccess(ctx context.Context, id string, at time.Time, s
 	return nil
 }
 
-// recordSuccessSQL records the successes of the deliveries $1, each with
-// its time and status. The rows are locked in id order first, so two
-// processes' batches that share a delivery (a job run twice) wait for each
-// other instead of deadlocking.
-const recordSuccessSQL = `WITH s AS (SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::int[]) AS s (id, at, status)),
-	l AS MATERIALIZED (SELECT d.id FROM webhook_deliveries d WHERE d.id IN (SELECT id FROM s) ORDER BY d.id FOR UPDATE)
-	UPDATE webhook_deliveries d SET status = $4, attempts = d.attempts + 1, last_response_status = s.status,
-		last_error = NULL, last_attempt_at = s.at, next_attempt_at = NULL, retry_token = ''
-	FROM s WHERE d.id = s.id AND d.id IN (SELECT id FROM l)
-	RETURNING d.id`
+// recordSuccessSQL records the success of the delivery $1: one row by its
+// primary key, so its generic plan is an index lookup whatever the table's
+// statistics say. The shared UPDATE it replaced took its ids from unnested
+// arrays, which PostgreSQL planned as a hash join over a sequential scan
+// while the table was small and kept as the connection's generic plan
+// (issue 30). Successes ending together still share a round trip and a
+// commit: successBatch pipelines one of these per delivery in one pgx batch.
+const recordSuccessSQL = `UPDATE webhook_deliveries SET status = $2, attempts = attempts + 1, last_response_status = $3,
+		last_error = NULL, last_attempt_at = $4, next_attempt_at = NULL, retry_token = ''
+	WHERE id = $1`
 
 func (r *Webhooks) getDelivery(ctx context.Context, id string, lock bool) (webhooks.Delivery, error) {
 	var row webhookDeliveryRow

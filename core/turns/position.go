@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/qms-dev/qms/core/queues"
 )
@@ -28,6 +29,12 @@ const (
 type lineCache struct {
 	mu   sync.Mutex
 	runs map[string]*lineSnapshot
+	// shared is set once an answer found a run's line changed by another
+	// process since this one cached it: from then on, an intake's lock
+	// reads the changes after the cached version in its own round trip
+	// (IntakeLock.LineAfter). A lone process never sets it, and sends no
+	// such read.
+	shared atomic.Bool
 }
 
 // lineSnapshot is a run's line at a version. It is never changed once
@@ -341,6 +348,7 @@ func (s *Service) txSnapshot(ctx context.Context, runID string, lc LineChange) (
 		lc.Version-old.version <= maxLinePatch {
 		changes := []LineChange{lc}
 		if old.version < lc.Version-1 {
+			s.line.shared.Store(true)
 			// Another process changed the line since this one cached it.
 			// Those changes committed before the run's lock was taken: the
 			// few rows that record them patch the line, where reading the

@@ -40,6 +40,12 @@ type IntakeLock struct {
 	// after the lock, and only when the run is the account's and no turn
 	// has Key (a replay or a refusal keeps the counter as it was).
 	Draw *NumberDraw
+	// LineAfter, when above zero, is the version of the run's line this
+	// process has cached: the line changes after it that committed before
+	// the lock are read after the lock, in its round trip, so the answer's
+	// patch (LineChanges) needs no round trip of its own while the run is
+	// locked, when other processes have changed the line (issue 30).
+	LineAfter int64
 }
 
 // NumberDraw is a number drawn with a queue's numbering settings.

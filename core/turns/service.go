@@ -179,6 +179,9 @@ type lockedIntake struct {
 // it too.
 func (s *Service) lockIntake(ctx context.Context, accountID, runID string, in CreateInput, hash string, drawAhead bool) (lockedIntake, error) {
 	req := IntakeLock{RunID: runID, AccountID: accountID, Key: in.IdempotencyKey}
+	if old := s.line.get(runID); old != nil && s.line.shared.Load() {
+		req.LineAfter = old.version
+	}
 	if drawAhead {
 		req.Draw = s.drawAhead(runID, in)
 	}

@@ -3,9 +3,12 @@ package contract_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/qms-dev/qms/adapters/postgres"
 	"github.com/qms-dev/qms/core/accounts"
@@ -152,5 +155,124 @@ func TestPostgresWebhookSecretsRotate(t *testing.T) {
 	stranger, _ := postgres.NewWebhooks(db, "a stranger key of thirty-two characters")
 	if n, err := stranger.ResealSecrets(ctx, true); n != 0 || !errors.Is(err, webhooks.ErrSecretUnavailable) {
 		t.Fatalf("reseal with a wrong key: %d, %v", n, err)
+	}
+}
+
+// TestPostgresWebhookAttemptsUseTheirIndexFromTheFirst: on a new
+// installation's small, analyzed deliveries table, where PostgreSQL finds
+// a sequential scan cheaper than the primary key and would keep that plan
+// on the connection while the table grows, an attempt's read and its
+// recorded success through the repository (the shared round trips of a
+// running process, then enough of them one at a time to reach each
+// connection's generic plan) scan no table: every row is found through
+// the index (issue 30). The table's counters
+// are read after the process's connections have closed, which flushes
+// their statistics.
+func TestPostgresWebhookAttemptsUseTheirIndexFromTheFirst(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	const n = 40
+	setup, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgAccount(t, setup, "acc_a")
+	repo, _ := postgres.NewWebhooks(setup, "")
+	if err := repo.CreateEndpoint(ctx, contract.WebhookEndpoint("whe_1", "acc_a", "queue.closed")); err != nil {
+		t.Fatal(err)
+	}
+	ds := make([]webhooks.Delivery, n)
+	for i := range ds {
+		ds[i] = contract.WebhookDelivery(fmt.Sprintf("dlv_%02d", i), "acc_a", "whe_1")
+	}
+	if err := repo.CreateDeliveries(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setup.Pool.Exec(ctx, "ANALYZE webhook_deliveries"); err != nil {
+		t.Fatal(err)
+	}
+	setup.Close()
+	before := deliveryScans(t, url, 0)
+
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, _ = postgres.NewWebhooks(db, "")
+	done := time.Now().UTC()
+	// All at once, as the workers of a busy process start and end
+	// together ...
+	errs := make(chan error, n)
+	for _, d := range ds {
+		go func() {
+			_, _, err := repo.GetDeliveryToSend(ctx, d.ID)
+			errs <- err
+		}()
+	}
+	for range ds {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range ds {
+		go func() { errs <- repo.RecordSuccess(ctx, d.ID, done, 200) }()
+	}
+	for range ds {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ... then one at a time, past the five custom plans after which a
+	// connection keeps its generic plan.
+	for i := range 3 * n {
+		if _, _, err := repo.GetDeliveryToSend(ctx, ds[i%n].ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.RecordSuccess(ctx, ds[i%n].ID, done, 200); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	after := deliveryScans(t, url, before.updated+4*n)
+	if after.seq != before.seq {
+		t.Errorf("%d sequential scans of webhook_deliveries while reading and recording %d attempts on a table of %d rows",
+			after.seq-before.seq, 4*n, n)
+	}
+	if after.idx-before.idx < 2*4*n {
+		t.Errorf("%d index scans of webhook_deliveries for %d reads and successes", after.idx-before.idx, 2*4*n)
+	}
+}
+
+type tableScans struct{ seq, idx, updated int64 }
+
+// deliveryScans reads webhook_deliveries' scan counters once its updates
+// reach updated (the statistics of closed connections arrive shortly
+// after they close).
+func deliveryScans(t *testing.T, url string, updated int64) tableScans {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var s tableScans
+		if _, err := conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
+			t.Fatal(err)
+		}
+		err := conn.QueryRow(ctx, `SELECT coalesce(seq_scan, 0), coalesce(idx_scan, 0), n_tup_upd
+			FROM pg_stat_user_tables WHERE relname = 'webhook_deliveries'`).Scan(&s.seq, &s.idx, &s.updated)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.updated >= updated {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("webhook_deliveries' statistics show %d updates after 10 s, want %d", s.updated, updated)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

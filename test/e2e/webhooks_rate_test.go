@@ -26,11 +26,14 @@ import (
 //
 // By default it runs one step, 100 events/s for 30 s. With
 // QMS_WEBHOOK_STEPS=1 (make load-webhooks) it goes on stepping the offered
-// rate by 50 events/s (500 deliveries/s) until a step misses (p99 ≥ 1 s,
-// or a delivery lost or duplicated) and reports the highest sustained rate.
+// rate by 50 events/s (500 deliveries/s) until a step misses (p99 at or
+// over QMS_WEBHOOK_P99, 100 ms unless set: issue 30's bar, where issue 16's
+// was 1 s; or a delivery lost or duplicated) and reports the highest
+// sustained rate.
 // QMS_WEBHOOK_DURATION and QMS_WEBHOOK_RATE (events/s of the first step)
-// change the step's length and start; QMS_WEBHOOK_BENCH_WORKERS and
-// QMS_WEBHOOK_BENCH_MAX_CONNS the settings measured (whRateTuning).
+// change the step's length and start; QMS_WEBHOOK_BENCH_WORKERS,
+// QMS_WEBHOOK_BENCH_MAX_CONNS and QMS_WEBHOOK_BENCH_MAX_IN_FLIGHT the
+// settings measured (whRateTuning).
 //
 //	make load-webhooks
 //	go test ./test/e2e -run '^$' -bench WebhookRate -benchtime 1x -timeout 30m
@@ -62,7 +65,7 @@ func BenchmarkWebhookRate(b *testing.B) {
 				b.ReportMetric(float64(res.perDelivery(res.cpuSelf).Microseconds()), "process-cpu-us/delivery")
 				b.ReportMetric(float64(res.perDelivery(res.cpuDB).Microseconds()), "postgres-cpu-us/delivery")
 				// Losing or repeating a delivery is a bug on any machine; a
-				// p99 over 1 s is a figure of this machine, reported above
+				// p99 over the ceiling is a figure of this machine, reported above
 				// and by the step search.
 				if res.lost != 0 || res.dup != 0 || res.apiErrors != 0 || res.bad != 0 {
 					b.Errorf("at %d deliveries/s offered: %s", r*whRateEndpoints, res)
@@ -106,7 +109,16 @@ type whRateResult struct {
 const whRateWindow = 3 * time.Second
 
 func (r whRateResult) ok() bool {
-	return r.lost == 0 && r.dup == 0 && r.apiErrors == 0 && r.bad == 0 && r.p99 < time.Second
+	return r.lost == 0 && r.dup == 0 && r.apiErrors == 0 && r.bad == 0 && r.p99 < whRateCeiling()
+}
+
+// whRateCeiling is the p99 a step must stay under to count as sustained:
+// QMS_WEBHOOK_P99, or 100 ms (issue 30).
+func whRateCeiling() time.Duration {
+	if v, err := time.ParseDuration(os.Getenv("QMS_WEBHOOK_P99")); err == nil && v > 0 {
+		return v
+	}
+	return 100 * time.Millisecond
 }
 
 func (r whRateResult) String() string {
@@ -292,10 +304,14 @@ func webhookRate(b *testing.B, perSec int, dur time.Duration) whRateResult {
 	return res
 }
 
-// whRateTuning applies QMS_WEBHOOK_BENCH_WORKERS (webhooks.workers) and
-// QMS_WEBHOOK_BENCH_MAX_CONNS (database.max_conns) when set, to compare
-// settings; unset, the step measures the defaults.
+// whRateTuning applies QMS_WEBHOOK_BENCH_WORKERS (webhooks.workers),
+// QMS_WEBHOOK_BENCH_MAX_CONNS (database.max_conns) and
+// QMS_WEBHOOK_BENCH_MAX_IN_FLIGHT (webhooks.max_in_flight) when set, to
+// compare settings; unset, the step measures the defaults.
 func whRateTuning(c *config.Config) {
+	if n, err := strconv.Atoi(os.Getenv("QMS_WEBHOOK_BENCH_MAX_IN_FLIGHT")); err == nil && n > 0 {
+		c.Webhooks.MaxInFlight = n
+	}
 	if n, err := strconv.Atoi(os.Getenv("QMS_WEBHOOK_BENCH_WORKERS")); err == nil && n > 0 {
 		c.Webhooks.Workers = n
 	}

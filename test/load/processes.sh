@@ -2,7 +2,9 @@
 # Throughput of the mixed workload (mixed.lua: 80 % GET turn, 20 % POST turn) with 1, 2 and 3 `qms serve` processes
 # on one PostgreSQL (docs/scaling.md). 64 connections in all, split across the processes, BENCH_SECONDS (15) each.
 #   processes.sh [PROJECT_DIR]
-# Environment: BENCH_DATABASE_URL (postgres://postgres@127.0.0.1:5432/postgres)
+# Environment: BENCH_DATABASE_URL (postgres://postgres@127.0.0.1:5432/postgres); PROCS_SAMPLE=1 also samples
+# pg_stat_activity of the database every 0.2 s during each step and prints the most frequent states, wait events
+# and statements of its backends (where the time goes when more processes serve fewer requests, issue 30).
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 project="$(cd "${1:-$here/../..}" && pwd)"
@@ -37,7 +39,20 @@ for n in 1 2 3; do
     wrk -t1 -c"$c" -d"${secs}s" --latency -s "$here/mixed.lua" "${bases[$i]}" >"$work/wrk-$n-$i.txt" 2>&1 &
     outs+=($!)
   done
+  if [ "${PROCS_SAMPLE:-0}" = 1 ]; then
+    printf '%s\n' "SELECT coalesce(state, '-') || ' | ' || coalesce(wait_event_type || ':' || wait_event, 'CPU') || ' | ' ||
+      left(regexp_replace(query, '\s+', ' ', 'g'), 70) FROM pg_stat_activity
+      WHERE datname = '$db' AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND state <> 'idle'" '\watch 0.2' |
+      psql "$QMS_DATABASE_URL" -At >"$work/activity-$n.txt" 2>/dev/null &
+    sampler=$!
+  fi
   for o in "${outs[@]}"; do wait "$o"; done
+  if [ "${PROCS_SAMPLE:-0}" = 1 ]; then
+    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+    samples=$(grep -c . "$work/activity-$n.txt")
+    echo "   $n process(es): $samples busy-backend samples (0.2 s apart); most frequent (count | state | wait | statement):"
+    sort "$work/activity-$n.txt" | grep . | uniq -c | sort -rn | head -"${PROCS_SAMPLE_TOP:-12}" | sed 's/^/     /'
+  fi
   for i in $(seq 0 $((n - 1))); do
     r=$(awk '/Requests\/sec/ {print int($2)}' "$work/wrk-$n-$i.txt"); total=$((total + r))
   done
