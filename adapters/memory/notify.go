@@ -107,10 +107,19 @@ func (r *Notify) ByProviderID(ctx context.Context, provider, id string) (m notif
 }
 
 // ListByTurn lists a turn's messages, oldest first.
-func (r *Notify) ListByTurn(ctx context.Context, turnID string) (out []notify.Message, err error) {
+func (r *Notify) ListByTurn(ctx context.Context, turnID string) ([]notify.Message, error) {
+	return r.list(ctx, func(m notify.Message) bool { return m.TurnID == turnID }), nil
+}
+
+// ListByAppointment lists an appointment's messages, oldest first.
+func (r *Notify) ListByAppointment(ctx context.Context, appointmentID string) ([]notify.Message, error) {
+	return r.list(ctx, func(m notify.Message) bool { return m.AppointmentID == appointmentID }), nil
+}
+
+func (r *Notify) list(ctx context.Context, keep func(notify.Message) bool) (out []notify.Message) {
 	r.s.read(ctx, func() {
 		for _, m := range r.messages.rows {
-			if m.TurnID == turnID {
+			if keep(m) {
 				out = append(out, copyMessage(m))
 			}
 		}
@@ -121,7 +130,7 @@ func (r *Notify) ListByTurn(ctx context.Context, turnID string) (out []notify.Me
 		}
 		return compareStrings(a.ID, b.ID)
 	})
-	return out, nil
+	return out
 }
 
 func compareStrings(a, b string) int {

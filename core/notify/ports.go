@@ -68,6 +68,9 @@ type Repository interface {
 	// ByProviderID finds, and locks, the message a provider knows as id.
 	ByProviderID(ctx context.Context, provider, id string) (Message, error)
 	ListByTurn(ctx context.Context, turnID string) ([]Message, error)
+	// ListByAppointment lists an appointment's messages (its reminder),
+	// oldest first.
+	ListByAppointment(ctx context.Context, appointmentID string) ([]Message, error)
 	// LatestTo is the newest message sent to phone (any account): a reply
 	// from that number concerns its turn.
 	LatestTo(ctx context.Context, phone string) (Message, error)
