@@ -34,6 +34,7 @@ func RunNotify(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 	runNotify1(t, newHarness)
 	runNotify2(t, newHarness)
 	runNotify3(t, newHarness)
+	runNotifyReminder(t, newHarness)
 }
 
 // runNotify1 is part 1 of RunNotify: stores every field; one message per
