@@ -204,7 +204,8 @@ func (r *Notify) PutQueueSettings(ctx context.Context, _, queueID string, s noti
 	return nil
 }
 
-// ClearPhones forgets the numbers of messages created before cutoff.
+// ClearPhones forgets the numbers of messages created before cutoff,
+// but for those still QUEUED.
 func (r *Notify) ClearPhones(ctx context.Context, before time.Time, limit int) (n int, err error) {
 	r.s.write(ctx, func() func() {
 		var undo []func()
@@ -212,7 +213,7 @@ func (r *Notify) ClearPhones(ctx context.Context, before time.Time, limit int) (
 			if n >= limit {
 				break
 			}
-			if m.To != "" && m.CreatedAt.Before(before) {
+			if m.To != "" && m.CreatedAt.Before(before) && m.Status != notify.StatusQueued {
 				m.To = ""
 				undo = append(undo, r.messages.put(id, m))
 				n++

@@ -234,10 +234,13 @@ func (r *Notify) PutQueueSettings(ctx context.Context, accountID, queueID string
 	return wrap(err, "store notification settings")
 }
 
-// ClearPhones forgets the numbers of messages created before cutoff.
+// ClearPhones forgets the numbers of messages created before cutoff,
+// but for those still QUEUED (an appointment's reminder, due days after
+// the booking that decided it).
 func (r *Notify) ClearPhones(ctx context.Context, before time.Time, limit int) (int, error) {
 	res, err := r.db.IDB(ctx).NewRaw(`UPDATE notifications SET phone = '' WHERE id IN (
-		SELECT id FROM notifications WHERE phone <> '' AND created_at < ? ORDER BY created_at LIMIT ?)`, before, limit).Exec(ctx)
+		SELECT id FROM notifications WHERE phone <> '' AND created_at < ? AND status <> ?
+		ORDER BY created_at LIMIT ?)`, before, notify.StatusQueued, limit).Exec(ctx)
 	if err != nil {
 		return 0, wrap(err, "clear notification phones")
 	}

@@ -81,7 +81,9 @@ type Repository interface {
 	QueueSettings(ctx context.Context, queueID string) (QueueSettings, bool, error)
 	PutQueueSettings(ctx context.Context, accountID, queueID string, s QueueSettings) error
 	// ClearPhones forgets the numbers of messages created before cutoff
-	// (privacy: turns finish, their numbers go); it returns how many.
+	// (privacy: turns finish, their numbers go), but for messages still
+	// QUEUED (an appointment's reminder is due long after its booking);
+	// it returns how many.
 	ClearPhones(ctx context.Context, before time.Time, limit int) (int, error)
 	// ClearTurnPhones forgets the phone of turns that finished before
 	// cutoff; it returns how many.

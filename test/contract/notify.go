@@ -163,9 +163,11 @@ func runNotify2(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 		}
 
 		old := notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentJoined, 1)
-		old.CreatedAt = now.Add(-48 * time.Hour)
+		old.CreatedAt, old.Status = now.Add(-48*time.Hour), notify.StatusSent
 		recent := notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentCalled, 1)
-		for _, m := range []notify.Message{old, recent} {
+		// A reminder decided two days ago and due later keeps its number.
+		pending := reminderMsg(now.Add(-48*time.Hour), now.Add(time.Hour), o, "apt_pending", tu.RunID)
+		for _, m := range []notify.Message{old, recent, pending} {
 			if _, err := h.Repo.Insert(ctx, m); err != nil {
 				t.Fatal(err)
 			}
@@ -178,8 +180,9 @@ func runNotify2(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 		})
 		a, _ := h.Repo.Get(ctx, old.ID)
 		b, _ := h.Repo.Get(ctx, recent.ID)
-		if n != 1 || a.To != "" || b.To != recent.To {
-			t.Fatalf("cleared %d: old %q, recent %q", n, a.To, b.To)
+		c, _ := h.Repo.Get(ctx, pending.ID)
+		if n != 1 || a.To != "" || b.To != recent.To || c.To != pending.To {
+			t.Fatalf("cleared %d: old %q, recent %q, a queued reminder %q", n, a.To, b.To, c.To)
 		}
 	})
 
