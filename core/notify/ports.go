@@ -138,3 +138,17 @@ type Links interface {
 
 // Normalizer turns what a customer typed into E.164.
 type Normalizer func(raw, region string) (string, error)
+
+// Appointments is what the reminder needs of the appointments module.
+type Appointments interface {
+	// AppointmentNow is the appointment as it stands (NotFound when it
+	// is gone).
+	AppointmentNow(ctx context.Context, accountID, appointmentID string) (AppointmentNow, error)
+}
+
+// AppointmentNow is an appointment's state when its reminder is about to
+// be sent.
+type AppointmentNow struct {
+	Status    string
+	SlotStart time.Time
+}

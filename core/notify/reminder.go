@@ -53,20 +53,6 @@ type AppointmentChange struct {
 	Zone *time.Location
 }
 
-// Appointments is what the reminder needs of the appointments module.
-type Appointments interface {
-	// AppointmentNow is the appointment as it stands (NotFound when it
-	// is gone).
-	AppointmentNow(ctx context.Context, accountID, appointmentID string) (AppointmentNow, error)
-}
-
-// AppointmentNow is an appointment's state when its reminder is about to
-// be sent.
-type AppointmentNow struct {
-	Status    string
-	SlotStart time.Time
-}
-
 // SetAppointments sets the appointments port (wiring).
 func (s *Service) SetAppointments(a Appointments) { s.appointments = a }
 
