@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -82,6 +83,8 @@ func TestNotifyAppointmentReminder(t *testing.T) {
 		fake := fakeprovider.NewTwilio(ntSID, ntToken)
 		defer fake.Close()
 		w := turnStart(t, start, ntTwilio(fake.URL()))
+		rc := newWhReceiver(t, whStatic(http.StatusOK))
+		whEndpoint(t, w.app, rc.URL(), "notification.status")
 
 		// Bad settings and bodies are named.
 		var q client.QueueView
@@ -181,6 +184,27 @@ func TestNotifyAppointmentReminder(t *testing.T) {
 			if ms := ntAppointmentMessages(t, w.app, id); ms[0].Status != "DROPPED" {
 				t.Fatalf("a dropped reminder moved on: %+v", ms)
 			}
+		}
+		// Each status change reached the webhook endpoint, naming the
+		// appointment and no turn.
+		told := map[string]string{}
+		for _, h := range rc.wait(t, 4, 20*time.Second) {
+			var b whBody
+			var d struct {
+				AppointmentID *string `json:"appointmentId"`
+				TurnID        *string `json:"turnId"`
+				Moment        string  `json:"moment"`
+				Status        string  `json:"status"`
+			}
+			if err := json.Unmarshal(h.Body, &b); err != nil || json.Unmarshal(b.Data, &d) != nil ||
+				b.Event != "notification.status" || d.AppointmentID == nil || d.TurnID != nil || d.Moment != "appointment_reminder" ||
+				!strings.Contains(string(b.Data), `"turnId":null`) {
+				t.Fatalf("webhook body: %s", h.Body)
+			}
+			told[*d.AppointmentID] += d.Status
+		}
+		if told[x.ID] != "SENT" || told[late.ID] != "SENT" || told[cancelled.ID] != "DROPPED" || told[checkedIn.ID] != "DROPPED" || len(told) != 4 {
+			t.Fatalf("statuses told: %v", told)
 		}
 		if testing.Verbose() {
 			fmt.Println(fake.Conversation())
