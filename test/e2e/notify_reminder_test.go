@@ -99,9 +99,9 @@ func TestNotifyAppointmentReminder(t *testing.T) {
 			t.Fatalf("language de: %d %s", r.Status, r.Body)
 		}
 
-		// The reminder comes due at the next whole minute at least 5 s
+		// The reminder comes due at the next whole minute at least 15 s
 		// away: slots start a minute after it, the lead time is a minute.
-		due := ntNextMinute(5 * time.Second)
+		due := ntNextMinute(15 * time.Second)
 		_, run, slots := ntSlots(t, w, due.Add(time.Minute), map[string]any{
 			"moments": []string{"joined", "appointment_reminder"}, "reminderMinutes": 1,
 		})
