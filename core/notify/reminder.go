@@ -60,6 +60,9 @@ func (s *Service) SetAppointments(a Appointments) { s.appointments = a }
 // appointment change means for its reminder: a new booking schedules it,
 // an appointment that leaves SCHEDULED drops it.
 func (s *Service) AppointmentChanged(ctx context.Context, c AppointmentChange) error {
+	if c.Phone == nil || *c.Phone == "" {
+		return nil // no phone, no reminder: nothing to read or write
+	}
 	switch {
 	case c.Before == "" && c.After == appointmentScheduled:
 		return s.scheduleReminder(ctx, c)
@@ -74,9 +77,6 @@ func (s *Service) AppointmentChanged(ctx context.Context, c AppointmentChange) e
 // lead time is reminded at once: the slot has not started (bookings of a
 // started slot are refused), and the customer gets the time in writing.
 func (s *Service) scheduleReminder(ctx context.Context, c AppointmentChange) error {
-	if c.Phone == nil || *c.Phone == "" {
-		return nil
-	}
 	set, err := s.Settings(ctx, c.QueueID)
 	if err != nil || !set.On(MomentReminder) {
 		return err
