@@ -14,6 +14,7 @@ import (
 type Notify struct {
 	s        *Store
 	turns    *Turns
+	appts    *Appointments
 	messages *table[notify.Message]
 	keys     *table[string]           // message key → id
 	supp     *table[time.Time]        // account|phone → since
@@ -22,9 +23,10 @@ type Notify struct {
 }
 
 // NewNotify builds the repository on s; a run's messages and states go
-// with it. It clears the phones of tr's finished turns.
-func NewNotify(s *Store, tr *Turns) *Notify {
-	r := &Notify{s: s, turns: tr, messages: newTable[notify.Message](s), keys: newTable[string](s), supp: newTable[time.Time](s),
+// with it. It clears the phones of tr's finished turns and ap's finished
+// appointments.
+func NewNotify(s *Store, tr *Turns, ap *Appointments) *Notify {
+	r := &Notify{s: s, turns: tr, appts: ap, messages: newTable[notify.Message](s), keys: newTable[string](s), supp: newTable[time.Time](s),
 		near: newTable[notify.NearState](s), settings: newTable[notify.QueueSettings](s)}
 	s.OnDelete("run", func(ctx context.Context, runID string) {
 		r.s.write(ctx, func() func() {
@@ -240,6 +242,37 @@ func (r *Notify) ClearTurnPhones(ctx context.Context, finishedBefore time.Time, 
 				t = cloneTurn(t)
 				t.Phone = nil
 				undo = append(undo, r.turns.turns.put(t))
+				n++
+			}
+		}
+		return func() {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	})
+	return n, nil
+}
+
+// ClearAppointmentPhones forgets the phones of appointments finished
+// before cutoff.
+func (r *Notify) ClearAppointmentPhones(ctx context.Context, finishedBefore time.Time, limit int) (n int, err error) {
+	r.s.write(ctx, func() func() {
+		var undo []func()
+		for id, a := range r.appts.appts.rows {
+			if n >= limit {
+				break
+			}
+			end := a.CompletedAt
+			if end == nil {
+				end = a.CancelledAt
+			}
+			if end == nil {
+				end = a.NoShowAt
+			}
+			if a.Phone != nil && end != nil && end.Before(finishedBefore) {
+				a.Phone = nil
+				undo = append(undo, r.appts.appts.put(id, a))
 				n++
 			}
 		}

@@ -259,3 +259,17 @@ func (r *Notify) ClearTurnPhones(ctx context.Context, finishedBefore time.Time, 
 	n, err := res.RowsAffected()
 	return int(n), wrap(err, "clear turn phones")
 }
+
+// ClearAppointmentPhones forgets the phones of appointments finished
+// before cutoff (appointments_phone_finished_idx finds them).
+func (r *Notify) ClearAppointmentPhones(ctx context.Context, finishedBefore time.Time, limit int) (int, error) {
+	res, err := r.db.IDB(ctx).NewRaw(`UPDATE appointments SET phone = NULL WHERE id IN (
+		SELECT id FROM appointments WHERE phone IS NOT NULL
+		AND COALESCE(completed_at, cancelled_at, no_show_at) < ?
+		ORDER BY COALESCE(completed_at, cancelled_at, no_show_at) LIMIT ?)`, finishedBefore, limit).Exec(ctx)
+	if err != nil {
+		return 0, wrap(err, "clear appointment phones")
+	}
+	n, err := res.RowsAffected()
+	return int(n), wrap(err, "clear appointment phones")
+}

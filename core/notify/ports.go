@@ -88,6 +88,10 @@ type Repository interface {
 	// ClearTurnPhones forgets the phone of turns that finished before
 	// cutoff; it returns how many.
 	ClearTurnPhones(ctx context.Context, finishedBefore time.Time, limit int) (int, error)
+	// ClearAppointmentPhones forgets the phone of appointments that
+	// finished (completed, cancelled, no-show) before cutoff; it returns
+	// how many.
+	ClearAppointmentPhones(ctx context.Context, finishedBefore time.Time, limit int) (int, error)
 }
 
 // NearState is where a waiting turn stands with its near-the-front

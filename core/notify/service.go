@@ -647,9 +647,10 @@ func (s *Service) List(ctx context.Context, turnID string) ([]Message, error) {
 
 // ClearPhones forgets, in one batch of at most limit rows of each, the
 // numbers of messages created more than keep ago and the phones of turns
-// finished more than keep ago; it returns how many rows it changed.
+// and appointments finished more than keep ago; it returns how many rows
+// it changed.
 func (s *Service) ClearPhones(ctx context.Context, keep time.Duration, limit int) (int, error) {
-	var n, m int
+	var n, m, a int
 	cutoff := s.clock.Now().Add(-keep)
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		var err error
@@ -664,7 +665,15 @@ func (s *Service) ClearPhones(ctx context.Context, keep time.Duration, limit int
 		m, err = s.repo.ClearTurnPhones(ctx, cutoff, limit)
 		return err
 	})
-	return n + m, err
+	if err != nil {
+		return n + m, err
+	}
+	err = s.uow.Do(ctx, func(ctx context.Context) error {
+		var err error
+		a, err = s.repo.ClearAppointmentPhones(ctx, cutoff, limit)
+		return err
+	})
+	return n + m + a, err
 }
 
 // notFound reports a repository's or a port's "no such record".

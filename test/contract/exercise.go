@@ -138,7 +138,7 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 		t.Parallel()
 		RunNotify(t, func(t *testing.T) NotifyHarness {
 			s := newSet(t)
-			return NotifyHarness{Repo: s.Notify, UoW: s.UoW, Owners: OwnersOf(s), Concurrent: o.concurrent}
+			return NotifyHarness{Repo: s.Notify, UoW: s.UoW, Owners: OwnersOf(s), Appointments: s.Appointments, Concurrent: o.concurrent}
 		})
 	})
 	t.Run("JoinLinks", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/turns"
@@ -15,10 +16,13 @@ import (
 // NotifyHarness is a fresh notify repository, the unit of work it joins,
 // and the owners its messages reference (an account, a queue, a turn).
 type NotifyHarness struct {
-	Repo       notify.Repository
-	UoW        platform.UnitOfWork
-	Owners     Owners
-	Concurrent bool
+	Repo   notify.Repository
+	UoW    platform.UnitOfWork
+	Owners Owners
+	// Appointments stores the appointments whose phones retention
+	// clears.
+	Appointments appointments.Repository
+	Concurrent   bool
 }
 
 // notifyMsg is a QUEUED SMS of o's turn for moment and occurrence, made

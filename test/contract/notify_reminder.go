@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/core/appointments"
 	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 )
@@ -57,6 +58,53 @@ func runNotifyReminder(t *testing.T, newHarness func(t *testing.T) NotifyHarness
 		}
 		if list, err := h.Repo.ListByTurn(ctx, tu.ID); err != nil || len(list) != 0 {
 			t.Fatalf("a turn lists an appointment's reminder: %+v %v", list, err)
+		}
+	})
+	t.Run("finished appointments forget their phone after the cutoff, the others keep it", func(t *testing.T) {
+		h := newHarness(t)
+		o := h.Owners.Seed(t)
+		tu := h.Owners.Turn(t, o, o.QueueID)
+		start := now.Add(-72 * time.Hour)
+		slot := appointments.Slot{ID: platform.NewID(platform.PrefixSlot), AccountID: o.AccountID, QueueID: o.QueueID, RunID: tu.RunID,
+			Date: start.Format(time.DateOnly), Timezone: "UTC", Start: start, End: start.Add(time.Hour), Capacity: 10, Remaining: 6,
+			CreatedAt: start}
+		if err := h.UoW.Do(ctx, func(ctx context.Context) error { return h.Appointments.InsertSlots(ctx, []appointments.Slot{slot}) }); err != nil {
+			t.Fatal(err)
+		}
+		old, late := now.Add(-48*time.Hour), now.Add(-time.Hour)
+		mk := func(status appointments.Status, at *time.Time) appointments.Appointment {
+			a := appointments.Appointment{ID: platform.NewID(platform.PrefixAppointment), AccountID: o.AccountID, QueueID: o.QueueID,
+				RunID: tu.RunID, SlotID: slot.ID, SlotStart: slot.Start, SlotEnd: slot.End, Date: slot.Date, Status: status,
+				Phone: platform.Ptr("+34600111222"), FormResponse: map[string]string{}, RequestHash: "x", CreatedAt: start, UpdatedAt: start}
+			switch status {
+			case appointments.StatusCompleted:
+				a.CompletedAt = at
+			case appointments.StatusCancelled:
+				a.CancelledAt = at
+			case appointments.StatusNoShow:
+				a.NoShowAt = at
+			}
+			if err := h.UoW.Do(ctx, func(ctx context.Context) error { return h.Appointments.CreateAppointment(ctx, a) }); err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		completed, cancelled, noShow := mk(appointments.StatusCompleted, &old), mk(appointments.StatusCancelled, &old), mk(appointments.StatusNoShow, &old)
+		recent, scheduled := mk(appointments.StatusCancelled, &late), mk(appointments.StatusScheduled, nil)
+		var n int
+		err := h.UoW.Do(ctx, func(ctx context.Context) error {
+			var err error
+			n, err = h.Repo.ClearAppointmentPhones(ctx, now.Add(-24*time.Hour), 100)
+			return err
+		})
+		if err != nil || n != 3 {
+			t.Fatalf("cleared %d (%v), want 3", n, err)
+		}
+		for id, want := range map[string]bool{completed.ID: false, cancelled.ID: false, noShow.ID: false, recent.ID: true, scheduled.ID: true} {
+			got, err := h.Appointments.GetAppointment(ctx, id)
+			if err != nil || (got.Phone != nil) != want {
+				t.Errorf("appointment %s (%s): phone %v, want kept %v (%v)", id, got.Status, got.Phone, want, err)
+			}
 		}
 	})
 	t.Run("concurrent decisions of one reminder store one message", func(t *testing.T) {
