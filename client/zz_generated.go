@@ -228,17 +228,19 @@ type Appointment struct {
 	// the line yet: when it joins (its slot's start, when checked in early). In
 	// the past, it is waiting to join because the run is closed, and joins when
 	// the run opens again. Null once in the line, and otherwise.
-	JoinsLineAt Nullable[time.Time] `json:"joinsLineAt,omitzero"`
-	NoShowAt    *time.Time          `json:"noShowAt"`
-	Notes       *string             `json:"notes"`
-	Phone       *string             `json:"phone"`
-	QueueID     string              `json:"queueId"`
-	QueueRunID  string              `json:"queueRunId"`
-	SlotEnd     time.Time           `json:"slotEnd"`
-	SlotID      string              `json:"slotId"`
-	SlotStart   time.Time           `json:"slotStart"`
-	StartedAt   *time.Time          `json:"startedAt"`
-	Status      AppointmentStatus   `json:"status"`
+	JoinsLineAt    Nullable[time.Time] `json:"joinsLineAt,omitzero"`
+	Language       *string             `json:"language"`
+	NoShowAt       *time.Time          `json:"noShowAt"`
+	Notes          *string             `json:"notes"`
+	NotifyWhatsapp bool                `json:"notifyWhatsapp"`
+	Phone          *string             `json:"phone"`
+	QueueID        string              `json:"queueId"`
+	QueueRunID     string              `json:"queueRunId"`
+	SlotEnd        time.Time           `json:"slotEnd"`
+	SlotID         string              `json:"slotId"`
+	SlotStart      time.Time           `json:"slotStart"`
+	StartedAt      *time.Time          `json:"startedAt"`
+	Status         AppointmentStatus   `json:"status"`
 	// TurnID: In a HYBRID queue, the turn the checked-in appointment stands in
 	// the run's line as, from its effective join time (the later of its slot's
 	// start and its check-in): dispatch it with the turn endpoints, and the
@@ -262,9 +264,16 @@ type AppointmentSchedule struct {
 	// is one of its option labels.
 	FormResponse   map[string]string `json:"formResponse,omitempty"`
 	IdempotencyKey *string           `json:"idempotencyKey,omitempty"`
-	Notes          *string           `json:"notes,omitempty"`
+	// Language: The reminder's language; absent: the queue's notification
+	// language.
+	Language *string `json:"language,omitempty"`
+	Notes    *string `json:"notes,omitempty"`
+	// NotifyWhatsapp: The reminder goes by WhatsApp rather than SMS. Absent:
+	// false.
+	NotifyWhatsapp *bool `json:"notifyWhatsapp,omitempty"`
 	// Phone: An optional +, a digit, then digits, spaces or hyphens; 8-20
-	// characters.
+	// characters. With it, the customer hears the appointment reminder when the
+	// queue's notification settings have it on (docs/notifications.md).
 	Phone *string `json:"phone,omitempty"`
 	// SlotID: The slot to book; absent or null books the earliest slot with room
 	// that has not started.
@@ -1108,6 +1117,11 @@ func (p *ListAccessCodesParams) values() (url.Values, http.Header) {
 	return q, h
 }
 
+// ListAppointmentNotificationsResponse is a schema of the API.
+type ListAppointmentNotificationsResponse struct {
+	Data []Notification `json:"data"`
+}
+
 // ListAppointmentsParams are the optional parameters of listAppointments.
 type ListAppointmentsParams struct {
 	// Status: Only the appointments in this status.
@@ -1466,7 +1480,9 @@ type LocationInput struct {
 
 // Notification is a schema of the API.
 type Notification struct {
-	Attempts int `json:"attempts"`
+	// AppointmentID: The appointment of a reminder; null for a turn's message.
+	AppointmentID *string `json:"appointmentId"`
+	Attempts      int     `json:"attempts"`
 	// Body: The text, empty until the first attempt.
 	Body      string    `json:"body"`
 	Channel   string    `json:"channel"`
@@ -1491,29 +1507,35 @@ type Notification struct {
 	Status            string     `json:"status"`
 	// To: The number, masked (+34*******22); empty once notify.keep_phones has
 	// passed.
-	To        string    `json:"to"`
-	TurnID    string    `json:"turnId"`
+	To string `json:"to"`
+	// TurnID: The turn the message is about; null for an appointment's reminder.
+	TurnID    *string   `json:"turnId"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // NotificationSettings is a schema of the API.
 type NotificationSettings struct {
-	Language            string   `json:"language"`
-	Moments             []string `json:"moments"`
-	NearFrontAhead      int      `json:"nearFrontAhead"`
-	NearFrontMinutes    int      `json:"nearFrontMinutes"`
-	Sms                 bool     `json:"sms"`
-	WhatsappFallbackSms bool     `json:"whatsappFallbackSms"`
+	Language         string   `json:"language"`
+	Moments          []string `json:"moments"`
+	NearFrontAhead   int      `json:"nearFrontAhead"`
+	NearFrontMinutes int      `json:"nearFrontMinutes"`
+	// ReminderMinutes: How long before its slot starts an appointment hears its
+	// reminder.
+	ReminderMinutes     int  `json:"reminderMinutes"`
+	Sms                 bool `json:"sms"`
+	WhatsappFallbackSms bool `json:"whatsappFallbackSms"`
 }
 
 // NotificationSettingsInput is a schema of the API.
 type NotificationSettingsInput struct {
-	Language            Nullable[string]   `json:"language,omitzero"`
-	Moments             Nullable[[]string] `json:"moments,omitzero"`
-	NearFrontAhead      Nullable[int]      `json:"nearFrontAhead,omitzero"`
-	NearFrontMinutes    Nullable[int]      `json:"nearFrontMinutes,omitzero"`
-	Sms                 Nullable[bool]     `json:"sms,omitzero"`
-	WhatsappFallbackSms Nullable[bool]     `json:"whatsappFallbackSms,omitzero"`
+	Language         Nullable[string]   `json:"language,omitzero"`
+	Moments          Nullable[[]string] `json:"moments,omitzero"`
+	NearFrontAhead   Nullable[int]      `json:"nearFrontAhead,omitzero"`
+	NearFrontMinutes Nullable[int]      `json:"nearFrontMinutes,omitzero"`
+	// ReminderMinutes: Default 60.
+	ReminderMinutes     Nullable[int]  `json:"reminderMinutes,omitzero"`
+	Sms                 Nullable[bool] `json:"sms,omitzero"`
+	WhatsappFallbackSms Nullable[bool] `json:"whatsappFallbackSms,omitzero"`
 }
 
 // Offers is a schema of the API.
@@ -2516,6 +2538,17 @@ func (c *Client) CompleteAppointment(ctx context.Context, id string) (*Appointme
 func (c *Client) NoShowAppointment(ctx context.Context, id string) (*Appointment, error) {
 	r := request{op: "noShowAppointment", method: "POST", path: "/api/v1/appointments/" + url.PathEscape(id) + "/no-show"}
 	var out Appointment
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListAppointmentNotifications: An appointment's messages (its reminder) (GET
+// /api/v1/appointments/{id}/notifications, scope appointments:read).
+func (c *Client) ListAppointmentNotifications(ctx context.Context, id string) (*ListAppointmentNotificationsResponse, error) {
+	r := request{op: "listAppointmentNotifications", method: "GET", path: "/api/v1/appointments/" + url.PathEscape(id) + "/notifications"}
+	var out ListAppointmentNotificationsResponse
 	if err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}
@@ -3640,6 +3673,7 @@ var operations = []Operation{
 	{ID: "joinQueue", Method: "POST", Path: "/join/{token}", GoMethods: []string{"Client.JoinQueue"}},
 	{ID: "leaveQueue", Method: "POST", Path: "/ticket/{token}/leave", GoMethods: []string{"Client.LeaveQueue"}},
 	{ID: "listAccessCodes", Method: "GET", Path: "/api/v1/access-codes", GoMethods: []string{"Client.ListAccessCodes"}},
+	{ID: "listAppointmentNotifications", Method: "GET", Path: "/api/v1/appointments/{id}/notifications", GoMethods: []string{"Client.ListAppointmentNotifications"}},
 	{ID: "listAppointments", Method: "GET", Path: "/api/v1/queue-runs/{runId}/appointments", GoMethods: []string{"Client.ListAppointments"}},
 	{ID: "listArrivals", Method: "GET", Path: "/api/v1/queue-runs/{runId}/arrivals", GoMethods: []string{"Client.ListArrivals"}},
 	{ID: "listCounterLinks", Method: "GET", Path: "/api/v1/queues/{queueId}/counter-links", GoMethods: []string{"Client.ListCounterLinks"}},

@@ -153,7 +153,7 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 		DisplayTokens:   memory.NewDisplayTokens(s),
 		TicketLinks:     tl,
 		JoinLinks:       memory.NewJoinLinks(s),
-		Notify:          memory.NewNotify(s, tr),
+		Notify:          memory.NewNotify(s, tr, ar),
 		CounterLinks:    memory.NewCounterLinks(s),
 		RateLimiter:     rl,
 		JobRunner:       runner,

@@ -14,6 +14,7 @@ import (
 type Notify struct {
 	s        *Store
 	turns    *Turns
+	appts    *Appointments
 	messages *table[notify.Message]
 	keys     *table[string]           // message key → id
 	supp     *table[time.Time]        // account|phone → since
@@ -22,9 +23,10 @@ type Notify struct {
 }
 
 // NewNotify builds the repository on s; a run's messages and states go
-// with it. It clears the phones of tr's finished turns.
-func NewNotify(s *Store, tr *Turns) *Notify {
-	r := &Notify{s: s, turns: tr, messages: newTable[notify.Message](s), keys: newTable[string](s), supp: newTable[time.Time](s),
+// with it. It clears the phones of tr's finished turns and ap's finished
+// appointments.
+func NewNotify(s *Store, tr *Turns, ap *Appointments) *Notify {
+	r := &Notify{s: s, turns: tr, appts: ap, messages: newTable[notify.Message](s), keys: newTable[string](s), supp: newTable[time.Time](s),
 		near: newTable[notify.NearState](s), settings: newTable[notify.QueueSettings](s)}
 	s.OnDelete("run", func(ctx context.Context, runID string) {
 		r.s.write(ctx, func() func() {
@@ -107,10 +109,19 @@ func (r *Notify) ByProviderID(ctx context.Context, provider, id string) (m notif
 }
 
 // ListByTurn lists a turn's messages, oldest first.
-func (r *Notify) ListByTurn(ctx context.Context, turnID string) (out []notify.Message, err error) {
+func (r *Notify) ListByTurn(ctx context.Context, turnID string) ([]notify.Message, error) {
+	return r.list(ctx, func(m notify.Message) bool { return m.TurnID == turnID }), nil
+}
+
+// ListByAppointment lists an appointment's messages, oldest first.
+func (r *Notify) ListByAppointment(ctx context.Context, appointmentID string) ([]notify.Message, error) {
+	return r.list(ctx, func(m notify.Message) bool { return m.AppointmentID == appointmentID }), nil
+}
+
+func (r *Notify) list(ctx context.Context, keep func(notify.Message) bool) (out []notify.Message) {
 	r.s.read(ctx, func() {
 		for _, m := range r.messages.rows {
-			if m.TurnID == turnID {
+			if keep(m) {
 				out = append(out, copyMessage(m))
 			}
 		}
@@ -121,7 +132,7 @@ func (r *Notify) ListByTurn(ctx context.Context, turnID string) (out []notify.Me
 		}
 		return compareStrings(a.ID, b.ID)
 	})
-	return out, nil
+	return out
 }
 
 func compareStrings(a, b string) int {
@@ -195,7 +206,8 @@ func (r *Notify) PutQueueSettings(ctx context.Context, _, queueID string, s noti
 	return nil
 }
 
-// ClearPhones forgets the numbers of messages created before cutoff.
+// ClearPhones forgets the numbers of messages created before cutoff,
+// but for those still QUEUED.
 func (r *Notify) ClearPhones(ctx context.Context, before time.Time, limit int) (n int, err error) {
 	r.s.write(ctx, func() func() {
 		var undo []func()
@@ -203,7 +215,7 @@ func (r *Notify) ClearPhones(ctx context.Context, before time.Time, limit int) (
 			if n >= limit {
 				break
 			}
-			if m.To != "" && m.CreatedAt.Before(before) {
+			if m.To != "" && m.CreatedAt.Before(before) && m.Status != notify.StatusQueued {
 				m.To = ""
 				undo = append(undo, r.messages.put(id, m))
 				n++
@@ -230,6 +242,37 @@ func (r *Notify) ClearTurnPhones(ctx context.Context, finishedBefore time.Time, 
 				t = cloneTurn(t)
 				t.Phone = nil
 				undo = append(undo, r.turns.turns.put(t))
+				n++
+			}
+		}
+		return func() {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	})
+	return n, nil
+}
+
+// ClearAppointmentPhones forgets the phones of appointments finished
+// before cutoff.
+func (r *Notify) ClearAppointmentPhones(ctx context.Context, finishedBefore time.Time, limit int) (n int, err error) {
+	r.s.write(ctx, func() func() {
+		var undo []func()
+		for id, a := range r.appts.appts.rows {
+			if n >= limit {
+				break
+			}
+			end := a.CompletedAt
+			if end == nil {
+				end = a.CancelledAt
+			}
+			if end == nil {
+				end = a.NoShowAt
+			}
+			if a.Phone != nil && end != nil && end.Before(finishedBefore) {
+				a.Phone = nil
+				undo = append(undo, r.appts.appts.put(id, a))
 				n++
 			}
 		}

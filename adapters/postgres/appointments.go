@@ -48,6 +48,8 @@ type appointmentRow struct {
 	Status         string       `bun:"status"`
 	CustomerName   *string      `bun:"customer_name"`
 	Phone          *string      `bun:"phone"`
+	NotifyWhatsapp bool         `bun:"notify_whatsapp,notnull"`
+	Language       *string      `bun:"language"`
 	Notes          *string      `bun:"notes"`
 	FormResponse   jsonbStrings `bun:"form_response,type:jsonb"`
 	IdempotencyKey *string      `bun:"idempotency_key"`
@@ -70,7 +72,7 @@ func appointmentToRow(a appointments.Appointment) *appointmentRow {
 	}
 	return &appointmentRow{ID: a.ID, AccountID: a.AccountID, QueueID: a.QueueID, RunID: a.RunID, SlotID: a.SlotID,
 		SlotStart: a.SlotStart, SlotEnd: a.SlotEnd, LocalDate: a.Date, Status: string(a.Status),
-		CustomerName: a.CustomerName, Phone: a.Phone, Notes: a.Notes, FormResponse: form,
+		CustomerName: a.CustomerName, Phone: a.Phone, NotifyWhatsapp: a.NotifyWhatsapp, Language: a.Language, Notes: a.Notes, FormResponse: form,
 		IdempotencyKey: a.IdempotencyKey, RequestHash: a.RequestHash, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
 		CheckedInAt: a.CheckedInAt, StartedAt: a.StartedAt, CompletedAt: a.CompletedAt, CancelledAt: a.CancelledAt, NoShowAt: a.NoShowAt,
 		TurnID: a.TurnID, JoinsLineAt: a.JoinsLineAt}
@@ -83,7 +85,7 @@ func (row appointmentRow) domain() appointments.Appointment {
 	}
 	return appointments.Appointment{ID: row.ID, AccountID: row.AccountID, QueueID: row.QueueID, RunID: row.RunID, SlotID: row.SlotID,
 		SlotStart: row.SlotStart.UTC(), SlotEnd: row.SlotEnd.UTC(), Date: row.LocalDate, Status: appointments.Status(row.Status),
-		CustomerName: row.CustomerName, Phone: row.Phone, Notes: row.Notes, FormResponse: form,
+		CustomerName: row.CustomerName, Phone: row.Phone, NotifyWhatsapp: row.NotifyWhatsapp, Language: row.Language, Notes: row.Notes, FormResponse: form,
 		IdempotencyKey: row.IdempotencyKey, RequestHash: row.RequestHash, CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(),
 		CheckedInAt: utcPtr(row.CheckedInAt), StartedAt: utcPtr(row.StartedAt), CompletedAt: utcPtr(row.CompletedAt),
 		CancelledAt: utcPtr(row.CancelledAt), NoShowAt: utcPtr(row.NoShowAt), TurnID: row.TurnID, JoinsLineAt: utcPtr(row.JoinsLineAt)}

@@ -22,6 +22,7 @@ type notificationRow struct {
 	ID                string     `bun:"id,pk"`
 	AccountID         string     `bun:"account_id"`
 	TurnID            string     `bun:"turn_id"`
+	AppointmentID     string     `bun:"appointment_id,nullzero"`
 	QueueID           string     `bun:"queue_id"`
 	RunID             string     `bun:"run_id"`
 	Key               string     `bun:"key"`
@@ -52,7 +53,7 @@ func notificationRowOf(m notify.Message) (*notificationRow, error) {
 	if m.Params == nil {
 		params = []byte("{}")
 	}
-	return &notificationRow{ID: m.ID, AccountID: m.AccountID, TurnID: m.TurnID, QueueID: m.QueueID, RunID: m.RunID,
+	return &notificationRow{ID: m.ID, AccountID: m.AccountID, TurnID: m.TurnID, AppointmentID: m.AppointmentID, QueueID: m.QueueID, RunID: m.RunID,
 		Key: m.Key(), Moment: m.Moment, Occurrence: m.Occurrence, Channel: m.Channel, Phone: m.To, Language: m.Language,
 		Params: params, Body: m.Body, Provider: m.Provider, ProviderMessageID: m.ProviderMessageID, Status: m.Status,
 		ErrorCode: m.ErrorCode, Error: m.Error, Attempts: m.Attempts, FallbackOf: m.FallbackOf,
@@ -60,7 +61,7 @@ func notificationRowOf(m notify.Message) (*notificationRow, error) {
 }
 
 func (r notificationRow) domain() (notify.Message, error) {
-	m := notify.Message{ID: r.ID, AccountID: r.AccountID, TurnID: r.TurnID, QueueID: r.QueueID, RunID: r.RunID,
+	m := notify.Message{ID: r.ID, AccountID: r.AccountID, TurnID: r.TurnID, AppointmentID: r.AppointmentID, QueueID: r.QueueID, RunID: r.RunID,
 		Moment: r.Moment, Occurrence: r.Occurrence, Channel: r.Channel, To: r.Phone, Language: r.Language, Body: r.Body,
 		Provider: r.Provider, ProviderMessageID: r.ProviderMessageID, Status: r.Status, ErrorCode: r.ErrorCode, Error: r.Error,
 		Attempts: r.Attempts, FallbackOf: r.FallbackOf, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), SentAt: utcPtr(r.SentAt)}
@@ -124,8 +125,17 @@ func (r *Notify) ByProviderID(ctx context.Context, provider, id string) (notify.
 
 // ListByTurn lists a turn's messages, oldest first.
 func (r *Notify) ListByTurn(ctx context.Context, turnID string) ([]notify.Message, error) {
+	return r.list(ctx, "turn_id = ?", turnID)
+}
+
+// ListByAppointment lists an appointment's messages, oldest first.
+func (r *Notify) ListByAppointment(ctx context.Context, appointmentID string) ([]notify.Message, error) {
+	return r.list(ctx, "appointment_id = ?", appointmentID)
+}
+
+func (r *Notify) list(ctx context.Context, where string, id string) ([]notify.Message, error) {
 	var rows []notificationRow
-	if err := r.db.IDB(ctx).NewSelect().Model(&rows).Where("turn_id = ?", turnID).Order("created_at", "id").Scan(ctx); err != nil {
+	if err := r.db.IDB(ctx).NewSelect().Model(&rows).Where(where, id).Order("created_at", "id").Scan(ctx); err != nil {
 		return nil, wrap(err, "list notifications")
 	}
 	out := make([]notify.Message, 0, len(rows))
@@ -224,10 +234,13 @@ func (r *Notify) PutQueueSettings(ctx context.Context, accountID, queueID string
 	return wrap(err, "store notification settings")
 }
 
-// ClearPhones forgets the numbers of messages created before cutoff.
+// ClearPhones forgets the numbers of messages created before cutoff,
+// but for those still QUEUED (an appointment's reminder, due days after
+// the booking that decided it).
 func (r *Notify) ClearPhones(ctx context.Context, before time.Time, limit int) (int, error) {
 	res, err := r.db.IDB(ctx).NewRaw(`UPDATE notifications SET phone = '' WHERE id IN (
-		SELECT id FROM notifications WHERE phone <> '' AND created_at < ? ORDER BY created_at LIMIT ?)`, before, limit).Exec(ctx)
+		SELECT id FROM notifications WHERE phone <> '' AND created_at < ? AND status <> ?
+		ORDER BY created_at LIMIT ?)`, before, notify.StatusQueued, limit).Exec(ctx)
 	if err != nil {
 		return 0, wrap(err, "clear notification phones")
 	}
@@ -245,4 +258,18 @@ func (r *Notify) ClearTurnPhones(ctx context.Context, finishedBefore time.Time, 
 	}
 	n, err := res.RowsAffected()
 	return int(n), wrap(err, "clear turn phones")
+}
+
+// ClearAppointmentPhones forgets the phones of appointments finished
+// before cutoff (appointments_phone_finished_idx finds them).
+func (r *Notify) ClearAppointmentPhones(ctx context.Context, finishedBefore time.Time, limit int) (int, error) {
+	res, err := r.db.IDB(ctx).NewRaw(`UPDATE appointments SET phone = NULL WHERE id IN (
+		SELECT id FROM appointments WHERE phone IS NOT NULL
+		AND COALESCE(completed_at, cancelled_at, no_show_at) < ?
+		ORDER BY COALESCE(completed_at, cancelled_at, no_show_at) LIMIT ?)`, finishedBefore, limit).Exec(ctx)
+	if err != nil {
+		return 0, wrap(err, "clear appointment phones")
+	}
+	n, err := res.RowsAffected()
+	return int(n), wrap(err, "clear appointment phones")
 }

@@ -82,26 +82,31 @@ type SlotBatch struct {
 
 // Appointment is a booking of one seat of a slot.
 type Appointment struct {
-	ID           string            `json:"id"`
-	AccountID    string            `json:"-"`
-	QueueID      string            `json:"queueId"`
-	RunID        string            `json:"queueRunId"`
-	SlotID       string            `json:"slotId"`
-	SlotStart    time.Time         `json:"slotStart"`
-	SlotEnd      time.Time         `json:"slotEnd"`
-	Date         string            `json:"date"`
-	Status       Status            `json:"status"`
-	CustomerName *string           `json:"customerName"`
-	Phone        *string           `json:"phone"`
-	Notes        *string           `json:"notes"`
-	FormResponse map[string]string `json:"formResponse"`
-	CreatedAt    time.Time         `json:"createdAt"`
-	UpdatedAt    time.Time         `json:"updatedAt"`
-	CheckedInAt  *time.Time        `json:"checkedInAt"`
-	StartedAt    *time.Time        `json:"startedAt"`
-	CompletedAt  *time.Time        `json:"completedAt"`
-	CancelledAt  *time.Time        `json:"cancelledAt"`
-	NoShowAt     *time.Time        `json:"noShowAt"`
+	ID           string    `json:"id"`
+	AccountID    string    `json:"-"`
+	QueueID      string    `json:"queueId"`
+	RunID        string    `json:"queueRunId"`
+	SlotID       string    `json:"slotId"`
+	SlotStart    time.Time `json:"slotStart"`
+	SlotEnd      time.Time `json:"slotEnd"`
+	Date         string    `json:"date"`
+	Status       Status    `json:"status"`
+	CustomerName *string   `json:"customerName"`
+	Phone        *string   `json:"phone"`
+	// NotifyWhatsapp and Language are how the customer wants the
+	// reminder (docs/notifications.md): WhatsApp rather than SMS, and in
+	// which of the screens' languages (null: the queue's).
+	NotifyWhatsapp bool              `json:"notifyWhatsapp"`
+	Language       *string           `json:"language"`
+	Notes          *string           `json:"notes"`
+	FormResponse   map[string]string `json:"formResponse"`
+	CreatedAt      time.Time         `json:"createdAt"`
+	UpdatedAt      time.Time         `json:"updatedAt"`
+	CheckedInAt    *time.Time        `json:"checkedInAt"`
+	StartedAt      *time.Time        `json:"startedAt"`
+	CompletedAt    *time.Time        `json:"completedAt"`
+	CancelledAt    *time.Time        `json:"cancelledAt"`
+	NoShowAt       *time.Time        `json:"noShowAt"`
 	// TurnID is the turn a checked-in appointment of a HYBRID queue stands
 	// in the line as, from its effective join time (the later of its
 	// slot's start and its check-in); null before, and in other queues.
@@ -176,6 +181,8 @@ type ScheduleInput struct {
 	IdempotencyKey *string           `json:"idempotencyKey"`
 	CustomerName   *string           `json:"customerName" text:"name"`
 	Phone          *string           `json:"phone"`
+	NotifyWhatsapp *bool             `json:"notifyWhatsapp"`
+	Language       *string           `json:"language"`
 	Notes          *string           `json:"notes" text:"free"`
 	FormResponse   map[string]string `json:"formResponse" text:"free"`
 }
@@ -196,8 +203,14 @@ func (in *ScheduleInput) validate(v *platform.Validator) {
 			v.Fail("phone", "pattern", "must be an optional +, a digit, then digits, spaces or hyphens")
 		}
 	}
+	if in.Language != nil {
+		v.OneOf("language", *in.Language, Languages...)
+	}
 	v.OptLen("notes", in.Notes, 0, 500)
 }
+
+// Languages are the reminder's languages: the screens' four.
+var Languages = []string{"en", "es", "pt", "fr"}
 
 // SlotFilter narrows a slot listing.
 type SlotFilter struct {

@@ -75,3 +75,17 @@ type Line interface {
 	Admit(ctx context.Context, accountID, runID string, a turns.Admission) (turns.Turn, error)
 	CancelFor(ctx context.Context, accountID, turnID, reason string) (turns.View, error)
 }
+
+// Watcher hears an appointment change inside the change's unit of work:
+// a booking (before is the zero Appointment, its Status "") and every
+// lifecycle step (cancel, check-in, start, complete, no-show). Its error
+// rolls the change back. The notifications module watches to schedule an
+// appointment's reminder with its booking and to drop it when the
+// appointment moves on.
+//
+// The steps a HYBRID appointment's turn makes (TurnChanged) are not
+// watched: the appointment was checked in before it had a turn, and
+// nothing a watcher needs changes after that.
+type Watcher interface {
+	AppointmentChanged(ctx context.Context, q queues.Queue, before, after Appointment) error
+}

@@ -32,6 +32,8 @@ type Service struct {
 	// run's line (UseLine); without them check-in only records arrival.
 	line Line
 	jobs platform.JobScheduler
+	// watchers hear every booking and lifecycle step (Watch).
+	watchers []Watcher
 }
 
 // UseLine lets check-in put HYBRID appointments in the line, scheduling
@@ -214,13 +216,17 @@ func (s *Service) schedule(ctx context.Context, accountID, runID string, in Sche
 	a := Appointment{
 		ID: platform.NewID(platform.PrefixAppointment), AccountID: accountID, QueueID: q.ID, RunID: r.ID,
 		SlotID: slot.ID, SlotStart: slot.Start, SlotEnd: slot.End, Date: slot.Date, Status: StatusScheduled,
-		CustomerName: in.CustomerName, Phone: in.Phone, Notes: in.Notes, FormResponse: in.FormResponse,
+		CustomerName: in.CustomerName, Phone: in.Phone, NotifyWhatsapp: platform.Deref(in.NotifyWhatsapp, false),
+		Language: in.Language, Notes: in.Notes, FormResponse: in.FormResponse,
 		CreatedAt: now, UpdatedAt: now, IdempotencyKey: in.IdempotencyKey, RequestHash: hash,
 	}
 	if a.FormResponse == nil {
 		a.FormResponse = map[string]string{}
 	}
 	if err := s.repo.CreateAppointment(ctx, a); err != nil {
+		return Appointment{}, err
+	}
+	if err := s.watch(ctx, q, Appointment{}, a); err != nil {
 		return Appointment{}, err
 	}
 	return a, s.emit(ctx, a, scheduled)
@@ -284,7 +290,11 @@ func requestHash(runID string, in ScheduleInput) string {
 		Phone        *string           `json:"p"`
 		Notes        *string           `json:"n"`
 		FormResponse map[string]string `json:"f"`
-	}{runID, in.SlotID, in.CustomerName, in.Phone, in.Notes, form})
+		// The reminder's members (issue 27) are left out when absent or
+		// false, so the hashes stored before them still match.
+		NotifyWhatsapp bool    `json:"w,omitempty"`
+		Language       *string `json:"l,omitempty"`
+	}{runID, in.SlotID, in.CustomerName, in.Phone, in.Notes, form, platform.Deref(in.NotifyWhatsapp, false), in.Language})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -664,8 +674,12 @@ func (s *Service) transition(ctx context.Context, accountID, id string, action A
 				return err
 			}
 		}
+		before := a
 		a.apply(to, now)
 		if err := s.repo.UpdateAppointment(ctx, a); err != nil {
+			return err
+		}
+		if err := s.watch(ctx, q, before, a); err != nil {
 			return err
 		}
 		if then != nil {

@@ -16,6 +16,7 @@
 package notify
 
 import (
+	"encoding/json"
 	"log/slog"
 
 	"strconv"
@@ -107,10 +108,14 @@ const EventStatus = "notification.status"
 type Message struct {
 	ID        string `json:"id"`
 	AccountID string `json:"-"`
-	TurnID    string `json:"turnId"`
-	QueueID   string `json:"queueId"`
-	RunID     string `json:"-"`
-	Moment    string `json:"moment"`
+	// TurnID is the turn the message is about, AppointmentID the
+	// appointment (the reminder): exactly one is set, the other is null
+	// in the API (MarshalJSON).
+	TurnID        string `json:"turnId"`
+	AppointmentID string `json:"appointmentId"`
+	QueueID       string `json:"queueId"`
+	RunID         string `json:"-"`
+	Moment        string `json:"moment"`
 	// Occurrence tells apart the messages of one moment of one turn (the
 	// second call's called_again, a near_front re-armed): with TurnID and
 	// Moment it is the message's key.
@@ -138,10 +143,25 @@ type Message struct {
 	SentAt            *time.Time `json:"sentAt"`
 }
 
+// MarshalJSON writes the message as the API shows it: turnId null for an
+// appointment's message, appointmentId null for a turn's.
+func (m Message) MarshalJSON() ([]byte, error) {
+	type plain Message
+	return json.Marshal(struct {
+		plain
+		TurnID        *string `json:"turnId"`
+		AppointmentID *string `json:"appointmentId"`
+	}{plain(m), orNull(m.TurnID), orNull(m.AppointmentID)})
+}
+
 // Key is the message's uniqueness key: one message per turn, moment and
-// occurrence (a fallback adds its channel).
+// occurrence (a fallback adds its channel); an appointment's reminder is
+// keyed by the appointment and its slot's start (reminderKey).
 func (m Message) Key() string {
 	k := m.TurnID + ":" + m.Moment + ":" + strconv.Itoa(m.Occurrence)
+	if m.AppointmentID != "" {
+		k = reminderKey(m)
+	}
 	if m.FallbackOf != nil {
 		k += ":" + m.Channel
 	}
@@ -182,8 +202,10 @@ type LineArgs struct {
 	Joined string `json:"joined,omitempty"`
 }
 
-// StatusChanged is the data of notification.status.
+// StatusChanged is the data of notification.status. TurnID is null for
+// an appointment's message, AppointmentID for a turn's.
 type StatusChanged struct {
+	AppointmentID  *string `json:"appointmentId"`
 	Channel        string  `json:"channel"`
 	ErrorCode      *string `json:"errorCode"`
 	Moment         string  `json:"moment"`
@@ -191,7 +213,7 @@ type StatusChanged struct {
 	QueueID        string  `json:"queueId"`
 	QueueRunID     string  `json:"queueRunId"`
 	Status         string  `json:"status"`
-	TurnID         string  `json:"turnId"`
+	TurnID         *string `json:"turnId"`
 }
 
 // EventName names the event: notification.status.

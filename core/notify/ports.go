@@ -68,6 +68,9 @@ type Repository interface {
 	// ByProviderID finds, and locks, the message a provider knows as id.
 	ByProviderID(ctx context.Context, provider, id string) (Message, error)
 	ListByTurn(ctx context.Context, turnID string) ([]Message, error)
+	// ListByAppointment lists an appointment's messages (its reminder),
+	// oldest first.
+	ListByAppointment(ctx context.Context, appointmentID string) ([]Message, error)
 	// LatestTo is the newest message sent to phone (any account): a reply
 	// from that number concerns its turn.
 	LatestTo(ctx context.Context, phone string) (Message, error)
@@ -78,11 +81,17 @@ type Repository interface {
 	QueueSettings(ctx context.Context, queueID string) (QueueSettings, bool, error)
 	PutQueueSettings(ctx context.Context, accountID, queueID string, s QueueSettings) error
 	// ClearPhones forgets the numbers of messages created before cutoff
-	// (privacy: turns finish, their numbers go); it returns how many.
+	// (privacy: turns finish, their numbers go), but for messages still
+	// QUEUED (an appointment's reminder is due long after its booking);
+	// it returns how many.
 	ClearPhones(ctx context.Context, before time.Time, limit int) (int, error)
 	// ClearTurnPhones forgets the phone of turns that finished before
 	// cutoff; it returns how many.
 	ClearTurnPhones(ctx context.Context, finishedBefore time.Time, limit int) (int, error)
+	// ClearAppointmentPhones forgets the phone of appointments that
+	// finished (completed, cancelled, no-show) before cutoff; it returns
+	// how many.
+	ClearAppointmentPhones(ctx context.Context, finishedBefore time.Time, limit int) (int, error)
 }
 
 // NearState is where a waiting turn stands with its near-the-front
@@ -133,3 +142,17 @@ type Links interface {
 
 // Normalizer turns what a customer typed into E.164.
 type Normalizer func(raw, region string) (string, error)
+
+// Appointments is what the reminder needs of the appointments module.
+type Appointments interface {
+	// AppointmentNow is the appointment as it stands (NotFound when it
+	// is gone).
+	AppointmentNow(ctx context.Context, accountID, appointmentID string) (AppointmentNow, error)
+}
+
+// AppointmentNow is an appointment's state when its reminder is about to
+// be sent.
+type AppointmentNow struct {
+	Status    string
+	SlotStart time.Time
+}

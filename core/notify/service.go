@@ -71,8 +71,11 @@ type Service struct {
 	links     Links
 	normalize Normalizer
 	senders   map[string]Sender // by channel
-	opts      Options
-	log       *slog.Logger
+	// appointments reads an appointment when its reminder is due
+	// (SetAppointments).
+	appointments Appointments
+	opts         Options
+	log          *slog.Logger
 }
 
 // NewService builds the service. senders maps a channel to the sender of
@@ -323,6 +326,25 @@ func lostPoint(m Message, t TurnNow) string {
 	return ""
 }
 
+// pointOf reads what the message is about as it stands now: the turn
+// (returned, for the station of a call), or the appointment of a
+// reminder; why says why the message lost its point, "" when it still
+// has one.
+func (s *Service) pointOf(ctx context.Context, m Message) (TurnNow, string, error) {
+	if m.AppointmentID != "" {
+		why, err := s.reminderPoint(ctx, m)
+		return TurnNow{}, why, err
+	}
+	t, err := s.turns.Now(ctx, m.AccountID, m.TurnID)
+	if notFound(err) {
+		return t, "the turn is gone", nil
+	}
+	if err != nil {
+		return t, "", err
+	}
+	return t, lostPoint(m, t), nil
+}
+
 // counter names the place a turn called to no station goes to.
 var counter = map[string]string{"en": "the counter", "es": "el mostrador", "pt": "o balcão", "fr": "le guichet"}
 
@@ -341,14 +363,11 @@ func (s *Service) Attempt(ctx context.Context, a SendArgs, attempt, maxAttempts 
 	if !ok {
 		return s.finish(ctx, m.ID, StatusFailed, ErrRejected, "no provider is configured for "+m.Channel, "failed")
 	}
-	t, err := s.turns.Now(ctx, m.AccountID, m.TurnID)
-	if notFound(err) {
-		return s.finish(ctx, m.ID, StatusDropped, ErrLostPoint, "the turn is gone", "dropped")
-	}
+	t, why, err := s.pointOf(ctx, m)
 	if err != nil {
 		return err
 	}
-	if why := lostPoint(m, t); why != "" {
+	if why != "" {
 		return s.finish(ctx, m.ID, StatusDropped, ErrLostPoint, why, "dropped")
 	}
 	if off, err := s.repo.Suppressed(ctx, m.AccountID, m.To); err != nil {
@@ -496,8 +515,9 @@ func (s *Service) observe(outcome string) {
 
 // raise emits notification.status for m's new status.
 func (s *Service) raise(ctx context.Context, m Message) error {
-	e, err := platform.NewEvent(m.AccountID, StatusChanged{Channel: m.Channel, ErrorCode: m.ErrorCode, Moment: m.Moment,
-		NotificationID: m.ID, QueueID: m.QueueID, QueueRunID: m.RunID, Status: m.Status, TurnID: m.TurnID}, s.clock.Now())
+	e, err := platform.NewEvent(m.AccountID, StatusChanged{AppointmentID: orNull(m.AppointmentID), Channel: m.Channel,
+		ErrorCode: m.ErrorCode, Moment: m.Moment, NotificationID: m.ID, QueueID: m.QueueID, QueueRunID: m.RunID,
+		Status: m.Status, TurnID: orNull(m.TurnID)}, s.clock.Now())
 	if err != nil {
 		return err
 	}
@@ -592,7 +612,12 @@ func (s *Service) Reply(ctx context.Context, from, text string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	s.log.Info("notify: reply", "from", Phone(to), "keyword", kw, "turn", m.TurnID)
+	s.log.Info("notify: reply", "from", Phone(to), "keyword", kw, "turn", m.TurnID, "appointment", m.AppointmentID)
+	if m.TurnID == "" && (kw == ReplyLeave || kw == ReplyHere) {
+		// The latest message was an appointment's reminder: there is no
+		// line to leave or arrive in by a reply (check-in is staff's).
+		return kw, nil
+	}
 	switch kw {
 	case ReplyStop, ReplyStart:
 		err = s.uow.Do(ctx, func(ctx context.Context) error {
@@ -622,9 +647,10 @@ func (s *Service) List(ctx context.Context, turnID string) ([]Message, error) {
 
 // ClearPhones forgets, in one batch of at most limit rows of each, the
 // numbers of messages created more than keep ago and the phones of turns
-// finished more than keep ago; it returns how many rows it changed.
+// and appointments finished more than keep ago; it returns how many rows
+// it changed.
 func (s *Service) ClearPhones(ctx context.Context, keep time.Duration, limit int) (int, error) {
-	var n, m int
+	var n, m, a int
 	cutoff := s.clock.Now().Add(-keep)
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		var err error
@@ -639,7 +665,15 @@ func (s *Service) ClearPhones(ctx context.Context, keep time.Duration, limit int
 		m, err = s.repo.ClearTurnPhones(ctx, cutoff, limit)
 		return err
 	})
-	return n + m, err
+	if err != nil {
+		return n + m, err
+	}
+	err = s.uow.Do(ctx, func(ctx context.Context) error {
+		var err error
+		a, err = s.repo.ClearAppointmentPhones(ctx, cutoff, limit)
+		return err
+	})
+	return n + m + a, err
 }
 
 // notFound reports a repository's or a port's "no such record".

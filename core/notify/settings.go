@@ -25,6 +25,9 @@ type QueueSettings struct {
 	WhatsAppFallbackSMS *bool `json:"whatsappFallbackSms"`
 	// Language is the messages' language (one of the screens' four).
 	Language *string `json:"language"`
+	// ReminderMinutes is how long before its slot starts an appointment
+	// hears its reminder (appointment_reminder).
+	ReminderMinutes *int `json:"reminderMinutes"`
 }
 
 // Settings are the settings in effect for one queue.
@@ -35,20 +38,29 @@ type Settings struct {
 	SMS                 bool     `json:"sms"`
 	WhatsAppFallbackSMS bool     `json:"whatsappFallbackSms"`
 	Language            string   `json:"language"`
+	ReminderMinutes     int      `json:"reminderMinutes"`
 }
 
 // Languages are the messages' languages: the screens' four.
 var Languages = []string{"en", "es", "pt", "fr"}
 
 // Defaults are the settings of a queue that set none: every moment but
-// the appointment reminder, near the front at 3 turns ahead, SMS allowed,
-// no fallback, English.
+// the appointment reminder (appointments took a phone before qms sent
+// anything, so a queue asks for reminders), near the front at 3 turns
+// ahead, SMS allowed, no fallback, English, a reminder an hour before.
 func Defaults() Settings {
 	return Settings{
 		Moments:        []string{MomentJoined, MomentNearFront, MomentCalled, MomentCalledAgain, MomentNoShow, MomentCancelled, MomentForwarded},
-		NearFrontAhead: 3, SMS: true, Language: "en",
+		NearFrontAhead: 3, SMS: true, Language: "en", ReminderMinutes: DefaultReminderMinutes,
 	}
 }
+
+// DefaultReminderMinutes is the reminder's lead time when neither the
+// queue nor the operator set one; MaxReminderMinutes bounds it (two days).
+const (
+	DefaultReminderMinutes = 60
+	MaxReminderMinutes     = 2880
+)
 
 // On reports whether moment m sends a message.
 func (s Settings) On(m string) bool { return slices.Contains(s.Moments, m) }
@@ -63,6 +75,7 @@ func (s Settings) Apply(q QueueSettings) Settings {
 	s.SMS = platform.Deref(q.SMS, s.SMS)
 	s.WhatsAppFallbackSMS = platform.Deref(q.WhatsAppFallbackSMS, s.WhatsAppFallbackSMS)
 	s.Language = platform.Deref(q.Language, s.Language)
+	s.ReminderMinutes = platform.Deref(q.ReminderMinutes, s.ReminderMinutes)
 	return s
 }
 
@@ -82,6 +95,9 @@ func (q QueueSettings) Validate() error {
 	}
 	if q.Language != nil {
 		v.OneOf("language", *q.Language, Languages...)
+	}
+	if q.ReminderMinutes != nil {
+		v.Range("reminderMinutes", *q.ReminderMinutes, 1, MaxReminderMinutes)
 	}
 	return v.Err()
 }

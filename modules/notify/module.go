@@ -23,6 +23,7 @@ import (
 	"github.com/qms-dev/qms/adapters/notifier"
 	"github.com/qms-dev/qms/adapters/phone"
 	"github.com/qms-dev/qms/configs/config"
+	"github.com/qms-dev/qms/core/appointments"
 	core "github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
@@ -43,8 +44,14 @@ var Module = fx.Module("notify",
 		fx.Annotate(func(o *outcomes) prometheus.Collector { return o.vec }, fx.ResultTags(ports.InGroup(ports.GroupMetrics))),
 	),
 	fx.Invoke(func(ts *turns.Service, s *core.Service) { ts.Watch(watcher{s}) }),
-	fx.Invoke(func(srv *server.Server, s *core.Service, ts *turns.Service, qs *queues.Service, cfg *config.Config, log *slog.Logger) {
-		notifyhttp.RegisterAPI(srv.API, s, owners{ts, qs})
+	// The appointment reminder: scheduled with the booking, dropped when
+	// the appointment moves on (core/notify/reminder.go).
+	fx.Invoke(func(as *appointments.Service, s *core.Service) {
+		as.Watch(appointmentWatcher{s})
+		s.SetAppointments(appointmentsPort{as})
+	}),
+	fx.Invoke(func(srv *server.Server, s *core.Service, ts *turns.Service, as *appointments.Service, qs *queues.Service, cfg *config.Config, log *slog.Logger) {
+		notifyhttp.RegisterAPI(srv.API, s, owners{ts, as, qs})
 		notifyhttp.RegisterCallbacks(srv.App, s, notifyhttp.Callbacks{
 			TwilioAuthToken:     cfg.Notify.TwilioAuthToken,
 			WhatsAppAppSecret:   cfg.Notify.CloudAppSecret,
@@ -251,14 +258,21 @@ func (l links) TicketURL(ctx context.Context, accountID, turnID, language string
 	return l.base() + tickethttp.Prefix + "/" + c.Value, nil
 }
 
-// owners checks a route's turn or queue belongs to the caller's account.
+// owners checks a route's turn, appointment or queue belongs to the
+// caller's account.
 type owners struct {
 	ts *turns.Service
+	as *appointments.Service
 	qs *queues.Service
 }
 
 func (o owners) Turn(c *fiber.Ctx, id string) error {
 	_, err := o.ts.Turn(c.UserContext(), httpx.AccountOf(c), id)
+	return err
+}
+
+func (o owners) Appointment(c *fiber.Ctx, id string) error {
+	_, err := o.as.Get(c.UserContext(), httpx.AccountOf(c), id)
 	return err
 }
 

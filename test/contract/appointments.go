@@ -250,7 +250,8 @@ func runAppointments2(t *testing.T, newSet NewSet) {
 		st.clock.Set(aptNow.Add(123456789 * time.Nanosecond))
 		a, err := st.svc.Schedule(ctx, st.account, run.ID, appointments.ScheduleInput{SlotID: &s[1].ID,
 			IdempotencyKey: platform.Ptr("readback-1"), CustomerName: platform.Ptr("Ada Lovelace"),
-			Phone: platform.Ptr("+44 20 7946 0000"), Notes: platform.Ptr("wheelchair"), FormResponse: map[string]string{"why": "checkup"}})
+			Phone: platform.Ptr("+44 20 7946 0000"), NotifyWhatsapp: platform.Ptr(true), Language: platform.Ptr("pt"),
+			Notes: platform.Ptr("wheelchair"), FormResponse: map[string]string{"why": "checkup"}})
 		if err != nil {
 			t.Fatal(err)
 		}

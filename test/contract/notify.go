@@ -25,6 +25,7 @@ func RunNotify(t *testing.T, newSet NewSet) {
 	runNotify1(t, newSet)
 	runNotify2(t, newSet)
 	runNotify3(t, newSet)
+	runNotifyReminder(t, newSet)
 }
 
 // runNotify1 is part 1 of RunNotify: stores every field; one message per
@@ -153,9 +154,11 @@ func runNotify2(t *testing.T, newSet NewSet) {
 		}
 
 		old := notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentJoined, 1)
-		old.CreatedAt = now.Add(-48 * time.Hour)
+		old.CreatedAt, old.Status = now.Add(-48*time.Hour), notify.StatusSent
 		recent := notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentCalled, 1)
-		for _, m := range []notify.Message{old, recent} {
+		// A reminder decided two days ago and due later keeps its number.
+		pending := reminderMsg(now.Add(-48*time.Hour), now.Add(time.Hour), o, "apt_pending", tu.RunID)
+		for _, m := range []notify.Message{old, recent, pending} {
 			if _, err := set.Notify.Insert(ctx, m); err != nil {
 				t.Fatal(err)
 			}
@@ -168,8 +171,9 @@ func runNotify2(t *testing.T, newSet NewSet) {
 		})
 		a, _ := set.Notify.Get(ctx, old.ID)
 		b, _ := set.Notify.Get(ctx, recent.ID)
-		if n != 1 || a.To != "" || b.To != recent.To {
-			t.Fatalf("cleared %d: old %q, recent %q", n, a.To, b.To)
+		c, _ := set.Notify.Get(ctx, pending.ID)
+		if n != 1 || a.To != "" || b.To != recent.To || c.To != pending.To {
+			t.Fatalf("cleared %d: old %q, recent %q, a queued reminder %q", n, a.To, b.To, c.To)
 		}
 	})
 

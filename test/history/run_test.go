@@ -62,6 +62,7 @@ func runHistory(t *testing.T, b *backend) {
 	wl.checkEvents(ck, ops, s, calls, wl.readEvents(t, cursor))
 	wl.checkSlots(t, ck, ops)
 	wl.checkNotifications(t, ck, ops, s)
+	wl.checkReminders(t, ck, ops)
 	if len(b.logs) > 0 {
 		lc, err := countLogs(b.logs)
 		if err != nil {

@@ -126,6 +126,10 @@ func setup(t *testing.T, c *caller) *world {
 		"carpool":      map[string]any{"enabled": true, "oneActiveTurnPerCode": true}})
 	cq.maxTurns, cq.waitlist, cq.tolerance, cq.oneTurnPerCode = 5, true, true, true
 	d := mk("D", map[string]any{"type": "APPOINTMENT"})
+	// Reminders two days ahead: every booking's reminder (slots are
+	// tomorrow) is due at once, checked by checkReminders.
+	must(c.do(req{client: -1, kind: "setup", method: http.MethodPut, path: "/queues/" + d.queueID + "/notifications",
+		body: map[string]any{"moments": []string{"appointment_reminder"}, "reminderMinutes": 2880}}), nil)
 
 	// Tomorrow in UTC (the queue has no time zone), so no slot has started.
 	day := time.Now().UTC().Add(24 * time.Hour).Format("2006-01-02")

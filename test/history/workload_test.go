@@ -499,6 +499,11 @@ func (wl *workload) book(client int, rng *rand.Rand) {
 	if rng.Intn(3) > 0 {
 		body["slotId"] = d.slots[rng.Intn(min(3, len(d.slots)))].ID
 	}
+	if rng.Intn(2) == 0 {
+		// Half the bookings leave a number: their reminders are checked
+		// by checkReminders.
+		body["phone"] = fmt.Sprintf("+34601%06d", wl.seq.Add(1)%1_000_000)
+	}
 	k := keyed{run: d, body: body}
 	if rng.Intn(2) == 0 {
 		k.key = wl.key()

@@ -27,10 +27,11 @@ const (
 	WhatsAppPath      = "/notify/whatsapp"
 )
 
-// Owners checks that a turn or a queue is the account's (403/404 as
-// everywhere).
+// Owners checks that a turn, an appointment or a queue is the account's
+// (403/404 as everywhere).
 type Owners interface {
 	Turn(c *fiber.Ctx, turnID string) error
+	Appointment(c *fiber.Ctx, appointmentID string) error
 	Queue(c *fiber.Ctx, queueID string) error
 }
 
@@ -41,6 +42,19 @@ func RegisterAPI(r fiber.Router, svc *notify.Service, own Owners) {
 			return err
 		}
 		ms, err := svc.List(c.UserContext(), c.Params("turnId"))
+		if err != nil {
+			return err
+		}
+		if ms == nil {
+			ms = []notify.Message{}
+		}
+		return httpx.OK(c, fiber.Map{"data": ms})
+	})
+	r.Get("/appointments/:id/notifications", httpx.Require(accounts.ScopeAppointmentsRead), func(c *fiber.Ctx) error {
+		if err := own.Appointment(c, c.Params("id")); err != nil {
+			return err
+		}
+		ms, err := svc.ListForAppointment(c.UserContext(), c.Params("id"))
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,213 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/qms-dev/qms/client"
+	"github.com/qms-dev/qms/test/apptest"
+	"github.com/qms-dev/qms/test/fakeprovider"
+)
+
+// ntAppointmentMessages reads an appointment's messages.
+func ntAppointmentMessages(t *testing.T, a *apptest.App, id string) []ntMessage {
+	t.Helper()
+	var out struct {
+		Data []ntMessage `json:"data"`
+	}
+	a.API(http.MethodGet, "/appointments/"+id+"/notifications", nil).Must(http.StatusOK, &out)
+	return out.Data
+}
+
+// ntAppointmentWait polls an appointment's messages until ok holds.
+func ntAppointmentWait(t *testing.T, a *apptest.App, id, what string, d time.Duration, ok func([]ntMessage) bool) []ntMessage {
+	t.Helper()
+	end := time.Now().Add(d)
+	for {
+		ms := ntAppointmentMessages(t, a, id)
+		if ok(ms) {
+			return ms
+		}
+		if time.Now().After(end) {
+			t.Fatalf("appointment %s: %s never held: %+v", id, what, ms)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ntSlots makes an APPOINTMENT queue (UTC) whose run has 1-minute slots
+// from start on, a few of them, with the queue's notification settings.
+func ntSlots(t *testing.T, w *turnWorld, start time.Time, settings map[string]any) (queueID, runID string, slots []client.Slot) {
+	t.Helper()
+	var q client.QueueView
+	w.app.API(http.MethodPost, "/queues", map[string]any{"entityId": w.entity, "name": "Clinic", "type": "APPOINTMENT"}).
+		Must(http.StatusCreated, &q)
+	w.app.API(http.MethodPut, "/queues/"+q.ID+"/notifications", settings).Must(http.StatusOK, nil)
+	end := start.Add(4 * time.Minute)
+	if end.Day() != start.Day() {
+		end = time.Date(start.Year(), start.Month(), start.Day(), 23, 59, 0, 0, time.UTC)
+	}
+	var b struct{ Slots []client.Slot }
+	w.app.API(http.MethodPost, "/queue-runs/"+q.Runs[0].ID+"/slots", map[string]any{
+		"date": start.Format(time.DateOnly), "startTime": start.Format("15:04"), "endTime": end.Format("15:04"),
+		"slotMinutes": 1, "capacity": 10,
+	}).Must(http.StatusCreated, &b)
+	return q.ID, q.Runs[0].ID, b.Slots
+}
+
+// ntNextMinute is the first whole minute at least lead from now (UTC),
+// kept off the last minutes of the day so a few slots fit after it.
+func ntNextMinute(lead time.Duration) time.Time {
+	at := time.Now().UTC().Add(lead).Truncate(time.Minute).Add(time.Minute)
+	if at.Hour() == 23 && at.Minute() > 54 {
+		at = time.Date(at.Year(), at.Month(), at.Day()+1, 0, 0, 0, 0, time.UTC)
+	}
+	return at
+}
+
+// TestNotifyAppointmentReminder books appointments with a phone on a
+// process that sends through a fake Twilio: the reminder is held until
+// the slot's start minus the queue's lead time, then reaches the provider
+// once with the slot's time; a repeated booking (same idempotency key)
+// adds nothing; a cancelled and a checked-in appointment's reminders are
+// dropped and never sent; an appointment without a phone gets nothing; a
+// booking inside the lead time is reminded at once, on WhatsApp and in
+// the customer's language when it asked.
+func TestNotifyAppointmentReminder(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		t.Parallel() // each waits for a minute's boundary: side by side
+		fake := fakeprovider.NewTwilio(ntSID, ntToken)
+		defer fake.Close()
+		w := turnStart(t, start, ntTwilio(fake.URL()))
+		rc := newWhReceiver(t, whStatic(http.StatusOK))
+		whEndpoint(t, w.app, rc.URL(), "notification.status")
+
+		// Bad settings and bodies are named.
+		var q client.QueueView
+		w.app.API(http.MethodPost, "/queues", map[string]any{"entityId": w.entity, "name": "Probe", "type": "APPOINTMENT"}).
+			Must(http.StatusCreated, &q)
+		if r := w.app.API(http.MethodPut, "/queues/"+q.ID+"/notifications", map[string]any{"reminderMinutes": 0}); r.Status != http.StatusBadRequest ||
+			!strings.Contains(string(r.Body), `"path":"reminderMinutes"`) {
+			t.Fatalf("reminderMinutes 0: %d %s", r.Status, r.Body)
+		}
+		if r := w.app.API(http.MethodPost, "/queue-runs/"+q.Runs[0].ID+"/appointments", map[string]any{"phone": "+34600111222", "language": "de"}); r.Status != http.StatusBadRequest ||
+			!strings.Contains(string(r.Body), `"path":"language"`) {
+			t.Fatalf("language de: %d %s", r.Status, r.Body)
+		}
+
+		// The reminder comes due at the next whole minute at least 15 s
+		// away: slots start a minute after it, the lead time is a minute.
+		due := ntNextMinute(15 * time.Second)
+		_, run, slots := ntSlots(t, w, due.Add(time.Minute), map[string]any{
+			"moments": []string{"joined", "appointment_reminder"}, "reminderMinutes": 1,
+		})
+		book := func(body map[string]any) client.Appointment {
+			t.Helper()
+			var a client.Appointment
+			r := w.app.API(http.MethodPost, "/queue-runs/"+run+"/appointments", body)
+			if r.Status != http.StatusCreated && r.Status != http.StatusOK {
+				t.Fatalf("book %v: %d %s", body, r.Status, r.Body)
+			}
+			r.Decode(&a)
+			return a
+		}
+		slot := slots[0].ID
+		x := book(map[string]any{"slotId": slot, "phone": "+34600111222", "idempotencyKey": "reminder-x-1"})
+		if again := book(map[string]any{"slotId": slot, "phone": "+34600111222", "idempotencyKey": "reminder-x-1"}); again.ID != x.ID {
+			t.Fatalf("the repeated booking made another appointment: %s, %s", x.ID, again.ID)
+		}
+		cancelled := book(map[string]any{"slotId": slot, "phone": "+34600333444"})
+		checkedIn := book(map[string]any{"slotId": slot, "phone": "+34600555666"})
+		silent := book(map[string]any{"slotId": slot})
+
+		ms := ntAppointmentMessages(t, w.app, x.ID)
+		if len(ms) != 1 || ms[0].Moment != "appointment_reminder" || ms[0].Status != "QUEUED" || ms[0].To != "+34*******22" {
+			t.Fatalf("before it is due, one queued reminder: %+v", ms)
+		}
+		w.app.API(http.MethodPost, "/appointments/"+cancelled.ID+"/cancel", nil).Must(http.StatusCreated, nil)
+		w.app.API(http.MethodPost, "/appointments/"+checkedIn.ID+"/check-in", nil).Must(http.StatusCreated, nil)
+		for id, why := range map[string]string{cancelled.ID: "cancelled", checkedIn.ID: "checked_in"} {
+			ms := ntAppointmentMessages(t, w.app, id)
+			if len(ms) != 1 || ms[0].Status != "DROPPED" || ms[0].ErrorCode == nil || *ms[0].ErrorCode != "LOST_POINT" {
+				t.Fatalf("the %s appointment's reminder: %+v", why, ms)
+			}
+		}
+		if ms := ntAppointmentMessages(t, w.app, silent.ID); len(ms) != 0 {
+			t.Fatalf("an appointment without a phone got %+v", ms)
+		}
+
+		sent := ntAppointmentWait(t, w.app, x.ID, "reminder sent", time.Until(due)+20*time.Second, func(ms []ntMessage) bool {
+			return len(ms) == 1 && ms[0].Status == "SENT"
+		})[0]
+		slotAt := due.Add(time.Minute).Format("15:04")
+		if sent.Body != "Clinic: reminder, your appointment is at "+slotAt+"." || sent.Channel != "SMS" || sent.Provider != "twilio" {
+			t.Fatalf("the reminder: %+v", sent)
+		}
+		got := fake.Messages()
+		if len(got) != 1 || got[0].To != "+34600111222" || got[0].Body != sent.Body {
+			t.Fatalf("the provider got %+v", got)
+		}
+		if got[0].At.Before(due) {
+			t.Fatalf("the reminder reached the provider at %s, before it was due at %s", got[0].At, due)
+		}
+
+		// Inside the lead time: at once, on WhatsApp, in Spanish.
+		_, run2, slots2 := ntSlots(t, w, ntNextMinute(time.Minute), map[string]any{"moments": []string{"appointment_reminder"}})
+		var late client.Appointment
+		w.app.API(http.MethodPost, "/queue-runs/"+run2+"/appointments", map[string]any{
+			"slotId": slots2[0].ID, "phone": "+34600777888", "notifyWhatsapp": true, "language": "es",
+		}).Must(http.StatusCreated, &late)
+		if !late.NotifyWhatsapp || late.Language == nil || *late.Language != "es" {
+			t.Fatalf("the appointment's answer: %+v", late)
+		}
+		m := ntAppointmentWait(t, w.app, late.ID, "sent at once", 20*time.Second, func(ms []ntMessage) bool {
+			return len(ms) == 1 && ms[0].Status == "SENT"
+		})[0]
+		if m.Channel != "WHATSAPP" || !strings.HasPrefix(m.Body, "Clinic: recordatorio, su cita es a las ") {
+			t.Fatalf("the late booking's reminder: %+v", m)
+		}
+
+		// Once each, and nothing for the dropped ones, after a while.
+		time.Sleep(300 * time.Millisecond)
+		count := map[string]int{}
+		for _, r := range fake.Messages() {
+			count[r.To]++
+		}
+		if len(count) != 2 || count["+34600111222"] != 1 || count["+34600777888"] != 1 {
+			t.Fatalf("messages per number: %v", count)
+		}
+		for _, id := range []string{cancelled.ID, checkedIn.ID} {
+			if ms := ntAppointmentMessages(t, w.app, id); ms[0].Status != "DROPPED" {
+				t.Fatalf("a dropped reminder moved on: %+v", ms)
+			}
+		}
+		// Each status change reached the webhook endpoint, naming the
+		// appointment and no turn.
+		told := map[string]string{}
+		for _, h := range rc.wait(t, 4, 20*time.Second) {
+			var b whBody
+			var d struct {
+				AppointmentID *string `json:"appointmentId"`
+				TurnID        *string `json:"turnId"`
+				Moment        string  `json:"moment"`
+				Status        string  `json:"status"`
+			}
+			if err := json.Unmarshal(h.Body, &b); err != nil || json.Unmarshal(b.Data, &d) != nil ||
+				b.Event != "notification.status" || d.AppointmentID == nil || d.TurnID != nil || d.Moment != "appointment_reminder" ||
+				!strings.Contains(string(b.Data), `"turnId":null`) {
+				t.Fatalf("webhook body: %s", h.Body)
+			}
+			told[*d.AppointmentID] += d.Status
+		}
+		if told[x.ID] != "SENT" || told[late.ID] != "SENT" || told[cancelled.ID] != "DROPPED" || told[checkedIn.ID] != "DROPPED" || len(told) != 4 {
+			t.Fatalf("statuses told: %v", told)
+		}
+		if testing.Verbose() {
+			fmt.Println(fake.Conversation())
+		}
+	})
+}
