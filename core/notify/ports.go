@@ -28,7 +28,10 @@ type Outgoing struct {
 	// language, Params its body parameters in order.
 	Template string
 	Language string
-	Params   []string
+	// TemplateLanguage, when set, is the provider's code of the
+	// template's language (an account's own template: es_MX, pt_BR...).
+	TemplateLanguage string
+	Params           []string
 }
 
 // Receipt is the provider's acceptance.
