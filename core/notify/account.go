@@ -69,7 +69,7 @@ type Template struct {
 	Language         string  `json:"language"`
 	WhatsAppTemplate *string `json:"whatsappTemplate"`
 	WhatsAppLanguage *string `json:"whatsappLanguage"`
-	SMSText          *string `json:"smsText"`
+	SMSText          *string `json:"smsText" text:"free"`
 }
 
 // AccountSettingsInput is the body of PUT /notification-settings. A
