@@ -312,3 +312,54 @@ func TestNotifySendRate(t *testing.T) {
 		}
 	})
 }
+
+// TestNotifyAccountWhatsAppCloud: an account's own WhatsApp Cloud API
+// number sends its template messages in its own template and language;
+// the verification handshake and the webhooks on the account's path check
+// its verify token and app secret; another app's signature is refused.
+func TestNotifyAccountWhatsAppCloud(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		fake := fakeprovider.NewWhatsApp("v21.0", "5550001", "account-cloud-token", "account-app-secret")
+		defer fake.Close()
+		// The operator logs WhatsApp; the account has its own number.
+		w := turnStart(t, start, apptest.WithConfig(func(c *config.Config) {
+			c.Notify.WhatsApp, c.Notify.CloudURL, c.Notify.CloudVersion = "log", fake.URL(), "v21.0"
+		}))
+		w.app.API(http.MethodPut, notifyhttp.SettingsPath, map[string]any{
+			"whatsappCloud": map[string]any{"phoneNumberId": "5550001", "token": "account-cloud-token",
+				"appSecret": "account-app-secret", "verifyToken": "account-verify"},
+			"templates": []any{map[string]any{"moment": "joined", "language": "en", "whatsappTemplate": "acme_welcome", "whatsappLanguage": "en_US"}},
+		}).Must(http.StatusOK, nil)
+		if r := w.app.API(http.MethodGet, notifyhttp.SettingsPath, nil); strings.Contains(string(r.Body), "account-cloud-token") ||
+			strings.Contains(string(r.Body), "account-app-secret") || strings.Contains(string(r.Body), "account-verify") ||
+			!strings.Contains(string(r.Body), `"appSecretSet":true`) {
+			t.Fatalf("GET: %s", r.Body)
+		}
+		hook := w.app.BaseURL + notifyhttp.WhatsAppPath + "/" + w.app.AccountID
+		if s, body, err := fake.Verify(hook, "account-verify", "4242"); err != nil || s != http.StatusOK || body != "4242" {
+			t.Fatalf("the account's handshake: %d %q %v", s, body, err)
+		}
+		if s, _, _ := fake.Verify(w.app.BaseURL+notifyhttp.WhatsAppPath, "account-verify", "1"); s != http.StatusForbidden {
+			t.Fatalf("the account's verify token on the operator's path: %d", s)
+		}
+		q := w.queue(nil)
+		tn := w.take(q.Runs[0].ID, map[string]any{"phone": "+34600500001", "notifyWhatsapp": true})
+		m := ntFind(t, ntWait(t, w.app, tn.ID, "joined", func(ms []ntMessage) bool { return ntHas(ms, "joined", "SENT") }), "joined")
+		got := fake.Messages()
+		if len(got) != 1 || got[0].Template != "acme_welcome" || got[0].Language != "en_US" || m.Provider != "whatsapp" {
+			t.Fatalf("the account's template message: %+v / %+v", got, m)
+		}
+		// Signed by another app: refused; by the account's: applied.
+		fake.AppSecret = "another-app-secret"
+		if s, _ := fake.Status(hook, *m.ProviderMessageID, "read", 0); s != http.StatusForbidden {
+			t.Fatalf("another app's signature: %d", s)
+		}
+		fake.AppSecret = "account-app-secret"
+		if s, _ := fake.Status(hook, *m.ProviderMessageID, "read", 0); s != http.StatusOK {
+			t.Fatalf("the account's signature: %d", s)
+		}
+		if m := ntFind(t, ntMessages(t, w.app, tn.ID), "joined"); m.Status != "READ" {
+			t.Fatalf("after the account's status: %+v", m)
+		}
+	})
+}
