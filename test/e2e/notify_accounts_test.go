@@ -13,6 +13,7 @@ import (
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
 	"github.com/qms-dev/qms/test/fakeprovider"
+	"github.com/qms-dev/qms/test/pgtest"
 )
 
 // Two businesses' own Twilio accounts (the operator's is ntSID).
@@ -362,4 +363,67 @@ func TestNotifyAccountWhatsAppCloud(t *testing.T) {
 			t.Fatalf("after the account's status: %+v", m)
 		}
 	})
+}
+
+// TestNotifySendRateAcrossProcesses: two processes on one database send
+// one account's messages; the account's rate (2 a minute) holds for the
+// two together: two reach the provider, the rest wait saying why.
+func TestNotifySendRateAcrossProcesses(t *testing.T) {
+	url := pgtest.URL(t)
+	fake := fakeprovider.NewTwilio(ntSID, ntToken)
+	defer fake.Close()
+	fake.AddAccount(naSIDA, naTokenA)
+	a := apptest.PostgresAt(t, url, ntTwilio(fake.URL()))
+	b := apptest.PostgresAt(t, url, ntTwilio(fake.URL()))
+	b.AccountID, b.Key = a.AccountID, a.Key
+	a.API(http.MethodPut, notifyhttp.SettingsPath, map[string]any{"sendRate": 2,
+		"twilio": map[string]any{"accountSid": naSIDA, "authToken": naTokenA, "from": "+15005550101"}}).Must(http.StatusOK, nil)
+	w := &turnWorld{t: t, app: a}
+	var e struct {
+		ID string `json:"id"`
+	}
+	a.API(http.MethodPost, "/entities", map[string]any{"name": "Branch"}).Must(http.StatusCreated, &e)
+	w.entity = e.ID
+	q := w.queue(nil)
+	var ids []string
+	for i := range 6 {
+		app := a
+		if i%2 == 1 {
+			app = b
+		}
+		var tn struct {
+			ID string `json:"id"`
+		}
+		app.API(http.MethodPost, "/queue-runs/"+q.Runs[0].ID+"/turns", map[string]any{"phone": fmt.Sprintf("+3460060000%d", i)}).
+			Must(http.StatusCreated, &tn)
+		ids = append(ids, tn.ID)
+	}
+	var sent, held int
+	for end := time.Now().Add(20 * time.Second); ; {
+		sent, held = 0, 0
+		for _, id := range ids {
+			var out struct {
+				Data []struct {
+					Status string  `json:"status"`
+					Error  *string `json:"error"`
+				} `json:"data"`
+			}
+			a.API(http.MethodGet, "/turns/"+id+"/notifications", nil).Must(http.StatusOK, &out)
+			for _, m := range out.Data {
+				switch {
+				case m.Status == "SENT":
+					sent++
+				case m.Status == "QUEUED" && m.Error != nil && strings.Contains(*m.Error, "send rate"):
+					held++
+				}
+			}
+		}
+		if sent+held == len(ids) || time.Now().After(end) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := len(fake.Messages()); n != 2 || sent != 2 || held != 4 {
+		t.Fatalf("two processes, 2 a minute: %d at the provider, %d sent, %d held; want 2, 2, 4", n, sent, held)
+	}
 }
