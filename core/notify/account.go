@@ -223,8 +223,8 @@ func (in AccountSettingsInput) Merge(accountID string, old AccountSettings, ok b
 		s.Cloud = in.Cloud.merge(&v, old.Cloud)
 	}
 	if in.SMS != nil && v.OneOf("sms", *in.SMS, ProviderTwilio, ProviderLog, ProviderNone) &&
-		*in.SMS == ProviderTwilio && s.Twilio == nil {
-		v.Fail("sms", "requires", "twilio needs the twilio member")
+		*in.SMS == ProviderTwilio && (s.Twilio == nil || s.Twilio.From == "" && s.Twilio.MessagingServiceSID == "") {
+		v.Fail("sms", "requires", "twilio needs twilio.from or twilio.messagingServiceSid")
 	}
 	if in.WhatsApp != nil && v.OneOf("whatsapp", *in.WhatsApp, ProviderTwilio, ProviderCloud, ProviderLog, ProviderNone) {
 		switch {

@@ -118,6 +118,11 @@ func TestAccountSettingsMerge(t *testing.T) {
 	if got := strings.Join(fields(err), ","); got != "whatsapp" {
 		t.Fatalf("whatsapp through twilio without twilio: %s", got)
 	}
+	wa := AccountSettingsInput{SMS: platform.Ptr(ProviderTwilio),
+		Twilio: &TwilioInput{AccountSID: &sid, AuthToken: platform.Ptr("secret-token"), WhatsAppFrom: platform.Ptr("+14155238886")}}
+	if _, err := wa.Merge("acc_1", AccountSettings{}, false, now); strings.Join(fields(err), ",") != "sms" {
+		t.Fatalf("SMS through a Twilio account with only a WhatsApp sender: %v", err)
+	}
 }
 
 func TestAccountWording(t *testing.T) {
