@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -425,5 +427,86 @@ func TestNotifySendRateAcrossProcesses(t *testing.T) {
 	}
 	if n := len(fake.Messages()); n != 2 || sent != 2 || held != 4 {
 		t.Fatalf("two processes, 2 a minute: %d at the provider, %d sent, %d held; want 2, 2, 4", n, sent, held)
+	}
+}
+
+// BenchmarkNotifyAccountSustained is BenchmarkNotifySustained for an
+// account with its own settings: its own Twilio account, a template and a
+// send rate high enough not to bind (6000 a minute), so each message also
+// reads the account's settings (opening its sealed secrets) and spends
+// one of the shared rate window.
+//
+//	go test -run '^$' -bench NotifyAccountSustained -benchtime 1x ./test/e2e/
+func BenchmarkNotifyAccountSustained(b *testing.B) {
+	for _, mode := range []struct {
+		name  string
+		start func(t testing.TB, opts ...apptest.Option) *apptest.App
+	}{{"memory", apptest.Memory}, {"postgres", apptest.Postgres}} {
+		b.Run(mode.name, func(b *testing.B) {
+			const turns, clients = 400, 8
+			fake := fakeprovider.NewTwilio(ntSID, ntToken)
+			defer fake.Close()
+			fake.AddAccount(naSIDA, naTokenA)
+			a := mode.start(b, ntTwilio(fake.URL()))
+			a.API(http.MethodPut, notifyhttp.SettingsPath, map[string]any{"sendRate": 6000,
+				"twilio":    map[string]any{"accountSid": naSIDA, "authToken": naTokenA, "from": "+15005550101"},
+				"templates": []any{map[string]any{"moment": "joined", "language": "en", "smsText": "{queue}: {code} {link}"}},
+			}).Must(http.StatusOK, nil)
+			var e struct {
+				ID string `json:"id"`
+			}
+			a.API(http.MethodPost, "/entities", map[string]any{"name": "Branch"}).Must(http.StatusCreated, &e)
+			var q struct {
+				Runs []struct {
+					ID string `json:"id"`
+				} `json:"runs"`
+			}
+			a.API(http.MethodPost, "/queues", map[string]any{"entityId": e.ID, "name": "Counter", "type": "TURN"}).Must(http.StatusCreated, &q)
+			run := q.Runs[0].ID
+			var mu sync.Mutex
+			committed := map[string]time.Time{}
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := c; i < turns; i += clients {
+						phone := fmt.Sprintf("+346002%05d", i)
+						at := time.Now()
+						r := a.API(http.MethodPost, "/queue-runs/"+run+"/turns", map[string]any{"phone": phone, "language": "en"})
+						if r.Status != http.StatusCreated {
+							b.Errorf("take: %d %s", r.Status, r.Body)
+							return
+						}
+						mu.Lock()
+						committed[phone] = at
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			got := fake.Wait(turns, 60*time.Second)
+			b.StopTimer()
+			if len(got) != turns {
+				b.Fatalf("the provider got %d of %d", len(got), turns)
+			}
+			var lat []time.Duration
+			last := start
+			for _, m := range got {
+				if m.Account != naSIDA {
+					b.Fatalf("a message went through %s", m.Account)
+				}
+				lat = append(lat, m.At.Sub(committed[m.To]))
+				if m.At.After(last) {
+					last = m.At
+				}
+			}
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			b.ReportMetric(float64(turns)/last.Sub(start).Seconds(), "msgs/s")
+			b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Milliseconds()), "p99-ms")
+		})
 	}
 }
