@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/qms-dev/qms/core/platform"
@@ -17,27 +18,77 @@ type accountParts struct {
 	repo    AccountRepository
 	factory SenderFactory
 	limiter Limiter
+	cache   *settingsCache
 }
 
 // UseAccounts gives the service the accounts' own settings, the factory
 // of their senders, and the limiter of their send rates.
 func (s *Service) UseAccounts(repo AccountRepository, factory SenderFactory, limiter Limiter) {
-	s.acc = accountParts{repo: repo, factory: factory, limiter: limiter}
+	s.acc = accountParts{repo: repo, factory: factory, limiter: limiter, cache: &settingsCache{m: map[string]cachedSettings{}}}
 }
 
-// accountOf is an account's own settings, nil when it has none.
+// SettingsTTL is how long a process keeps an account's settings before
+// reading them again: every message reads them twice (when decided, in
+// the turn's transaction, and when sent), and a busy account sends many a
+// second. A change is seen at once by the process that made it, within
+// SettingsTTL by the others.
+const SettingsTTL = time.Second
+
+type cachedSettings struct {
+	a   *AccountSettings // nil: none
+	exp time.Time
+}
+
+type settingsCache struct {
+	mu sync.Mutex
+	m  map[string]cachedSettings
+}
+
+func (c *settingsCache) get(id string, now time.Time) (*AccountSettings, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[id]
+	if !ok || !now.Before(e.exp) {
+		return nil, false
+	}
+	return e.a, true
+}
+
+func (c *settingsCache) put(id string, a *AccountSettings, exp time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) > 10000 {
+		clear(c.m) // bounded: a burst over many accounts reads again
+	}
+	c.m[id] = cachedSettings{a: a, exp: exp}
+}
+
+func (c *settingsCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, id)
+}
+
+// accountOf is an account's own settings, nil when it has none. The
+// result is shared: callers do not change it.
 func (s *Service) accountOf(ctx context.Context, accountID string) (*AccountSettings, error) {
 	if s.acc.repo == nil {
 		return nil, nil
+	}
+	now := time.Now() // the cache's own clock: tests move the service's
+	if a, ok := s.acc.cache.get(accountID, now); ok {
+		return a, nil
 	}
 	a, ok, err := s.acc.repo.AccountSettings(ctx, accountID)
 	if err != nil {
 		return nil, fmt.Errorf("notify: account settings of %s: %w", accountID, err)
 	}
-	if !ok {
-		return nil, nil
+	var out *AccountSettings
+	if ok {
+		out = &a
 	}
-	return &a, nil
+	s.acc.cache.put(accountID, out, now.Add(SettingsTTL))
+	return out, nil
 }
 
 // senderOf is the sender of a channel for an account with settings a
@@ -53,8 +104,12 @@ func (s *Service) senderOf(a *AccountSettings, channel string) (Sender, bool) {
 // AccountSettings is the account's own settings as answers show them:
 // no secret, only whether each is set.
 func (s *Service) AccountSettings(ctx context.Context, accountID string) (AccountSettingsView, error) {
-	a, err := s.accountOf(ctx, accountID)
-	if err != nil || a == nil {
+	if s.acc.repo == nil {
+		return AccountSettingsView{Templates: []Template{}}, nil
+	}
+	// Read through, not from the cache: a read shows what is stored.
+	a, ok, err := s.acc.repo.AccountSettings(ctx, accountID)
+	if err != nil || !ok {
 		return AccountSettingsView{Templates: []Template{}}, err
 	}
 	return a.View(), nil
@@ -77,6 +132,7 @@ func (s *Service) PutAccountSettings(ctx context.Context, accountID string, in A
 		}
 		return s.acc.repo.PutAccountSettings(ctx, out)
 	})
+	s.acc.cache.forget(accountID)
 	if err != nil {
 		return AccountSettingsView{}, err
 	}
@@ -89,7 +145,9 @@ func (s *Service) DeleteAccountSettings(ctx context.Context, accountID string) e
 	if s.acc.repo == nil {
 		return nil
 	}
-	return s.uow.Do(ctx, func(ctx context.Context) error { return s.acc.repo.DeleteAccountSettings(ctx, accountID) })
+	err := s.uow.Do(ctx, func(ctx context.Context) error { return s.acc.repo.DeleteAccountSettings(ctx, accountID) })
+	s.acc.cache.forget(accountID)
+	return err
 }
 
 // RecordLanguage keeps the language the customer of a turn used (the
