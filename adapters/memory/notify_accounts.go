@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
@@ -14,12 +15,17 @@ type NotifyAccounts struct {
 	s         *Store
 	messages  *Notify
 	settings  *table[notify.AccountSettings]
-	languages *table[string] // by turn
+	languages *table[turnLanguage] // by turn
+}
+
+type turnLanguage struct {
+	language string
+	at       time.Time
 }
 
 // NewNotifyAccounts builds the repository on s; replies read msgs' messages.
 func NewNotifyAccounts(s *Store, msgs *Notify) *NotifyAccounts {
-	return &NotifyAccounts{s: s, messages: msgs, settings: newTable[notify.AccountSettings](s), languages: newTable[string](s)}
+	return &NotifyAccounts{s: s, messages: msgs, settings: newTable[notify.AccountSettings](s), languages: newTable[turnLanguage](s)}
 }
 
 func copyAccountSettings(a notify.AccountSettings) notify.AccountSettings {
@@ -50,13 +56,32 @@ func (r *NotifyAccounts) DeleteAccountSettings(ctx context.Context, accountID st
 
 // PutTurnLanguage records a turn's customer's language.
 func (r *NotifyAccounts) PutTurnLanguage(ctx context.Context, _, turnID, language string) error {
-	r.s.write(ctx, func() func() { return r.languages.put(turnID, language) })
+	r.s.write(ctx, func() func() { return r.languages.put(turnID, turnLanguage{language: language, at: time.Now()}) })
 	return nil
+}
+
+// ClearTurnLanguages forgets the languages recorded before cutoff.
+func (r *NotifyAccounts) ClearTurnLanguages(ctx context.Context, before time.Time, limit int) (n int, err error) {
+	r.s.write(ctx, func() func() {
+		var undo []func()
+		for id, l := range r.languages.rows {
+			if n < limit && l.at.Before(before) {
+				undo = append(undo, r.languages.del(id))
+				n++
+			}
+		}
+		return func() {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	})
+	return n, nil
 }
 
 // TurnLanguage reads a turn's customer's language.
 func (r *NotifyAccounts) TurnLanguage(ctx context.Context, turnID string) (l string, err error) {
-	r.s.read(ctx, func() { l = r.languages.rows[turnID] })
+	r.s.read(ctx, func() { l = r.languages.rows[turnID].language })
 	return l, nil
 }
 

@@ -126,6 +126,17 @@ func (r *NotifyAccounts) PutTurnLanguage(ctx context.Context, accountID, turnID,
 	return wrap(err, "store turn language")
 }
 
+// ClearTurnLanguages forgets the languages recorded before cutoff.
+func (r *NotifyAccounts) ClearTurnLanguages(ctx context.Context, before time.Time, limit int) (int, error) {
+	res, err := r.db.IDB(ctx).NewRaw(`DELETE FROM notification_turn_languages WHERE turn_id IN (
+		SELECT turn_id FROM notification_turn_languages WHERE created_at < ? ORDER BY created_at LIMIT ?)`, before, limit).Exec(ctx)
+	if err != nil {
+		return 0, wrap(err, "clear turn languages")
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
 // TurnLanguage reads a turn's customer's language, "" for none.
 func (r *NotifyAccounts) TurnLanguage(ctx context.Context, turnID string) (string, error) {
 	var rows []string

@@ -181,6 +181,9 @@ type AccountRepository interface {
 	// (the join page's); TurnLanguage reads it ("" for none).
 	PutTurnLanguage(ctx context.Context, accountID, turnID, language string) error
 	TurnLanguage(ctx context.Context, turnID string) (string, error)
+	// ClearTurnLanguages forgets the languages recorded before cutoff, at
+	// most limit; it returns how many.
+	ClearTurnLanguages(ctx context.Context, before time.Time, limit int) (int, error)
 	// LatestToInAccount is the newest message the account sent to phone.
 	LatestToInAccount(ctx context.Context, accountID, phone string) (Message, error)
 }

@@ -277,3 +277,18 @@ const LanguageMember = "language"
 func (s *Service) Credentials(ctx context.Context, accountID string) (*AccountSettings, error) {
 	return s.accountOf(ctx, accountID)
 }
+
+// clearLanguages forgets, with the numbers, the languages of turns taken
+// before cutoff: nothing is sent to them any more.
+func (s *Service) clearLanguages(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	if s.acc.repo == nil {
+		return 0, nil
+	}
+	var n int
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		var err error
+		n, err = s.acc.repo.ClearTurnLanguages(ctx, cutoff, limit)
+		return err
+	})
+	return n, err
+}

@@ -676,7 +676,11 @@ func (s *Service) ClearPhones(ctx context.Context, keep time.Duration, limit int
 		m, err = s.repo.ClearTurnPhones(ctx, cutoff, limit)
 		return err
 	})
-	return n + m, err
+	if err != nil {
+		return n + m, err
+	}
+	l, err := s.clearLanguages(ctx, cutoff, limit)
+	return n + m + l, err
 }
 
 // notFound reports a repository's or a port's "no such record".

@@ -141,6 +141,13 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 			return NotifyHarness{Repo: s.Notify, UoW: s.UoW, Owners: OwnersOf(s), Concurrent: o.concurrent}
 		})
 	})
+	t.Run("NotifyAccounts", func(t *testing.T) {
+		t.Parallel()
+		RunNotifyAccounts(t, func(t *testing.T) NotifyAccountsHarness {
+			s := newSet(t)
+			return NotifyAccountsHarness{Repo: s.NotifyAccounts, Msgs: s.Notify, UoW: s.UoW, Owners: OwnersOf(s)}
+		})
+	})
 	t.Run("JoinLinks", func(t *testing.T) {
 		t.Parallel()
 		RunJoinLinks(t, func(t *testing.T) JoinLinksHarness {

@@ -17,8 +17,8 @@ CREATE TABLE notification_accounts (
 -- The language a turn's customer used (the join page's): the turn's
 -- messages go in it. Written in the intake's transaction; no foreign key
 -- to turns, for the reason 0140 gives (a key share on a waiting turn makes
--- dispatch/next skip it). A language is not personal data on its own;
--- rows are not pruned yet (docs/notifications.md, "Not done").
+-- dispatch/next skip it). notify.clear_phones deletes rows older than
+-- notify.keep_phones, with the numbers.
 CREATE TABLE notification_turn_languages (
     turn_id     text PRIMARY KEY,
     account_id  text NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
