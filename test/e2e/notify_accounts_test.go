@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/qms-dev/qms/adapters/http/notifyhttp"
 	"github.com/qms-dev/qms/adapters/postgres"
 	"github.com/qms-dev/qms/configs/config"
@@ -509,4 +511,43 @@ func BenchmarkNotifyAccountSustained(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)*99/100].Milliseconds()), "p99-ms")
 		})
 	}
+}
+
+// TestNotifyLanguageFromTheJoinPageInChromium: a customer opens the join
+// page in Spanish (?lang=es) on a phone-sized Chromium, leaves a number
+// and takes a turn; the queue's messages are English, yet the joined SMS
+// reaching the fake Twilio is Spanish: the page sent the language it
+// showed.
+func TestNotifyLanguageFromTheJoinPageInChromium(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		ctx := browser(t)
+		fake := fakeprovider.NewTwilio(ntSID, ntToken)
+		defer fake.Close()
+		app := start(t, ntTwilio(fake.URL()), apptest.WithConfig(func(c *config.Config) { c.Join.PerAddressPerMinute = 100000 }))
+		q := joinQueue(t, app, "Farmacia", map[string]any{"whatsappCapture": true})
+		l := newJoinLink(t, app, q.ID, map[string]any{"phoneRegion": "ES"})
+		nav, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if err := chromedp.Run(nav, phoneSize, chromedp.Navigate(l.URL+"?lang=es")); err != nil {
+			t.Fatal(err)
+		}
+		if err := within(nav, 10*time.Second, `window.qmsJoin && window.qmsJoin.state === "ready" && document.documentElement.lang === "es"`); err != nil {
+			fail(t, nav, "notify-lang-failed.png", "the join page in Spanish", err)
+		}
+		if err := chromedp.Run(nav,
+			chromedp.Click(`#q0-0`, chromedp.ByQuery),
+			chromedp.SendKeys(`#q1`, "Ana", chromedp.ByQuery),
+			chromedp.SendKeys(`#phone`, "600 12 34 56", chromedp.ByQuery),
+			chromedp.Click("#take", chromedp.ByQuery),
+		); err != nil {
+			t.Fatal(err)
+		}
+		if err := within(nav, 10*time.Second, `location.pathname.startsWith("/ticket/")`); err != nil {
+			fail(t, nav, "notify-lang-failed.png", "landing on the ticket page", err)
+		}
+		got := fake.Wait(1, 20*time.Second)
+		if len(got) != 1 || got[0].To != "+34600123456" || !strings.Contains(got[0].Body, "su turno") {
+			t.Fatalf("the joined SMS of a customer who read the page in Spanish: %+v", got)
+		}
+	})
 }
