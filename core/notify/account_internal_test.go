@@ -1,7 +1,9 @@
 package notify
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -151,4 +153,52 @@ func jsonOf(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time { return time.Time(c) }
+
+// denyAll is a send-rate window that is always full until at.
+type denyAll struct {
+	at    time.Time
+	calls int
+}
+
+func (d *denyAll) Allow(context.Context, string, int, time.Time) (bool, time.Time, error) {
+	d.calls++
+	return false, d.at, nil
+}
+
+// TestHoldInTheSendPath: the gate Attempt runs before the provider call
+// defers a reminder inside the account's quiet hours to their end, lets
+// every other moment go, and holds a message over the send rate until the
+// window frees; an account without settings is never held.
+func TestHoldInTheSendPath(t *testing.T) {
+	ctx := context.Background()
+	madrid, _ := time.LoadLocation("Europe/Madrid")
+	night := time.Date(2026, 11, 26, 23, 0, 0, 0, madrid)
+	lim := &denyAll{at: night.Add(40 * time.Second)}
+	s := &Service{clock: fixedClock(night), log: slog.New(slog.DiscardHandler), acc: accountParts{limiter: lim}}
+	quiet := &AccountSettings{QuietHours: &QuietHours{Timezone: "Europe/Madrid", Start: "21:00", End: "08:00"}}
+
+	at, why, err := s.hold(ctx, quiet, Message{Moment: MomentReminder, AccountID: "acc"})
+	if err != nil || !at.Equal(time.Date(2026, 11, 27, 8, 0, 0, 0, madrid)) || !strings.Contains(why, "quiet hours") {
+		t.Fatalf("a reminder at 23:00: %v %q %v", at, why, err)
+	}
+	if at, _, _ := s.hold(ctx, quiet, Message{Moment: MomentCalled, AccountID: "acc"}); !at.IsZero() {
+		t.Fatalf("a call inside the quiet hours is held until %v", at)
+	}
+	if at, _, _ := s.hold(ctx, nil, Message{Moment: MomentReminder, AccountID: "acc"}); !at.IsZero() || lim.calls != 0 {
+		t.Fatalf("an account without settings is held until %v (%d rate calls)", at, lim.calls)
+	}
+	rated := &AccountSettings{SendRate: platform.Ptr(10), QuietHours: quiet.QuietHours}
+	at, why, _ = s.hold(ctx, rated, Message{Moment: MomentCalled, AccountID: "acc"})
+	if !at.Equal(lim.at) || !strings.Contains(why, "send rate (10 a minute)") || lim.calls != 1 {
+		t.Fatalf("over the rate: %v %q (%d calls)", at, why, lim.calls)
+	}
+	// A reminder in the quiet hours spends no rate: it waits first.
+	if _, why, _ := s.hold(ctx, rated, Message{Moment: MomentReminder, AccountID: "acc"}); !strings.Contains(why, "quiet") || lim.calls != 1 {
+		t.Fatalf("a quiet reminder: %q (%d calls)", why, lim.calls)
+	}
 }
