@@ -23,7 +23,11 @@ type NotifyAccountsHarness struct {
 // with their secrets read back as stored and forgotten; a turn's language
 // kept, replaced and cleared by age; an account's latest message to a
 // number is its own.
-func RunNotifyAccounts(t *testing.T, newHarness func(t *testing.T) NotifyAccountsHarness) {
+func RunNotifyAccounts(t *testing.T, newSet NewSet) {
+	newHarness := func(t *testing.T) NotifyAccountsHarness {
+		s := newSet(t)
+		return NotifyAccountsHarness{Repo: s.NotifyAccounts, Msgs: s.Notify, UoW: s.UoW, Owners: OwnersOf(s)}
+	}
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	do := func(t *testing.T, h NotifyAccountsHarness, f func(ctx context.Context) error) {
