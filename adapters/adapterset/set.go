@@ -74,6 +74,7 @@ type Set struct {
 	TicketLinks     ticket.Repository
 	JoinLinks       join.Repository
 	Notify          notify.Repository
+	NotifyAccounts  notify.AccountRepository
 	CounterLinks    counter.Repository
 	RateLimiter     ports.RateLimiter
 	JobRunner       ports.JobRunner
@@ -131,6 +132,7 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 	runner := memory.NewJobRunner(s, o.Clock, memory.JobRunnerOptions{Logger: o.logger("jobs")})
 	qs, wh, ev, rl := memory.NewQueues(s), memory.NewWebhooks(s), memory.NewEvents(s), memory.NewRateLimiter()
 	tl := memory.NewTicketLinks(s)
+	nt := memory.NewNotify(s, tr, ar)
 	return Set{
 		UoW:             s,
 		Pinger:          s,
@@ -153,7 +155,8 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 		DisplayTokens:   memory.NewDisplayTokens(s),
 		TicketLinks:     tl,
 		JoinLinks:       memory.NewJoinLinks(s),
-		Notify:          memory.NewNotify(s, tr, ar),
+		Notify:          nt,
+		NotifyAccounts:  memory.NewNotifyAccounts(s, nt),
 		CounterLinks:    memory.NewCounterLinks(s),
 		RateLimiter:     rl,
 		JobRunner:       runner,
@@ -165,6 +168,10 @@ func Memory(s *memory.Store, o Options) (Set, error) {
 // Postgres is the PostgreSQL set over db, with River running the jobs.
 func Postgres(db *postgres.DB, o Options) (Set, error) {
 	wh, err := postgres.NewWebhooks(db, o.SecretKey, o.OldSecretKeys...)
+	if err != nil {
+		return Set{}, err
+	}
+	na, err := postgres.NewNotifyAccounts(db, o.SecretKey, o.OldSecretKeys...)
 	if err != nil {
 		return Set{}, err
 	}
@@ -196,6 +203,7 @@ func Postgres(db *postgres.DB, o Options) (Set, error) {
 		TicketLinks:     postgres.NewTicketLinks(db),
 		JoinLinks:       postgres.NewJoinLinks(db),
 		Notify:          postgres.NewNotify(db),
+		NotifyAccounts:  na,
 		CounterLinks:    postgres.NewCounterLinks(db),
 		RateLimiter:     postgres.NewRateLimiter(db),
 		JobRunner:       runner,

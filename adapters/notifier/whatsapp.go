@@ -86,7 +86,7 @@ type waError struct {
 // Send posts one template message.
 func (w *WhatsApp) Send(ctx context.Context, out notify.Outgoing) (notify.Receipt, error) {
 	msg := waTemplateMessage{MessagingProduct: "whatsapp", RecipientType: "individual", To: out.To, Type: "template",
-		Template: waTemplate{Name: out.Template, Language: waLanguage{Code: orDefault(whatsappLanguages[out.Language], "en")}}}
+		Template: waTemplate{Name: out.Template, Language: waLanguage{Code: orDefault(out.TemplateLanguage, orDefault(whatsappLanguages[out.Language], "en"))}}}
 	if len(out.Params) > 0 {
 		c := waComponent{Type: "body"}
 		for _, p := range out.Params {

@@ -2,12 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"strings"
 	"time"
@@ -51,7 +45,7 @@ type webhookDeliveryRow struct {
 // dump of it alone does not hand them out.
 type Webhooks struct {
 	db        *DB
-	aeads     []cipher.AEAD // [0] seals and opens; the rest (older keys) only open; none: clear
+	box       secretBox // secretbox.go; no key: clear
 	successes *successBatch
 	reads     deliveryReads
 }
@@ -69,41 +63,18 @@ const (
 // clear. oldKeys (webhooks.old_secret_keys) open secrets sealed before a
 // rotation. Secrets written in clear stay readable after a key is set.
 func NewWebhooks(db *DB, key string, oldKeys ...string) (*Webhooks, error) {
-	r := &Webhooks{db: db}
-	r.successes = &successBatch{db: db}
-	if key == "" {
-		return r, nil
+	box, err := newSecretBox("qms webhook signing secrets v1", key, oldKeys...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: webhooks: %w", err)
 	}
-	for _, k := range append([]string{key}, oldKeys...) {
-		// Derive rather than use the configured string, so the AES key is
-		// always 32 uniform bytes and is tied to this one use.
-		m := hmac.New(sha256.New, []byte(k))
-		m.Write([]byte("qms webhook signing secrets v1"))
-		block, err := aes.NewCipher(m.Sum(nil))
-		if err != nil {
-			return nil, fmt.Errorf("postgres: webhooks secret key: %w", err)
-		}
-		aead, err := cipher.NewGCM(block)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: webhooks secret key: %w", err)
-		}
-		r.aeads = append(r.aeads, aead)
-	}
-	return r, nil
+	return &Webhooks{db: db, box: box, successes: &successBatch{db: db}}, nil
 }
 
 // seal stores secret for endpoint id. The id is the additional data of the
 // seal, so a sealed secret copied onto another endpoint's row fails to
 // open.
 func (r *Webhooks) seal(id string, secret webhooks.Secret) string {
-	if len(r.aeads) == 0 {
-		return secretPlain + secret.Reveal()
-	}
-	aead := r.aeads[0]
-	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(secret)+aead.Overhead())
-	_, _ = rand.Read(nonce)
-	sealed := aead.Seal(nonce, nonce, []byte(secret.Reveal()), []byte(id))
-	return secretSealedV1 + base64.RawStdEncoding.EncodeToString(sealed)
+	return r.box.seal(id, secret.Reveal())
 }
 
 // open reads a stored secret back.
@@ -115,34 +86,18 @@ func (r *Webhooks) open(id, stored string) (webhooks.Secret, error) {
 // openWith reads a stored secret back and says which key opened it: 0 for
 // the current one, -1 for a secret stored in clear.
 func (r *Webhooks) openWith(id, stored string) (webhooks.Secret, int, error) {
-	if s, ok := strings.CutPrefix(stored, secretPlain); ok {
-		return webhooks.Secret(s), -1, nil
+	s, by, err := r.box.open(id, stored)
+	if err != nil {
+		return "", 0, fmt.Errorf("postgres: webhook endpoint %s: %v: %w", id, err, webhooks.ErrSecretUnavailable)
 	}
-	s, ok := strings.CutPrefix(stored, secretSealedV1)
-	if !ok {
-		return "", 0, fmt.Errorf("postgres: webhook endpoint %s: unknown secret format: %w", id, webhooks.ErrSecretUnavailable)
-	}
-	if len(r.aeads) == 0 {
-		return "", 0, fmt.Errorf("postgres: webhook endpoint %s: the secret is sealed and QMS_WEBHOOKS_SECRET_KEY is not set: %w", id, webhooks.ErrSecretUnavailable)
-	}
-	sealed, err := base64.RawStdEncoding.DecodeString(s)
-	n := r.aeads[0].NonceSize()
-	if err != nil || len(sealed) < n {
-		return "", 0, fmt.Errorf("postgres: webhook endpoint %s: malformed sealed secret: %w", id, webhooks.ErrSecretUnavailable)
-	}
-	for i, aead := range r.aeads {
-		if plain, err := aead.Open(nil, sealed[:n], sealed[n:], []byte(id)); err == nil {
-			return webhooks.Secret(plain), i, nil
-		}
-	}
-	return "", 0, fmt.Errorf("postgres: webhook endpoint %s: no configured key (QMS_WEBHOOKS_SECRET_KEY, QMS_WEBHOOKS_OLD_SECRET_KEYS) opens the secret: %w", id, webhooks.ErrSecretUnavailable)
+	return webhooks.Secret(s), by, nil
 }
 
 // ResealSecrets seals under the current key every stored secret that is in
 // clear or, with all, sealed under an older key. It returns how many it
 // rewrote; a secret no configured key opens is left as is and reported.
 func (r *Webhooks) ResealSecrets(ctx context.Context, all bool) (int, error) {
-	if len(r.aeads) == 0 {
+	if !r.box.sealing() {
 		return 0, fmt.Errorf("postgres: reseal: QMS_WEBHOOKS_SECRET_KEY is not set")
 	}
 	rows, err := r.db.Pool.Query(ctx, `SELECT id, secret FROM webhook_endpoints`)

@@ -134,6 +134,9 @@ type Input struct {
 	AccessCode     *string           `json:"accessCode"`
 	Location       *Position         `json:"location"`
 	IdempotencyKey *string           `json:"idempotencyKey"`
+	// Language is the language the page showed (en, es, pt, fr): the
+	// turn's messages go in it (the notify module's language member).
+	Language *string `json:"language"`
 }
 
 // Device is what the page's signed cookie says of the phone: the turns it

@@ -22,6 +22,10 @@ import (
 // HTTP layer names it for the API.
 const AccessCodeMember = "accessCode"
 
+// LanguageMember is the turn body member the notify module declares: the
+// language the join page showed, which the turn's messages use.
+const LanguageMember = "language"
+
 // IdempotencyPrefix begins the idempotency key of a turn taken through a
 // join page, so it never meets an integrator's keys.
 const IdempotencyPrefix = "join:"
@@ -368,6 +372,9 @@ func (s *Service) Join(ctx context.Context, value string, in Input, dev Device) 
 	v.OptLen("idempotencyKey", in.IdempotencyKey, 8, 100)
 	v.OptRange("peopleCount", in.PeopleCount, 1, 20)
 	v.OptLen("accessCode", in.AccessCode, 0, 32)
+	if in.Language != nil {
+		v.OneOf("language", *in.Language, "en", "es", "pt", "fr")
+	}
 	q.PreAttention.CheckAnswers(&v, "formResponse", in.FormResponse)
 	if in.Phone != nil && strings.TrimSpace(*in.Phone) != "" {
 		if !q.WhatsappCapture {
@@ -389,6 +396,13 @@ func (s *Service) Join(ctx context.Context, value string, in Input, dev Device) 
 	if in.AccessCode != nil && strings.TrimSpace(*in.AccessCode) != "" {
 		code := strings.TrimSpace(*in.AccessCode)
 		body.Extensions = turns.Extensions{AccessCodeMember: &code}
+	}
+	if in.Language != nil && body.Phone != nil {
+		// Only a turn that will hear from qms needs its language kept.
+		if body.Extensions == nil {
+			body.Extensions = turns.Extensions{}
+		}
+		body.Extensions[LanguageMember] = in.Language
 	}
 	if q.Geofence != nil && platform.Deref(q.Geofence.RequireToTake, false) {
 		if f := fenceOf(q, p.branch); f != nil {

@@ -28,7 +28,10 @@ type Outgoing struct {
 	// language, Params its body parameters in order.
 	Template string
 	Language string
-	Params   []string
+	// TemplateLanguage, when set, is the provider's code of the
+	// template's language (an account's own template: es_MX, pt_BR...).
+	TemplateLanguage string
+	Params           []string
 }
 
 // Receipt is the provider's acceptance.
@@ -155,4 +158,28 @@ type Appointments interface {
 type AppointmentNow struct {
 	Status    string
 	SlotStart time.Time
+}
+
+// AccountRepository stores the accounts' own settings (their secrets
+// sealed at rest) and what the module keeps of a customer: the language
+// of their turn.
+type AccountRepository interface {
+	AccountSettings(ctx context.Context, accountID string) (AccountSettings, bool, error)
+	PutAccountSettings(ctx context.Context, s AccountSettings) error
+	DeleteAccountSettings(ctx context.Context, accountID string) error
+	// PutTurnLanguage records the language the customer of a turn used
+	// (the join page's); TurnLanguage reads it ("" for none).
+	PutTurnLanguage(ctx context.Context, accountID, turnID, language string) error
+	TurnLanguage(ctx context.Context, turnID string) (string, error)
+	// ClearTurnLanguages forgets the languages recorded before cutoff, at
+	// most limit; it returns how many.
+	ClearTurnLanguages(ctx context.Context, before time.Time, limit int) (int, error)
+	// LatestToInAccount is the newest message the account sent to phone.
+	LatestToInAccount(ctx context.Context, accountID, phone string) (Message, error)
+}
+
+// Limiter spends one of an account's messages a minute: allowed, or the
+// time a message may go (a shared window, so every process counts).
+type Limiter interface {
+	Allow(ctx context.Context, key string, perMinute int, now time.Time) (allowed bool, retryAt time.Time, err error)
 }

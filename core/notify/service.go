@@ -76,6 +76,7 @@ type Service struct {
 	appointments Appointments
 	opts         Options
 	log          *slog.Logger
+	acc          accountParts // account.go: per-account settings
 }
 
 // NewService builds the service. senders maps a channel to the sender of
@@ -230,11 +231,19 @@ func (s *Service) decide(ctx context.Context, c TurnChange, set Settings, moment
 		s.log.Info("notify: unusable number, no message", "turn", c.TurnID, "moment", moment, "phone", Phone(*c.Phone))
 		return false, nil
 	}
+	lang, err := s.languageOf(ctx, c.TurnID, set.Language)
+	if err != nil {
+		return false, err
+	}
+	acct, err := s.accountOf(ctx, c.AccountID)
+	if err != nil {
+		return false, err
+	}
 	now := s.clock.Now()
 	m := Message{ID: platform.NewID(PrefixMessage), AccountID: c.AccountID, TurnID: c.TurnID, QueueID: c.QueueID, RunID: c.RunID,
-		Moment: moment, Occurrence: occ, Channel: channel, To: to, Language: set.Language, Params: params,
+		Moment: moment, Occurrence: occ, Channel: channel, To: to, Language: lang, Params: params,
 		Status: StatusQueued, CreatedAt: now, UpdatedAt: now}
-	if sd, ok := s.senders[channel]; ok {
+	if sd, ok := s.senderOf(acct, channel); ok {
 		m.Provider = sd.Provider()
 	}
 	return s.insert(ctx, m)
@@ -359,7 +368,11 @@ func (s *Service) Attempt(ctx context.Context, a SendArgs, attempt, maxAttempts 
 	if err != nil || Final(m.Status) {
 		return err
 	}
-	sender, ok := s.senders[m.Channel]
+	acct, err := s.accountOf(ctx, m.AccountID)
+	if err != nil {
+		return err
+	}
+	sender, ok := s.senderOf(acct, m.Channel)
 	if !ok {
 		return s.finish(ctx, m.ID, StatusFailed, ErrRejected, "no provider is configured for "+m.Channel, "failed")
 	}
@@ -393,6 +406,13 @@ func (s *Service) Attempt(ctx context.Context, a SendArgs, attempt, maxAttempts 
 	}
 	out := Outgoing{MessageID: m.ID, Channel: m.Channel, To: m.To, Body: m.Body, Template: TemplateName(m.Moment),
 		Language: m.Language, Params: Params(m.Moment, m.Params)}
+	wording(acct, m, &out)
+	m.Body = out.Body
+	if at, why, err := s.hold(ctx, acct, m); err != nil {
+		return err
+	} else if !at.IsZero() {
+		return s.postpone(ctx, m.ID, at, why)
+	}
 	r, sendErr := sender.Send(ctx, out)
 	return s.record(ctx, m, sender.Provider(), r, sendErr, attempt, maxAttempts)
 }
@@ -477,7 +497,11 @@ func (s *Service) fallbackOf(ctx context.Context, m Message, se *SendError) *Mes
 	if err != nil || !set.WhatsAppFallbackSMS || !set.SMS {
 		return nil
 	}
-	sd, ok := s.senders[ChannelSMS]
+	acct, err := s.accountOf(ctx, m.AccountID)
+	if err != nil {
+		return nil
+	}
+	sd, ok := s.senderOf(acct, ChannelSMS)
 	if !ok {
 		return nil
 	}
@@ -529,6 +553,9 @@ func (s *Service) raise(ctx context.Context, m Message) error {
 type StatusReport struct {
 	Provider          string
 	ProviderMessageID string
+	// AccountID is the account whose credentials signed the callback
+	// ("": the operator's): it may only report that account's messages.
+	AccountID string
 	// Status is one of ours (SENT, DELIVERED, READ, UNDELIVERED, FAILED).
 	Status       string
 	ProviderCode string
@@ -546,6 +573,11 @@ func (s *Service) Report(ctx context.Context, r StatusReport) (bool, error) {
 		}
 		if err != nil {
 			return err
+		}
+		if r.AccountID != "" && m.AccountID != r.AccountID {
+			// Signed by another account's credentials: not its message.
+			s.log.Warn("notify: a status for another account's message ignored", "account", r.AccountID, "message", m.ID)
+			return nil
 		}
 		if rank(r.Status) <= rank(m.Status) || rank(m.Status) == 4 {
 			return nil
@@ -597,6 +629,11 @@ func keyword(text string) string {
 // message to that number, HERE marks it arrived. It returns the keyword
 // it acted on ("" for none).
 func (s *Service) Reply(ctx context.Context, from, text string) (string, error) {
+	return s.reply(ctx, from, text, s.repo.LatestTo)
+}
+
+// reply acts on a reply about the message latest finds for the number.
+func (s *Service) reply(ctx context.Context, from, text string, latest func(ctx context.Context, to string) (Message, error)) (string, error) {
 	kw := keyword(text)
 	if kw == "" {
 		return "", nil
@@ -605,7 +642,7 @@ func (s *Service) Reply(ctx context.Context, from, text string) (string, error) 
 	if err != nil {
 		return "", nil
 	}
-	m, err := s.repo.LatestTo(ctx, to)
+	m, err := latest(ctx, to)
 	if notFound(err) {
 		return "", nil // nobody we wrote to
 	}
@@ -673,7 +710,11 @@ func (s *Service) ClearPhones(ctx context.Context, keep time.Duration, limit int
 		a, err = s.repo.ClearAppointmentPhones(ctx, cutoff, limit)
 		return err
 	})
-	return n + m + a, err
+	if err != nil {
+		return n + m + a, err
+	}
+	l, err := s.clearLanguages(ctx, cutoff, limit)
+	return n + m + a + l, err
 }
 
 // notFound reports a repository's or a port's "no such record".

@@ -81,6 +81,11 @@ func Render(moment, lang string, params map[string]string) string {
 	if !ok {
 		t = texts[moment]["en"]
 	}
+	return fill(t, params)
+}
+
+// fill puts params in text's {name} placeholders.
+func fill(t string, params map[string]string) string {
 	pairs := make([]string, 0, 2*len(params))
 	for k, v := range params {
 		pairs = append(pairs, "{"+k+"}", v)

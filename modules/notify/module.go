@@ -42,6 +42,8 @@ var Module = fx.Module("notify",
 		fx.Annotate(lineKind, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 		fx.Annotate(clearKind, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 		fx.Annotate(func(o *outcomes) prometheus.Collector { return o.vec }, fx.ResultTags(ports.InGroup(ports.GroupMetrics))),
+		fx.Annotate(func(r core.AccountRepository) turns.IntakeGuard { return languageGuard{repo: r} },
+			fx.ResultTags(ports.InGroup(ports.GroupIntakeGuards))),
 	),
 	fx.Invoke(func(ts *turns.Service, s *core.Service) { ts.Watch(watcher{s}) }),
 	// The appointment reminder: scheduled with the booking, dropped when
@@ -68,7 +70,7 @@ type outcomes struct{ vec *prometheus.CounterVec }
 func newOutcomes() *outcomes {
 	return &outcomes{vec: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "qms_notifications_total",
-		Help: "Customer messages by how they ended: sent (the provider accepted), failed (refused), gave_up (retries exhausted), dropped (lost their point), suppressed (the number replied STOP).",
+		Help: "Customer messages by how they ended: sent (the provider accepted), failed (refused), gave_up (retries exhausted), dropped (lost their point), suppressed (the number replied STOP); deferred counts each delay by an account's quiet hours or send rate.",
 	}, []string{"outcome"})}
 }
 
@@ -87,12 +89,15 @@ type serviceParams struct {
 	Log      *slog.Logger
 	Out      *outcomes
 	Server   *server.Server
+	Accounts core.AccountRepository
+	Limiter  ports.RateLimiter
 }
 
 func newService(p serviceParams) *core.Service {
 	n := p.Config.Notify
 	log := p.Log.With("module", "notify")
-	senders := senders(n, p.Config.HTTP.PublicURL, log)
+	own := newAccountSenders(n, p.Config.HTTP.PublicURL, log)
+	senders := own.operator
 	def := core.Defaults()
 	def.Language = cmp.Or(n.Language, def.Language)
 	def.NearFrontAhead = n.NearFrontAhead
@@ -110,11 +115,13 @@ func newService(p serviceParams) *core.Service {
 	// listens on (known once it started; a development install).
 	srv, public := p.Server, strings.TrimSuffix(p.Config.HTTP.PublicURL, "/")
 	base := func() string { return cmp.Or(public, "http://"+srv.Addr) }
-	return core.NewService(p.Repo, p.UoW, p.Jobs, p.Events, p.Clock, turnsPort{p.Turns, p.Queues, p.TurnRepo},
+	s := core.NewService(p.Repo, p.UoW, p.Jobs, p.Events, p.Clock, turnsPort{p.Turns, p.Queues, p.TurnRepo},
 		links{p.Ticket, base}, phone.Normalize, senders, core.Options{
 			Defaults: def, Region: n.Region, Logger: log,
 			Observe: func(o string) { p.Out.vec.WithLabelValues(o).Inc() },
 		})
+	s.UseAccounts(p.Accounts, own.sender, limiter{p.Limiter})
+	return s
 }
 
 // senders builds each channel's sender from the configuration.

@@ -63,6 +63,7 @@ func Exercise(t *testing.T, newSet NewSet, opts ...Option) {
 		{"StreamLog", []string{"StreamLog"}, RunStreamLogPositions},
 		{"StreamNotifier", []string{"StreamNotifier"}, RunStreamNotifier},
 		{"Notify", []string{"Notify"}, RunNotify},
+		{"NotifyAccounts", []string{"NotifyAccounts"}, RunNotifyAccounts},
 		{"JoinLinks", []string{"JoinLinks"}, RunJoinLinks},
 		{"DisplayTokens", []string{"DisplayTokens"}, RunDisplayTokens},
 		{"RateLimiter", []string{"RateLimiter"}, RunRateLimiter},

@@ -30,9 +30,13 @@ const (
 
 // Received is a message the fake accepted.
 type Received struct {
-	At         time.Time
-	ID         string
-	Channel    string // SMS or WHATSAPP
+	At time.Time
+	ID string
+	// Account is the provider account that sent it (Twilio's SID).
+	Account string
+	Channel string // SMS or WHATSAPP
+	// Sender is the messaging service used instead of From, if any.
+	Sender     string
 	To, From   string
 	Body       string
 	Template   string

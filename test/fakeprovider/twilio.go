@@ -18,13 +18,33 @@ type Twilio struct {
 	base
 	SID   string
 	Token string
+	// more are further accounts (AddAccount): SID → auth token.
+	more map[string]string
 }
 
 // NewTwilio starts a fake Twilio for account sid with auth token token.
 func NewTwilio(sid, token string) *Twilio {
-	f := &Twilio{SID: sid, Token: token}
+	f := &Twilio{SID: sid, Token: token, more: map[string]string{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
+}
+
+// AddAccount makes the fake serve another account (a business with its
+// own Twilio account): its requests must carry its own SID and token.
+func (f *Twilio) AddAccount(sid, token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.more[sid] = token
+}
+
+// tokenOf is the auth token of account sid, "" for an unknown one.
+func (f *Twilio) tokenOf(sid string) string {
+	if sid == f.SID {
+		return f.Token
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.more[sid]
 }
 
 func (f *Twilio) serve(w http.ResponseWriter, r *http.Request) {
@@ -52,10 +72,13 @@ func twilioErr(status, code int, msg string) (int, string) {
 }
 
 func (f *Twilio) answer(r *http.Request, raw []byte) (int, string) {
-	if r.Method != http.MethodPost || r.URL.Path != "/2010-04-01/Accounts/"+f.SID+"/Messages.json" {
+	account, ok := strings.CutPrefix(r.URL.Path, "/2010-04-01/Accounts/")
+	account, ok2 := strings.CutSuffix(account, "/Messages.json")
+	token := f.tokenOf(account)
+	if r.Method != http.MethodPost || !ok || !ok2 || token == "" {
 		return twilioErr(404, 20404, "The requested resource "+r.URL.Path+" was not found")
 	}
-	if u, p, ok := r.BasicAuth(); !ok || u != f.SID || p != f.Token {
+	if u, p, ok := r.BasicAuth(); !ok || u != account || p != token {
 		return twilioErr(401, 20003, "Authenticate")
 	}
 	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
@@ -95,9 +118,9 @@ func (f *Twilio) answer(r *http.Request, raw []byte) (int, string) {
 		return twilioErr(400, 21614, "'To' number is not a valid mobile number")
 	}
 	sid := f.nextID("SM")
-	f.accept(Received{At: time.Now(), ID: sid, Channel: channel, To: number, From: from, Body: form.Get("Body"),
-		Template: form.Get("ContentSid"), StatusHook: form.Get("StatusCallback")})
-	b, _ := json.Marshal(map[string]any{"sid": sid, "account_sid": f.SID, "to": to, "from": from, "body": form.Get("Body"),
+	f.accept(Received{At: time.Now(), ID: sid, Account: account, Channel: channel, To: number, From: from, Body: form.Get("Body"),
+		Template: form.Get("ContentSid"), StatusHook: form.Get("StatusCallback"), Sender: form.Get("MessagingServiceSid")})
+	b, _ := json.Marshal(map[string]any{"sid": sid, "account_sid": account, "to": to, "from": from, "body": form.Get("Body"),
 		"status": "queued", "num_segments": "1", "direction": "outbound-api", "api_version": "2010-04-01",
 		"error_code": nil, "error_message": nil, "uri": "/2010-04-01/Accounts/" + f.SID + "/Messages/" + sid + ".json"})
 	return http.StatusCreated, string(b)
@@ -123,6 +146,22 @@ func (f *Twilio) Status(hook, sid, status, errorCode string) (int, error) {
 	return f.signedPost(hook, form)
 }
 
+// StatusAs posts a status callback for message sid as account (its SID
+// in AccountSid), signed with token: an account's own callback, or a
+// forgery when token is another account's.
+func (f *Twilio) StatusAs(hook, account, token, sid, status string) (int, error) {
+	form := url.Values{"MessageSid": {sid}, "SmsSid": {sid}, "MessageStatus": {status}, "SmsStatus": {status},
+		"AccountSid": {account}, "ApiVersion": {"2010-04-01"}}
+	return f.signedPostWith(token, hook, form)
+}
+
+// ReplyAs posts an incoming message to account's sender, signed with token.
+func (f *Twilio) ReplyAs(hook, account, token, from, body string) (int, error) {
+	sid := f.nextID("SM")
+	form := url.Values{"MessageSid": {sid}, "AccountSid": {account}, "From": {from}, "Body": {body}, "ApiVersion": {"2010-04-01"}}
+	return f.signedPostWith(token, hook, form)
+}
+
 // Reply posts an incoming message from a customer's number to hook, the
 // sender's messaging webhook.
 func (f *Twilio) Reply(hook, from, body string) (int, error) {
@@ -133,7 +172,11 @@ func (f *Twilio) Reply(hook, from, body string) (int, error) {
 }
 
 func (f *Twilio) signedPost(hook string, form url.Values) (int, error) {
-	sig := notifier.TwilioSignature(f.Token, hook, form)
+	return f.signedPostWith(f.Token, hook, form)
+}
+
+func (f *Twilio) signedPostWith(token, hook string, form url.Values) (int, error) {
+	sig := notifier.TwilioSignature(token, hook, form)
 	start := time.Now()
 	status, answer, err := post(http.DefaultClient, hook, "application/x-www-form-urlencoded", form.Encode(),
 		map[string]string{"X-Twilio-Signature": sig, "User-Agent": "TwilioProxy/1.1"})

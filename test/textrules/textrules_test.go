@@ -19,6 +19,7 @@ import (
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/entities"
 	"github.com/qms-dev/qms/core/join"
+	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
@@ -47,6 +48,8 @@ var bodies = []struct {
 		// Declared by the access-codes module (turns.BodyMember); an
 		// undeclared member's text is plain.
 		AccessCode *string `json:"accessCode"`
+		// Declared by the notify module.
+		Language *string `json:"language"`
 	}{}},
 	{"POST /api/v1/turns/{turnId}/call", turns.CallInput{}},
 	{"POST /api/v1/turns/{turnId}/assign-station", turns.AssignStationInput{}},
@@ -66,6 +69,7 @@ var bodies = []struct {
 	{"POST /api/v1/turns/{turnId}/forward", workflow.ForwardInput{}},
 	{"POST /api/v1/queues/{queueId}/counter-links", counter.CreateInput{}},
 	{"POST /counter/{token}/press", counter.PressInput{}},
+	{"PUT /api/v1/notification-settings", notify.AccountSettingsInput{}},
 }
 
 var update = flag.Bool("update", false, "rewrite docs/strings.md's field table")

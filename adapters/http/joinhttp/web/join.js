@@ -322,6 +322,8 @@
       var ph = $("phone").value.trim();
       if (ph !== "") { body.phone = ph; }
       if ($("notifyWhatsapp").checked) { body.notifyWhatsapp = true; }
+      // The customer's messages go in the language they read here.
+      if (body.phone) { body.language = i18n.lang; }
     }
     return body;
   }
