@@ -265,6 +265,16 @@ func (s *Service) Expired(t turns.View) bool {
 	return exp != nil && !s.clock.Now().Before(*exp)
 }
 
+// ExpiresIn is how long until the link of turn t expires; ok is false
+// while the turn has not finished (no expiry yet).
+func (s *Service) ExpiresIn(t turns.View) (d time.Duration, ok bool) {
+	exp := ExpiresAt(t.FinishedAt, s.after)
+	if exp == nil {
+		return 0, false
+	}
+	return exp.Sub(s.clock.Now()), true
+}
+
 // ResolveLink returns the link whose value is given, without its turn:
 // 404 INVALID_TICKET_LINK when there is none.
 func (s *Service) ResolveLink(ctx context.Context, value string) (Link, error) {

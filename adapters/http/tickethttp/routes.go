@@ -222,7 +222,9 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 // stream.Runs built once for every ticket page of the run in this process
 // (no read of storage per page and event). The link is read once, when it
 // connects; its expiry is a time (its turn's finish plus ExpireAfter),
-// checked at every event and heartbeat without a read.
+// checked at every event without a read, and the stream's own timer (its
+// connection's read deadline, OpenLoop's Due) ends it at that time: no
+// poll.
 func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.RunView], value string, opts Options) error {
 	ctx := c.UserContext()
 	l, err := svc.ResolveLink(ctx, value)
@@ -291,6 +293,12 @@ func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.Ru
 			}
 			w.Comment("heartbeat")
 			return false
+		},
+		Due: func() time.Time {
+			if d, ok := svc.ExpiresIn(own); ok {
+				return time.Now().Add(d)
+			}
+			return time.Time{}
 		},
 		Close: m.Close,
 	})

@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/qms-dev/qms/configs/config"
+	"github.com/qms-dev/qms/test/apptest"
+	"github.com/qms-dev/qms/test/pgtest"
+)
+
+// until returns the first event named name, skipping the others, and how
+// long it took; it fails after d.
+func until(t *testing.T, c *sseConn, name string, d time.Duration) (sseFrame, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	for {
+		left := d - time.Since(start)
+		if left <= 0 {
+			t.Fatalf("no %q event within %v", name, d)
+		}
+		if f := c.next(left); f.Event == name {
+			return f, time.Since(start)
+		}
+	}
+}
+
+// ended checks that the stream's connection closes within d.
+func ended(t *testing.T, c *sseConn, d time.Duration) {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case _, ok := <-c.frames:
+			if !ok {
+				return
+			}
+		case <-timer.C:
+			t.Fatalf("the stream is still open %v after its end", d)
+		}
+	}
+}
+
+// TestBoardRevokedAndChangedThroughEvents: revoking a display token
+// through the API ends the boards it opened at once (well within a
+// second, while the heartbeat is 15 s: nothing polls the token), and
+// changing its options shows on them at once; the boards of another token
+// of the same run see neither (issue 32: revocation reaches the streams
+// as an event, not a per-stream check).
+func TestBoardRevokedAndChangedThroughEvents(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		app := start(t)
+		q := boardQueue(t, app)
+		tok, other := newDisplayToken(t, app, q.RunID), newDisplayToken(t, app, q.RunID)
+		var boards []*sseConn
+		for i := 0; i < 3; i++ {
+			c := openSSE(t, app.BaseURL+"/display/"+tok.Token+"/events", nil)
+			until(t, c, "board", 5*time.Second)
+			boards = append(boards, c)
+		}
+		bystander := openSSE(t, app.BaseURL+"/display/"+other.Token+"/events", nil)
+		until(t, bystander, "board", 5*time.Second)
+
+		app.API(http.MethodPatch, "/display-tokens/"+tok.ID, map[string]any{"nextUp": 3}).Must(http.StatusOK, nil)
+		for _, c := range boards {
+			f, took := until(t, c, "board", time.Second)
+			if !strings.Contains(f.Data, `"nextUp":3`) {
+				t.Fatalf("the board after its options changed: %s", f.Data)
+			}
+			t.Logf("options changed: the board followed in %v", took.Round(time.Millisecond))
+		}
+
+		app.API(http.MethodDelete, "/display-tokens/"+tok.ID, nil).Must(http.StatusOK, nil)
+		for _, c := range boards {
+			f, took := until(t, c, "revoked", time.Second)
+			if !strings.Contains(f.Data, "revoked") {
+				t.Fatalf("revoked frame %+v", f)
+			}
+			ended(t, c, time.Second)
+			t.Logf("revoked: the board ended in %v", took.Round(time.Millisecond))
+		}
+		bystander.none(500 * time.Millisecond)
+		resp, done := getSSE(t, app.BaseURL+"/display/"+tok.Token+"/events", nil)
+		defer done()
+		if resp.StatusCode != http.StatusGone {
+			t.Fatalf("reconnecting with the revoked token: %d", resp.StatusCode)
+		}
+		// The other token's board goes on: a call still reaches it.
+		takeAndCall(t, app, q)
+		until(t, bystander, "board", 2*time.Second)
+	})
+}
+
+// TestBoardRevokedOnAnotherProcess: a board open on process B ends within
+// a second of its token's revocation through process A: the event travels
+// through the log and A's notification, as the run's events do.
+func TestBoardRevokedOnAnotherProcess(t *testing.T) {
+	url := pgtest.URL(t)
+	a := apptest.PostgresAt(t, url)
+	b := apptest.PostgresAt(t, url)
+	q := boardQueue(t, a)
+	tok := newDisplayToken(t, a, q.RunID)
+	c := openSSE(t, b.BaseURL+"/display/"+tok.Token+"/events", nil)
+	until(t, c, "board", 5*time.Second)
+	a.API(http.MethodDelete, "/display-tokens/"+tok.ID, nil).Must(http.StatusOK, nil)
+	_, took := until(t, c, "revoked", time.Second)
+	ended(t, c, time.Second)
+	t.Logf("revoked on A: the board on B ended in %v", took.Round(time.Millisecond))
+}
+
+// TestIdleBoardsReadNothing: twenty boards left idle past the old 5-s
+// token check send no statement about their tokens (nor any other): an
+// idle board costs the database nothing.
+func TestIdleBoardsReadNothing(t *testing.T) {
+	tr := &roundTrips{}
+	app := apptest.Postgres(t, apptest.WithDBTracer(tr.tracer()))
+	q := boardQueue(t, app)
+	tok := newDisplayToken(t, app, q.RunID)
+	var boards []*sseConn
+	for i := 0; i < 20; i++ {
+		c := openSSE(t, app.BaseURL+"/display/"+tok.Token+"/events", nil)
+		until(t, c, "board", 5*time.Second)
+		boards = append(boards, c)
+	}
+	sent := tr.during(func() { time.Sleep(6 * time.Second) })
+	for _, s := range sent {
+		if strings.Contains(s, "display_tokens") {
+			t.Fatalf("an idle board read its token: %s", s)
+		}
+	}
+	for _, c := range boards {
+		c.none(0)
+	}
+}
+
+// TestTicketStreamEndsAtItsExpiry: a ticket page whose turn finished ends
+// with "expired" when its link expires (tickets.expire_after after the
+// finish), by its own timer, not at a later heartbeat (15 s).
+func TestTicketStreamEndsAtItsExpiry(t *testing.T) {
+	const after = 1500 * time.Millisecond
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		app := start(t, apptest.WithConfig(func(c *config.Config) { c.Tickets.ExpireAfter = after }))
+		q := newLiveQueue(t, app, "Expiry", nil)
+		id, _ := takeAndCall(t, app, q)
+		link := newTicketLink(t, app, id, nil)
+		c := openSSE(t, app.BaseURL+"/ticket/"+link.Token+"/events", nil)
+		until(t, c, "ticket", 5*time.Second)
+		app.API(http.MethodPost, "/turns/"+id+"/start", nil).Must(http.StatusCreated, nil)
+		app.API(http.MethodPost, "/turns/"+id+"/complete", nil).Must(http.StatusCreated, nil)
+		finished := time.Now()
+		until(t, c, "expired", after+2*time.Second)
+		took := time.Since(finished)
+		if took < after-200*time.Millisecond || took > after+time.Second {
+			t.Fatalf("the ticket ended %v after its turn finished; its link expires %v after", took, after)
+		}
+		ended(t, c, time.Second)
+		t.Logf("expired %v after the finish (expire_after %v)", took.Round(time.Millisecond), after)
+	})
+}
