@@ -188,8 +188,8 @@ type runGroup[V any] struct {
 	// internal are the latest internal events handed out (Update.Internal).
 	internal []Entry
 	err      error
-	closed  bool
-	linger  *time.Timer
+	closed   bool
+	linger   *time.Timer
 }
 
 // run subscribes to the run's events, builds the first view, then one view
