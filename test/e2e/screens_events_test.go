@@ -160,3 +160,50 @@ func TestTicketStreamEndsAtItsExpiry(t *testing.T) {
 		t.Logf("expired %v after the finish (expire_after %v)", took.Round(time.Millisecond), after)
 	})
 }
+
+// TestBoardFirstPaintFromTheRunsView: while a board of the run is open in
+// the process, a board page's load and its JSON read take the board from
+// the run's built view: one statement (the token's lookup), not the
+// board's reads, and the page shows the latest call, options of its own
+// token applied.
+func TestBoardFirstPaintFromTheRunsView(t *testing.T) {
+	tr := &roundTrips{}
+	app := apptest.Postgres(t, apptest.WithDBTracer(tr.tracer()))
+	q := boardQueue(t, app)
+	tok := newDisplayToken(t, app, q.RunID)
+	var other struct{ Token string }
+	app.API(http.MethodPost, "/queue-runs/"+q.RunID+"/display-tokens", map[string]any{"nextUp": 2}).Must(http.StatusCreated, &other)
+	open := openSSE(t, app.BaseURL+"/display/"+tok.Token+"/events", nil)
+	until(t, open, "board", 5*time.Second)
+	_, code := takeAndCall(t, app, q)
+	for { // the group has built the board after the call
+		if f, _ := until(t, open, "board", 5*time.Second); strings.Contains(f.Data, `"event":"turn.called"`) {
+			break
+		}
+	}
+	drain(open, 300*time.Millisecond)
+	// The budgets' own statements (the per-token rate limit) aside.
+	during := func(f func()) []string {
+		var out []string
+		for _, s := range tr.during(f) {
+			if !strings.Contains(s, "rate_limits") {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+
+	var page *apptest.Response
+	sent := during(func() { page = app.Do(http.MethodGet, "/display/"+other.Token, nil, nil) })
+	if page.Status != http.StatusOK || !strings.Contains(string(page.Body), `"displayCode":"`+code+`"`) ||
+		!strings.Contains(string(page.Body), `"nextUp":2`) {
+		t.Fatalf("the page's first paint lacks the call of %s or its token's options: %d %s", code, page.Status, page.Body)
+	}
+	if len(sent) != 1 || !strings.Contains(sent[0], "display_tokens") {
+		t.Fatalf("a page load sent %d statements, want the token's lookup only:\n  %s", len(sent), strings.Join(sent, "\n  "))
+	}
+	sent = during(func() { page = app.Do(http.MethodGet, "/display/"+other.Token+"/board", nil, nil) })
+	if page.Status != http.StatusOK || len(sent) != 1 {
+		t.Fatalf("the board's JSON read: %d, %d statements:\n  %s", page.Status, len(sent), strings.Join(sent, "\n  "))
+	}
+}

@@ -138,6 +138,24 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 	// they are not rate limited.
 	assets := httpx.NewAssets(web, ".", Prefix+"/assets/")
 	page = i18nweb.Assets().Versioned(assets.Versioned(page))
+	runs := stream.NewRuns(hub, boardScopes, boardEvents,
+		func(ctx context.Context, accountID, runID string, _ []stream.Entry) (*runBoard, error) {
+			b, err := svc.RunBoard(ctx, accountID, runID)
+			if err != nil {
+				return nil, err
+			}
+			return &runBoard{board: b}, nil
+		}, stream.RunsOptions{Logger: log, Internal: tokenEvents})
+	// A board as it is now: from the view the run's group built when this
+	// process follows the run (a board of it is open, or was a moment
+	// ago), else read. A screen's page load and its JSON read then cost
+	// the token's lookup only.
+	boardOf := func(ctx context.Context, t display.Token) (display.Board, error) {
+		if v, ok := runs.Latest(t.AccountID, t.RunID); ok {
+			return v.board.For(t), nil
+		}
+		return svc.Board(ctx, t)
+	}
 	// Assets first: /display/assets/board.js must not be taken for a
 	// token's board read.
 	app.Get(Prefix+"/assets/:file", assets.Handler())
@@ -152,7 +170,7 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 		c.Set("X-Robots-Tag", "noindex")
 		c.Set("X-Content-Type-Options", "nosniff")
 		c.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'")
-		return pageFor(c, svc, log, page)
+		return pageFor(c, svc, boardOf, log, page)
 	})
 	app.Get(Prefix+"/:token/board", limit, func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderCacheControl, "no-store")
@@ -160,20 +178,12 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 		if err != nil {
 			return err
 		}
-		b, err := svc.Board(c.UserContext(), t)
+		b, err := boardOf(c.UserContext(), t)
 		if err != nil {
 			return err
 		}
 		return httpx.OK(c, b)
 	})
-	runs := stream.NewRuns(hub, boardScopes, boardEvents,
-		func(ctx context.Context, accountID, runID string, _ []stream.Entry) (*runBoard, error) {
-			b, err := svc.RunBoard(ctx, accountID, runID)
-			if err != nil {
-				return nil, err
-			}
-			return &runBoard{board: b}, nil
-		}, stream.RunsOptions{Logger: log, Internal: tokenEvents})
 	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
 		return serveBoard(c, svc, runs, strings.Clone(c.Params("token")), log, opts)
 	})
