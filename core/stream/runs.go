@@ -35,11 +35,13 @@ type Runs[V any] struct {
 	groups map[runKey]*runGroup[V]
 }
 
-// BuildFunc builds a run's view as the run is now: after its events es
-// (nil when the group starts). es holds more than one event when several
+// BuildFunc builds a run's view as the run is now: after its events es,
+// given prev, the view before them (es and prev are nil and the zero V
+// when the group starts), so that what only the events change is carried
+// over rather than read again. es holds more than one event when several
 // arrived while the previous view was being built: one build then serves
 // them all, so a group never falls more than a build behind its run.
-type BuildFunc[V any] func(ctx context.Context, accountID, runID string, es []Entry) (V, error)
+type BuildFunc[V any] func(ctx context.Context, accountID, runID string, prev V, es []Entry) (V, error)
 
 // RunsOptions tune Runs. Zero values take the defaults.
 type RunsOptions struct {
@@ -212,7 +214,8 @@ func (g *runGroup[V]) run() {
 		Filter: Filter{Scopes: r.scopes, RunID: g.key.run, Names: r.names, Internal: r.opts.Internal}})
 	var first V
 	if err == nil {
-		first, err = g.buildRetrying(ctx, nil)
+		var none V
+		first, err = g.buildRetrying(ctx, none, nil)
 		if err != nil {
 			sub.Close()
 		}
@@ -253,7 +256,7 @@ func (g *runGroup[V]) run() {
 		v := g.last.View
 		g.mu.Unlock()
 		if slices.ContainsFunc(es, func(e Entry) bool { return !slices.Contains(r.opts.Internal, e.Event.Name) }) {
-			v, err = g.buildRetrying(ctx, es)
+			v, err = g.buildRetrying(ctx, v, es)
 			if err != nil {
 				g.end(err)
 				return
@@ -290,12 +293,12 @@ func (g *runGroup[V]) run() {
 // buildRetrying builds a view, retrying a failed build (storage away for a
 // moment) after 100 ms doubling to 1 s, for up to 10 s: members wait
 // rather than all reconnecting at once.
-func (g *runGroup[V]) buildRetrying(ctx context.Context, es []Entry) (V, error) {
+func (g *runGroup[V]) buildRetrying(ctx context.Context, prev V, es []Entry) (V, error) {
 	wait := errorMin
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		v, err := g.runs.build(bctx, g.key.account, g.key.run, es)
+		v, err := g.runs.build(bctx, g.key.account, g.key.run, prev, es)
 		cancel()
 		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
 			return v, err

@@ -20,7 +20,7 @@ type countingBuild struct {
 	fail   atomic.Bool
 }
 
-func (b *countingBuild) build(_ context.Context, accountID, runID string, es []stream.Entry) (string, error) {
+func (b *countingBuild) build(_ context.Context, accountID, runID, _ string, es []stream.Entry) (string, error) {
 	b.builds.Add(1)
 	if b.fail.Load() {
 		return "", errors.New("storage away")

@@ -139,7 +139,7 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 	assets := httpx.NewAssets(web, ".", Prefix+"/assets/")
 	page = i18nweb.Assets().Versioned(assets.Versioned(page))
 	runs := stream.NewRuns(hub, boardScopes, boardEvents,
-		func(ctx context.Context, accountID, runID string, _ []stream.Entry) (*runBoard, error) {
+		func(ctx context.Context, accountID, runID string, _ *runBoard, _ []stream.Entry) (*runBoard, error) {
 			b, err := svc.RunBoard(ctx, accountID, runID)
 			if err != nil {
 				return nil, err

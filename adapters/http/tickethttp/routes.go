@@ -199,7 +199,7 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 		return c.Send(b)
 	})
 	runs := stream.NewRuns(hub, streamScopes, runEvents,
-		func(ctx context.Context, accountID, runID string, es []stream.Entry) (*ticket.RunView, error) {
+		func(ctx context.Context, accountID, runID string, prev *ticket.RunView, es []stream.Entry) (*ticket.RunView, error) {
 			var turnIDs []string
 			for _, e := range es {
 				if turns.IsEvent(e.Event.Name) {
@@ -210,7 +210,7 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 					turnIDs = append(turnIDs, ref.TurnID)
 				}
 			}
-			return svc.BuildRun(ctx, accountID, runID, turnIDs)
+			return svc.BuildRun(ctx, accountID, runID, prev, turnIDs)
 		}, stream.RunsOptions{Logger: log})
 	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
 		return serveTicket(c, svc, runs, strings.Clone(c.Params("token")), opts)
@@ -248,11 +248,7 @@ func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.Ru
 		m.Close()
 		return svc.ExpiredError(own)
 	}
-	help, err := svc.LastHelp(ctx, l.TurnID)
-	if err != nil {
-		m.Close()
-		return err
-	}
+	help := first.View.LatestHelp(l.TurnID)
 	ft := svc.TicketOf(l, own, first.View, help)
 	firstTicket := &ft
 	expired := func(w *streamhttp.Writer) bool {
