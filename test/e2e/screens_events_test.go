@@ -207,3 +207,53 @@ func TestBoardFirstPaintFromTheRunsView(t *testing.T) {
 		t.Fatalf("the board's JSON read: %d, %d statements:\n  %s", page.Status, len(sent), strings.Join(sent, "\n  "))
 	}
 }
+
+// TestTicketReconnectReadsNothing: while a ticket page's run is followed
+// by this process, the page reconnecting (a storm, a phone waking) sends
+// no statement: its link is remembered, its turn and its latest help
+// request come from the run's view. The help request asked before the
+// group started and the one asked after both show on reconnect, as a
+// fresh read shows them.
+func TestTicketReconnectReadsNothing(t *testing.T) {
+	tr := &roundTrips{}
+	app := apptest.Postgres(t, apptest.WithDBTracer(tr.tracer()),
+		apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 100000 }))
+	q := newLiveQueue(t, app, "Reconnect", map[string]any{"help": map[string]any{"enabled": true, "quickReplies": []string{"On my way"}}})
+	asked, _ := takeTicketTurn(t, app, q.RunID, map[string]any{})
+	askedLink := newTicketLink(t, app, asked, nil)
+	app.Do(http.MethodPost, "/ticket/"+askedLink.Token+"/help", nil, nil).Must(http.StatusOK, nil)
+	later, _ := takeTicketTurn(t, app, q.RunID, map[string]any{})
+	laterLink := newTicketLink(t, app, later, nil)
+
+	keep := openSSE(t, app.BaseURL+"/ticket/"+laterLink.Token+"/events", nil) // the run's group lives while it is open
+	until(t, keep, "ticket", 5*time.Second)
+	app.Do(http.MethodPost, "/ticket/"+laterLink.Token+"/help", nil, nil).Must(http.StatusOK, nil)
+	until(t, keep, "ticket", 5*time.Second)
+	for _, token := range []string{askedLink.Token, laterLink.Token} {
+		c := openSSE(t, app.BaseURL+"/ticket/"+token+"/events", nil)
+		until(t, c, "ticket", 5*time.Second)
+		c.Close()
+	}
+	drain(keep, 300*time.Millisecond)
+
+	for _, token := range []string{askedLink.Token, laterLink.Token} {
+		var f sseFrame
+		var sent []string
+		for _, s := range tr.during(func() {
+			c := openSSE(t, app.BaseURL+"/ticket/"+token+"/events", nil)
+			f, _ = until(t, c, "ticket", 5*time.Second)
+			c.Close()
+		}) {
+			if !strings.Contains(s, "rate_limits") {
+				sent = append(sent, s)
+			}
+		}
+		if len(sent) != 0 {
+			t.Fatalf("a reconnect sent %d statements:\n  %s", len(sent), strings.Join(sent, "\n  "))
+		}
+		_, fresh := readTicket(t, app, token)
+		if fresh.Help == nil || fresh.Help.Request == nil || !strings.Contains(f.Data, `"status":"OPEN"`) {
+			t.Fatalf("the reconnected ticket's help: %s (a fresh read: %+v)", f.Data, fresh.Help)
+		}
+	}
+}

@@ -212,22 +212,24 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 			}
 			return svc.BuildRun(ctx, accountID, runID, prev, turnIDs)
 		}, stream.RunsOptions{Logger: log})
+	links := newLinkCache(svc.ResolveLink)
 	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
-		return serveTicket(c, svc, runs, strings.Clone(c.Params("token")), opts)
+		return serveTicket(c, svc, runs, links, strings.Clone(c.Params("token")), opts)
 	})
 }
 
 // serveTicket streams a link's ticket: the ticket when it connects, then
 // again after every event of its run, each drawn from the run's view that
 // stream.Runs built once for every ticket page of the run in this process
-// (no read of storage per page and event). The link is read once, when it
-// connects; its expiry is a time (its turn's finish plus ExpireAfter),
+// (no read of storage per page and event). The link is read when it
+// first connects (linkCache: a reconnect reads nothing while its run is
+// followed); its expiry is a time (its turn's finish plus ExpireAfter),
 // checked at every event without a read, and the stream's own timer (its
 // connection's read deadline, OpenLoop's Due) ends it at that time: no
 // poll.
-func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.RunView], value string, opts Options) error {
+func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.RunView], links *linkCache, value string, opts Options) error {
 	ctx := c.UserContext()
-	l, err := svc.ResolveLink(ctx, value)
+	l, err := links.resolve(ctx, value)
 	if err != nil {
 		return err
 	}
