@@ -105,18 +105,29 @@ func (s *Service) Resolve(ctx context.Context, value string) (Link, turns.View, 
 	if err != nil {
 		return Link{}, turns.View{}, fmt.Errorf("ticket: reading a link: %w", err)
 	}
-	t, err := s.turns.Get(ctx, l.AccountID, l.TurnID)
-	if platform.IsCode(err, platform.CodeNotFound) {
-		return Link{}, turns.View{}, invalid // the turn's run was deleted
-	}
+	t, err := s.TurnOf(ctx, l)
 	if err != nil {
-		return Link{}, turns.View{}, fmt.Errorf("ticket: reading the turn: %w", err)
-	}
-	if exp := ExpiresAt(t.FinishedAt, s.after); exp != nil && !s.clock.Now().Before(*exp) {
-		return Link{}, turns.View{}, platform.NewError(platform.KindNotFound, CodeTicketLinkExpired,
-			"this ticket has ended and its link has expired", map[string]any{"expiredAt": *exp})
+		return Link{}, turns.View{}, err
 	}
 	return l, t, nil
+}
+
+// TurnOf reads the turn of a link already resolved (ResolveLink), with
+// Resolve's errors: 404 INVALID_TICKET_LINK when the turn is gone, 404
+// TICKET_LINK_EXPIRED when its link has expired.
+func (s *Service) TurnOf(ctx context.Context, l Link) (turns.View, error) {
+	t, err := s.turns.Get(ctx, l.AccountID, l.TurnID)
+	if platform.IsCode(err, platform.CodeNotFound) {
+		return turns.View{}, invalidLink() // the turn's run was deleted
+	}
+	if err != nil {
+		return turns.View{}, fmt.Errorf("ticket: reading the turn: %w", err)
+	}
+	if exp := ExpiresAt(t.FinishedAt, s.after); exp != nil && !s.clock.Now().Before(*exp) {
+		return turns.View{}, platform.NewError(platform.KindNotFound, CodeTicketLinkExpired,
+			"this ticket has ended and its link has expired", map[string]any{"expiredAt": *exp})
+	}
+	return t, nil
 }
 
 // Ticket reads what the page shows now.

@@ -239,8 +239,9 @@ func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.Ru
 	}
 	own, ok := first.View.Waiting[l.TurnID]
 	if !ok {
-		// Not waiting: its own view (called, finished: maybe expired).
-		if _, own, err = svc.Resolve(ctx, value); err != nil {
+		// Not waiting: its own view (called, finished: maybe expired),
+		// the link being known.
+		if own, err = svc.TurnOf(ctx, l); err != nil {
 			m.Close()
 			return err
 		}
