@@ -185,7 +185,7 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 		return httpx.OK(c, b)
 	})
 	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
-		return serveBoard(c, svc, runs, strings.Clone(c.Params("token")), log, opts)
+		return serveBoard(c, svc, runs, strings.Clone(c.Params("token")), opts)
 	})
 }
 
@@ -240,7 +240,7 @@ func triggerOf(e *stream.Entry) *trigger {
 // connects: its revocation and its changes reach the board as an event of
 // its run (display.TokenChanged) from whichever process made them, so a
 // revoked board ends at once and an idle one reads nothing.
-func serveBoard(c *fiber.Ctx, svc *display.Service, runs *stream.Runs[*runBoard], value string, log *slog.Logger, opts Options) error {
+func serveBoard(c *fiber.Ctx, svc *display.Service, runs *stream.Runs[*runBoard], value string, opts Options) error {
 	ctx := c.UserContext()
 	t, err := svc.Resolve(ctx, value)
 	if err != nil {
