@@ -81,7 +81,7 @@ func TestEveryRetentionTaskIsContributed(t *testing.T) {
 // a literal: every literal group or name tag in the wiring must be one of
 // the extension points of package ports.
 func TestTagsNameExtensionPoints(t *testing.T) {
-	known := map[string]bool{ports.GroupJobs: true, ports.GroupMetrics: true, ports.GroupIntakeGuards: true, ports.GroupRetention: true,
+	known := map[string]bool{ports.GroupJobs: true, ports.GroupMetrics: true, ports.GroupIntakeGuards: true, ports.GroupTurnFollowers: true, ports.GroupRetention: true,
 		ports.NameHTTPMetrics: true}
 	tag := regexp.MustCompile("(?:group|name):\"([^\",`+]+)")
 	for _, dir := range []string{".", "../modules", "../adapters/http"} {

@@ -387,8 +387,12 @@ type CounterConsole struct {
 	Forward     []CounterConsoleForwardItem `json:"forward"`
 	GeneratedAt time.Time                   `json:"generatedAt"`
 	Held        []CounterRow                `json:"held"`
-	InService   []CounterRow                `json:"inService"`
-	Link        CounterConsoleLink          `json:"link"`
+	// HelpRequests: The run's customers asking for help on their ticket page
+	// (their OPEN requests, the one waiting longest first), until a clerk answers
+	// one.
+	HelpRequests []HelpRequest      `json:"helpRequests"`
+	InService    []CounterRow       `json:"inService"`
+	Link         CounterConsoleLink `json:"link"`
 	// People: The people the waiting turns bring.
 	People int                 `json:"people"`
 	Queue  CounterConsoleQueue `json:"queue"`
@@ -466,6 +470,12 @@ type CounterConsoleStationsItem struct {
 	ID     string  `json:"id"`
 	Label  string  `json:"label"`
 	TurnID *string `json:"turnId"`
+}
+
+// CounterHelpAnswered is a schema of the API.
+type CounterHelpAnswered struct {
+	Console     CounterConsole `json:"console"`
+	HelpRequest HelpRequest    `json:"helpRequest"`
 }
 
 // CounterLanguage: The console's language; absent or null follows the
@@ -738,6 +748,9 @@ type DisplayBoardWaiting struct {
 	// Next: The display codes of the first waiting turns, the next to be called
 	// first (a screen may show them as "next up").
 	Next []string `json:"next,omitempty"`
+	// NextOverSLA: The codes of next that have waited maxWaitMinutes or longer
+	// (empty without a target); a screen marks them.
+	NextOverSLA []string `json:"nextOverSla,omitempty"`
 	// OverSLA: How many of them have waited longer than the queue's
 	// sla.maxWaitMinutes; null when the queue has no such target.
 	OverSLA     Nullable[int]  `json:"overSla,omitzero"`
@@ -3406,6 +3419,17 @@ func (c *Client) DeleteWebhookEndpoint(ctx context.Context, webhookID string) (*
 	return &out, nil
 }
 
+// AnswerCounterHelpRequest: Answer a customer's help request from the console
+// (POST /counter/{token}/help-requests/{helpRequestId}/answer).
+func (c *Client) AnswerCounterHelpRequest(ctx context.Context, token string, helpRequestID string, body HelpAnswerInput) (*CounterHelpAnswered, error) {
+	r := request{op: "answerCounterHelpRequest", method: "POST", path: "/counter/" + url.PathEscape(token) + "/help-requests/" + url.PathEscape(helpRequestID) + "/answer", body: &body}
+	var out CounterHelpAnswered
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // PressCounterButton: Press a console button (POST /counter/{token}/press).
 func (c *Client) PressCounterButton(ctx context.Context, token string, body CounterPress) (*CounterPressed, error) {
 	r := request{op: "pressCounterButton", method: "POST", path: "/counter/" + url.PathEscape(token) + "/press", body: &body}
@@ -3543,6 +3567,7 @@ var operations = []Operation{
 	{ID: "adminListAPIKeys", Method: "GET", Path: "/admin/v1/accounts/{accountId}/api-keys", GoMethods: []string{"Admin.ListAPIKeys"}},
 	{ID: "adminRevokeAPIKey", Method: "POST", Path: "/admin/v1/api-keys/{keyId}/revoke", GoMethods: []string{"Admin.RevokeAPIKey"}},
 	{ID: "adminSetAccountPlan", Method: "PUT", Path: "/admin/v1/accounts/{accountId}/plan", GoMethods: []string{"Admin.SetAccountPlan"}},
+	{ID: "answerCounterHelpRequest", Method: "POST", Path: "/counter/{token}/help-requests/{helpRequestId}/answer", GoMethods: []string{"Client.AnswerCounterHelpRequest"}},
 	{ID: "answerHelpRequest", Method: "POST", Path: "/api/v1/help-requests/{helpRequestId}/answer", GoMethods: []string{"Client.AnswerHelpRequest"}},
 	{ID: "arriveByLocation", Method: "POST", Path: "/ticket/{token}/arrive", GoMethods: []string{"Client.ArriveByLocation"}},
 	{ID: "arriveTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/arrive", GoMethods: []string{"Client.ArriveTurn"}},

@@ -19,6 +19,11 @@ const (
 	// service asks each of them before it lets a turn into a line (the
 	// access-codes module contributes one).
 	GroupIntakeGuards = "turns.intakeGuards"
+	// GroupTurnFollowers collects turns.Follower values: records of other
+	// modules that stand in the line as a turn and change with it, inside
+	// the turn's unit of work (the appointments module contributes one).
+	// The turns service takes them when it is built.
+	GroupTurnFollowers = "turns.followers"
 	// GroupRetention collects RetentionTask values: each module's kind of
 	// record that grows without bound and how long it is kept; the
 	// retention job (modules/retention) prunes them all.

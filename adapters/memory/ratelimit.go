@@ -91,7 +91,7 @@ func (l *RateLimiter) pruneIdle(now int64) {
 }
 
 // prune forgets at most limit keys whose last request was before before
-// (retention, ports.Pruner.PruneRateLimits; before is minutes old, so
+// (the rate limiter's retention task, PruneRateLimits; before is minutes old, so
 // their windows are over).
 func (l *RateLimiter) prune(before time.Time, limit int) (n int) {
 	l.mu.Lock()

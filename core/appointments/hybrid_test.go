@@ -35,10 +35,9 @@ func newHybrid(t *testing.T) *hybrid {
 	qrepo := set.Queues
 	qs := queues.NewService(qrepo, ents, store, bus, clock)
 	js := testkit.NewJobs(store)
-	ts := turns.NewService(set.Turns, qrepo, store, bus, js, clock, nil)
 	as := appointments.NewService(set.Appointments, qrepo, store, bus, clock)
+	ts := turns.NewService(set.Turns, qrepo, store, bus, js, clock, nil, as)
 	as.UseLine(ts, js)
-	ts.Follow(as)
 	bus.Subscribe(ts)
 	bus.Subscribe(as)
 	e, err := ents.Create(ctx, account, entities.CreateInput{Name: platform.Ptr("Clinic")})

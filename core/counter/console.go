@@ -2,6 +2,7 @@ package counter
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -31,6 +32,10 @@ type Console struct {
 	// Finished are the turns that finished in the last 5 minutes, which
 	// reopen may bring back (only with dispatchFlow.allowReopen).
 	Finished []Row `json:"finished"`
+	// HelpRequests are the customers of the run asking for help (their
+	// open requests, the one waiting longest first): the desk lists them
+	// until a clerk answers one.
+	HelpRequests []HelpRequest `json:"helpRequests"`
 	// People is how many people the waiting turns bring (peopleCount).
 	People      int       `json:"people"`
 	GeneratedAt time.Time `json:"generatedAt"`
@@ -140,7 +145,7 @@ func (s *Service) Console(ctx context.Context, l Link) (Console, error) {
 			Capacity:  ConsoleCapacityRef{MaxTurns: q.Capacity.MaxTurns}},
 		Stations: []ConsoleStation{}, Forward: []ForwardTarget{},
 		Waiting: []Row{}, Held: []Row{}, Called: []Row{}, InService: []Row{}, Waitlisted: []Row{}, Finished: []Row{},
-		GeneratedAt: s.clock.Now(),
+		HelpRequests: []HelpRequest{}, GeneratedAt: s.clock.Now(),
 	}
 	if c.Queue.Questions == nil {
 		c.Queue.Questions = []queues.Question{}
@@ -167,6 +172,9 @@ func (s *Service) Console(ctx context.Context, l Link) (Console, error) {
 		return c, nil
 	}
 	c.Run = &ConsoleRun{ID: run.ID, Status: run.Status, IntakeOpen: run.IntakeOpen}
+	if c.HelpRequests, err = s.openHelp(ctx, l.AccountID, run.ID); err != nil {
+		return Console{}, fmt.Errorf("counter: reading the help requests: %w", err)
+	}
 	statuses := []turns.Status{turns.Waitlisted, turns.Waiting, turns.Held, turns.Called, turns.InService}
 	if c.Queue.Flow.AllowReopen {
 		statuses = append(statuses, turns.Completed, turns.NoShow, turns.Cancelled)

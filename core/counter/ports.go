@@ -71,3 +71,15 @@ type Links interface {
 	List(ctx context.Context, accountID string, page platform.PageRequest) (platform.Page[workflow.Link], error)
 	ForwardNow(ctx context.Context, accountID, turnID string, in workflow.ForwardInput) (workflow.Forward, error)
 }
+
+// Help is what the console needs of the ticket module's help requests,
+// each read and write scoped to the account.
+type Help interface {
+	// OpenHelp returns the run's OPEN help requests, oldest first.
+	OpenHelp(ctx context.Context, accountID, runID string) ([]HelpRequest, error)
+	// GetHelp returns a help request of the account.
+	GetHelp(ctx context.Context, accountID, id string) (HelpRequest, error)
+	// AnswerHelp answers a help request with reply, which must be one of
+	// its queue's help.quickReplies.
+	AnswerHelp(ctx context.Context, accountID, id string, reply *string) (HelpRequest, error)
+}

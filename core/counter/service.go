@@ -18,13 +18,14 @@ type Service struct {
 	queues Queues
 	turns  Turns
 	links  Links
+	help   Help
 	uow    platform.UnitOfWork
 	clock  platform.Clock
 }
 
 // NewService builds the service.
-func NewService(repo Repository, qs Queues, ts Turns, ls Links, uow platform.UnitOfWork, clock platform.Clock) *Service {
-	return &Service{repo: repo, queues: qs, turns: ts, links: ls, uow: uow, clock: clock}
+func NewService(repo Repository, qs Queues, ts Turns, ls Links, help Help, uow platform.UnitOfWork, clock platform.Clock) *Service {
+	return &Service{repo: repo, queues: qs, turns: ts, links: ls, help: help, uow: uow, clock: clock}
 }
 
 // Create makes a counter link for one of the account's queues. The value

@@ -176,6 +176,9 @@ type BoardWaiting struct {
 	OverSLA *int `json:"overSla"`
 	// MaxWaitMinutes is that target (null without one).
 	MaxWaitMinutes *int `json:"maxWaitMinutes"`
+	// NextOverSLA are the codes of Next that have waited that long (empty
+	// without a target): the board marks them beside the count.
+	NextOverSLA []string `json:"nextOverSla"`
 }
 
 // NextUp is how many waiting codes the board lists as next up.

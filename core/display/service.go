@@ -313,7 +313,7 @@ func (s *Service) RunBoard(ctx context.Context, accountID, runID string) (Board,
 		for i := range p.Items {
 			v := p.Items[i]
 			b.Waiting.Count++
-			if over != nil && !b.GeneratedAt.Before(v.CreatedAt.Add(maxWait)) {
+			if over != nil && overSLA(v, b.GeneratedAt, maxWait) {
 				*over++
 			}
 			if v.Position != nil {
@@ -338,9 +338,12 @@ func (s *Service) RunBoard(ctx context.Context, accountID, runID string) (Board,
 		b.Waiting.Count += n
 	}
 	sort.SliceStable(ahead, func(i, j int) bool { return *ahead[i].Position < *ahead[j].Position })
-	b.Waiting.Next = []string{}
+	b.Waiting.Next, b.Waiting.NextOverSLA = []string{}, []string{}
 	for _, v := range ahead[:min(len(ahead), NextUp)] {
 		b.Waiting.Next = append(b.Waiting.Next, v.DisplayCode)
+		if over != nil && overSLA(v, b.GeneratedAt, maxWait) {
+			b.Waiting.NextOverSLA = append(b.Waiting.NextOverSLA, v.DisplayCode)
+		}
 	}
 	if last != nil && last.WaitEstimate != nil {
 		m := last.WaitEstimate.Minutes
@@ -374,6 +377,12 @@ func (s *Service) RunBoard(ctx context.Context, accountID, runID string) (Board,
 		}
 	}
 	return b, nil
+}
+
+// overSLA reports whether a waiting turn has waited maxWait by now: the
+// rule of turn.sla_breached, which fires at that moment.
+func overSLA(v turns.View, now time.Time, maxWait time.Duration) bool {
+	return !now.Before(v.CreatedAt.Add(maxWait))
 }
 
 func columns(q queues.Queue) []Column {

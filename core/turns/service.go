@@ -23,7 +23,7 @@ type Service struct {
 	members []BodyMember
 	line    *lineCache
 	// followers keep records of other modules in step with the turns they
-	// follow (Follow).
+	// follow (NewService's followers).
 	followers []Follower
 	// watchers hear every change of every turn (Watch).
 	watchers []Watcher
@@ -59,15 +59,15 @@ func (s *Service) watch(ctx context.Context, w Watched) error {
 	return nil
 }
 
-// Follow adds a follower. Call it while wiring, before the service is used.
-func (s *Service) Follow(f Follower) { s.followers = append(s.followers, f) }
-
 // NewService builds the service. guards are the intake rules other modules
-// add (none is fine).
+// add, followers the records other modules keep in step with a turn (none
+// of either is fine). Both are dependencies, not setters: a service is
+// whole once built, and a reader finds who follows the turns where the
+// service is made (modules/turns, ports.GroupTurnFollowers).
 func NewService(repo Repository, qs Queues, uow platform.UnitOfWork, events platform.EventSink,
-	jobs platform.JobScheduler, clock platform.Clock, guards []IntakeGuard) *Service {
+	jobs platform.JobScheduler, clock platform.Clock, guards []IntakeGuard, followers ...Follower) *Service {
 	return &Service{repo: repo, queues: qs, uow: uow, events: events, jobs: jobs, clock: clock,
-		guards: guards, members: bodyMembers(guards), line: newLineCache()}
+		guards: guards, members: bodyMembers(guards), line: newLineCache(), followers: followers}
 }
 
 // maxCreateAttempts bounds the retries of a create that lost an

@@ -30,10 +30,12 @@ var Module = fx.Module("appointments",
 		func(r queues.Repository) core.Queues { return r },
 		fx.Annotate(joinLineJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 		fx.Annotate(joinDueJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
+		// The service follows the turns its checked-in appointments stand
+		// as: the turns service is built with it.
+		fx.Annotate(func(s *core.Service) turns.Follower { return s }, fx.ResultTags(ports.InGroup(ports.GroupTurnFollowers))),
 	),
 	fx.Invoke(func(s *core.Service, line *turns.Service, jobs platform.JobScheduler, bus *events.Bus) {
 		s.UseLine(line, jobs)
-		line.Follow(s)
 		// A reopened run takes in the appointments that were due to join
 		// it while it was closed.
 		bus.Subscribe(s)

@@ -4,6 +4,7 @@
 package counter
 
 import (
+	"context"
 	"log/slog"
 
 	"go.uber.org/fx"
@@ -16,6 +17,7 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/ticket"
 	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/core/workflow"
 	"github.com/qms-dev/qms/ports"
@@ -28,6 +30,42 @@ type links struct {
 	*workflow.Forwarder
 }
 
+// help is the ticket module's help requests as the console reads them.
+type help struct{ svc *ticket.Service }
+
+func (h help) OpenHelp(ctx context.Context, accountID, runID string) ([]core.HelpRequest, error) {
+	var out []core.HelpRequest
+	page := platform.PageRequest{Limit: platform.MaxPageLimit}
+	for {
+		p, err := h.svc.RunHelp(ctx, accountID, runID, ticket.HelpListFilter{Status: ticket.HelpOpen}, page)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range p.Items {
+			out = append(out, consoleHelp(r))
+		}
+		if p.Next == "" {
+			return out, nil
+		}
+		page.After = p.Next
+	}
+}
+
+func (h help) GetHelp(ctx context.Context, accountID, id string) (core.HelpRequest, error) {
+	r, err := h.svc.GetHelp(ctx, accountID, id)
+	return consoleHelp(r), err
+}
+
+func (h help) AnswerHelp(ctx context.Context, accountID, id string, reply *string) (core.HelpRequest, error) {
+	r, err := h.svc.AnswerHelp(ctx, accountID, id, ticket.AnswerInput{Reply: reply})
+	return consoleHelp(r), err
+}
+
+func consoleHelp(r ticket.HelpRequest) core.HelpRequest {
+	return core.HelpRequest{ID: r.ID, TurnID: r.TurnID, QueueID: r.QueueID, RunID: r.RunID, DisplayCode: r.DisplayCode, Status: r.Status,
+		Reply: r.Reply, RequestedAt: r.RequestedAt, AnsweredAt: r.AnsweredAt}
+}
+
 // Module provides the counter service and mounts its routes.
 var Module = fx.Module("counter",
 	fx.Provide(
@@ -35,6 +73,7 @@ var Module = fx.Module("counter",
 		func(s *queues.Service) core.Queues { return s },
 		func(s *turns.Service) core.Turns { return s },
 		func(s *workflow.Service, f *workflow.Forwarder) core.Links { return links{s, f} },
+		func(s *ticket.Service) core.Help { return help{s} },
 	),
 	fx.Invoke(func(srv *server.Server, svc *core.Service, hub *stream.Hub, lim ports.RateLimiter, cfg *config.Config,
 		clock platform.Clock, log *slog.Logger) {

@@ -41,20 +41,22 @@ func lineChangesRetention(cfg *config.Config, repo core.Repository) ports.Retent
 }
 
 // serviceParams are the turns service's dependencies; Guards are the
-// intake guards other modules contribute (ports.GroupIntakeGuards).
+// intake guards other modules contribute (ports.GroupIntakeGuards),
+// Followers the records that follow a turn (ports.GroupTurnFollowers).
 type serviceParams struct {
 	fx.In
-	Repo   core.Repository
-	Queues core.Queues
-	UoW    platform.UnitOfWork
-	Events platform.EventSink
-	Jobs   platform.JobScheduler
-	Clock  platform.Clock
-	Guards []core.IntakeGuard `group:"turns.intakeGuards"`
+	Repo      core.Repository
+	Queues    core.Queues
+	UoW       platform.UnitOfWork
+	Events    platform.EventSink
+	Jobs      platform.JobScheduler
+	Clock     platform.Clock
+	Guards    []core.IntakeGuard `group:"turns.intakeGuards"`
+	Followers []core.Follower    `group:"turns.followers"`
 }
 
 func newService(p serviceParams) *core.Service {
-	return core.NewService(p.Repo, p.Queues, p.UoW, p.Events, p.Jobs, p.Clock, p.Guards)
+	return core.NewService(p.Repo, p.Queues, p.UoW, p.Events, p.Jobs, p.Clock, p.Guards, p.Followers...)
 }
 
 // toleranceMaxAttempts: the job is idempotent and quick; a failure is the

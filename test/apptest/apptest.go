@@ -20,6 +20,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/bootstrap"
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/platform"
@@ -243,6 +244,33 @@ func (r *Response) ErrorCode() string {
 	}
 	_ = json.Unmarshal(r.Body, &e)
 	return e.Error.Code
+}
+
+// FieldErrors returns the failing fields of a VALIDATION_ERROR answer (nil
+// for any other), read by the SDK's accessor (client.Error.FieldErrors):
+// the end-to-end tests' one reader of details.fields on the wire.
+func (r *Response) FieldErrors() []client.FieldError {
+	var env struct {
+		Error struct {
+			Code    string         `json:"code"`
+			Details map[string]any `json:"details"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(r.Body, &env)
+	e := client.Error{Code: env.Error.Code, Details: env.Error.Details}
+	if e.Code != "VALIDATION_ERROR" {
+		return nil
+	}
+	return e.FieldErrors()
+}
+
+// FieldPaths are the paths of FieldErrors, in the answer's order.
+func (r *Response) FieldPaths() []string {
+	var out []string
+	for _, f := range r.FieldErrors() {
+		out = append(out, f.Path)
+	}
+	return out
 }
 
 // Do sends a request with a JSON body (a string or []byte is sent as is)

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -157,5 +158,114 @@ func TestPortsLiveInPortsGo(t *testing.T) {
 	}
 	if found == 0 {
 		t.Fatal("no port found under core/: the walk is broken")
+	}
+}
+
+// TestOneAssertionListPerBackend holds the compile-time checks that a
+// backend implements a port of qms (var _ turns.Repository = (*Turns)(nil))
+// to its package's assertions.go: what the backend is, read in one place.
+// Checks against a library's interfaces (pgx.Tx, driver.Valuer) stay
+// beside their types.
+func TestOneAssertionListPerBackend(t *testing.T) {
+	root := filepath.Join("..", "..")
+	for _, backend := range []string{"adapters/memory", "adapters/postgres"} {
+		fset := token.NewFileSet()
+		dir := filepath.Join(root, filepath.FromSlash(backend))
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := 0
+		for _, e := range entries {
+			name := e.Name()
+			if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			qms := map[string]bool{} // local names of the module's imports
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if !strings.HasPrefix(p, "github.com/qms-dev/qms/") {
+					continue
+				}
+				local := p[strings.LastIndex(p, "/")+1:]
+				if imp.Name != nil {
+					local = imp.Name.Name
+				}
+				qms[local] = true
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				vs, ok := n.(*ast.ValueSpec)
+				if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "_" {
+					return true
+				}
+				sel, ok := vs.Type.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if pkg, ok := sel.X.(*ast.Ident); !ok || !qms[pkg.Name] {
+					return true
+				}
+				if name != "assertions.go" {
+					t.Errorf("%s: the assertion of %s.%s belongs in %s/assertions.go", fset.Position(vs.Pos()), sel.X, sel.Sel.Name, backend)
+				} else {
+					listed++
+				}
+				return true
+			})
+		}
+		if listed == 0 {
+			t.Errorf("%s/assertions.go asserts no port: the walk is broken", backend)
+		}
+	}
+}
+
+// TestWiringIsCode holds the wiring to what go-to-definition can follow:
+// no provider made by reflection (reflect.MakeFunc) where the application
+// is put together, and the adapter sets written as keyed literals, one
+// port a line (adapters/adapterset).
+func TestWiringIsCode(t *testing.T) {
+	root := filepath.Join("..", "..")
+	sets := 0
+	for _, dir := range []string{"bootstrap", "modules", "adapters"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.SelectorExpr:
+					if x, ok := n.X.(*ast.Ident); ok && x.Name == "reflect" && n.Sel.Name == "MakeFunc" {
+						t.Errorf("%s: a provider made by reflect.MakeFunc: write it as code", fset.Position(n.Pos()))
+					}
+				case *ast.CompositeLit:
+					if id, ok := n.Type.(*ast.Ident); ok && id.Name == "Set" && f.Name.Name == "adapterset" && len(n.Elts) > 0 {
+						sets++
+						for _, e := range n.Elts {
+							if _, keyed := e.(*ast.KeyValueExpr); !keyed {
+								t.Errorf("%s: the adapter set is a positional literal: key each port", fset.Position(n.Pos()))
+								break
+							}
+						}
+					}
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sets < 2 {
+		t.Fatalf("found %d adapter-set literals, want one per backend: the walk is broken", sets)
 	}
 }

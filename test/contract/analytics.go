@@ -14,33 +14,24 @@ import (
 	"github.com/qms-dev/qms/core/workflow"
 )
 
-// AnalyticsHarness is a fresh analytics repository over the repositories
-// whose rows it aggregates.
-type AnalyticsHarness struct {
-	Repo         analytics.Repository
-	Owners       Owners
-	Workflow     workflow.ForwardRepository
-	Appointments appointments.Repository
-}
-
 // RunAnalytics runs the analytics.Repository contract: one day of known
 // turns, forwards and appointments in two queues, and every figure
 // checked, percentiles included.
-func RunAnalytics(t *testing.T, newHarness func(t *testing.T) AnalyticsHarness) {
+func RunAnalytics(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	day := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	at := func(h, m int) time.Time { return day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
 	ptr := func(t time.Time) *time.Time { return &t }
 	secs := func(f float64) *float64 { return &f }
 
-	h := newHarness(t)
-	o := h.Owners.Seed(t)
+	set := newSet(t)
+	o := OwnersOf(set).Seed(t)
 	q1, q2 := o.QueueID, o.QueueID2
 	runs := map[string]string{}
 	for _, q := range []string{q1, q2} {
 		run := queues.Run{ID: platform.NewID(platform.PrefixRun), AccountID: o.AccountID, QueueID: q, Status: queues.RunOpen,
 			IntakeOpen: true, OpenedAt: ptr(day), CreatedAt: day, UpdatedAt: day}
-		if err := h.Owners.Queues.CreateRun(ctx, run); err != nil {
+		if err := OwnersOf(set).Queues.CreateRun(ctx, run); err != nil {
 			t.Fatal(err)
 		}
 		runs[q] = run.ID
@@ -52,7 +43,7 @@ func RunAnalytics(t *testing.T, newHarness func(t *testing.T) AnalyticsHarness) 
 			Number: int(seq), DisplayCode: "x", Status: st, Priority: queues.PriorityNormal, Seq: seq, PeopleCount: 1,
 			FormResponse: map[string]string{}, RequestHash: "x", CalledAt: called, FinishedAt: finished,
 			ServiceSeconds: service, CreatedAt: created, UpdatedAt: created}
-		if err := h.Owners.Turns.Create(ctx, tu); err != nil {
+		if err := OwnersOf(set).Turns.Create(ctx, tu); err != nil {
 			t.Fatal(err)
 		}
 		return tu
@@ -77,7 +68,7 @@ func RunAnalytics(t *testing.T, newHarness func(t *testing.T) AnalyticsHarness) 
 		if status == workflow.ForwardDone {
 			f.ForwardedAt = &when
 		}
-		if _, err := h.Workflow.CreateForward(ctx, f); err != nil {
+		if _, err := set.Forwards.CreateForward(ctx, f); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,7 +78,7 @@ func RunAnalytics(t *testing.T, newHarness func(t *testing.T) AnalyticsHarness) 
 
 	slot := appointments.Slot{ID: platform.NewID(platform.PrefixSlot), AccountID: o.AccountID, QueueID: q2, RunID: runs[q2],
 		Date: "2026-03-01", Timezone: "UTC", Start: at(15, 0), End: at(15, 30), Capacity: 5, Remaining: 3, CreatedAt: at(-72, 0)}
-	if err := h.Appointments.InsertSlots(ctx, []appointments.Slot{slot}); err != nil {
+	if err := set.Appointments.InsertSlots(ctx, []appointments.Slot{slot}); err != nil {
 		t.Fatal(err)
 	}
 	appt := func(created time.Time, completed *time.Time) {
@@ -98,7 +89,7 @@ func RunAnalytics(t *testing.T, newHarness func(t *testing.T) AnalyticsHarness) 
 		if completed != nil {
 			a.Status = appointments.StatusCompleted
 		}
-		if err := h.Appointments.CreateAppointment(ctx, a); err != nil {
+		if err := set.Appointments.CreateAppointment(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,7 +108,7 @@ func RunAnalytics(t *testing.T, newHarness func(t *testing.T) AnalyticsHarness) 
 	}
 
 	t.Run("summary per queue and in total", func(t *testing.T) {
-		per, total, err := h.Repo.Summary(ctx, windows)
+		per, total, err := set.Analytics.Summary(ctx, windows)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +134,7 @@ func RunAnalytics(t *testing.T, newHarness func(t *testing.T) AnalyticsHarness) 
 
 	t.Run("a window without activity has zeros and nulls", func(t *testing.T) {
 		empty := []analytics.Window{{QueueID: q1, From: at(48, 0), To: at(72, 0)}}
-		per, total, err := h.Repo.Summary(ctx, empty)
+		per, total, err := set.Analytics.Summary(ctx, empty)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +147,7 @@ func RunAnalytics(t *testing.T, newHarness func(t *testing.T) AnalyticsHarness) 
 	})
 
 	t.Run("live", func(t *testing.T) {
-		live, today, err := h.Repo.Live(ctx, windows, at(12, 0))
+		live, today, err := set.Analytics.Live(ctx, windows, at(12, 0))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,20 +40,12 @@ var aptNow = time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC)
 // aptFromSet builds the stack on a ready adapter set.
 func aptFromSet(t testing.TB, set adapterset.Set, clock *platformtest.Clock) *aptStack {
 	t.Helper()
-	ev, ok := set.Events.(aptEventLog)
-	if !ok {
-		t.Fatalf("%T does not list events", set.Events)
-	}
-	return aptFinish(t, accounts.NewService(set.Accounts, set.UoW, clock), set.Entities, set.Queues, set.Appointments, ev, set.UoW, clock)
-}
-
-type aptEventLog interface {
-	events.Store
-	List(ctx context.Context, accountID, after string, limit int) ([]platform.Event, error)
+	return aptFinish(t, accounts.NewService(set.Accounts, set.UoW, clock), set.Entities, set.Queues, set.Appointments,
+		eventLog(t, set), set.UoW, clock)
 }
 
 func aptFinish(t testing.TB, accs *accounts.Service, ents entities.Repository, qrepo queues.Repository,
-	repo appointments.Repository, ev aptEventLog, uow platform.UnitOfWork, clock *platformtest.Clock) *aptStack {
+	repo appointments.Repository, ev EventLog, uow platform.UnitOfWork, clock *platformtest.Clock) *aptStack {
 	t.Helper()
 	ctx := context.Background()
 	bus := events.NewBus(ev)

@@ -8,17 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/adapters/adapterset"
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/platform"
 )
-
-// DisplayTokensHarness is one backend's display-token repository with the
-// builder of the runs tokens open.
-type DisplayTokensHarness struct {
-	Repo   display.Repository
-	UoW    platform.UnitOfWork
-	Owners Owners
-}
 
 // sameToken fails unless got is want field for field, instants compared as
 // instants: a field one backend keeps and the other drops (as LastSeenAt
@@ -36,31 +29,31 @@ func sameToken(t *testing.T, name string, got, want display.Token) {
 }
 
 // RunDisplayTokens runs the display.Repository contract.
-func RunDisplayTokens(t *testing.T, newHarness func(t *testing.T) DisplayTokensHarness) {
+func RunDisplayTokens(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	token := func(o Owned, runID, hash string) display.Token {
 		return display.Token{ID: platform.NewID("dtk"), AccountID: o.AccountID, QueueID: o.QueueID, RunID: runID,
 			Hash: hash, CreatedAt: now, Options: display.DefaultOptions()}
 	}
-	seed := func(t *testing.T) (DisplayTokensHarness, Owned, string) {
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
-		return h, o, h.Owners.Turn(t, o, o.QueueID).RunID
+	seed := func(t *testing.T) (adapterset.Set, Owned, string) {
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
+		return set, o, OwnersOf(set).Turn(t, o, o.QueueID).RunID
 	}
 
 	t.Run("round trip keeps every field", func(t *testing.T) {
 		t.Parallel()
-		h, o, run := seed(t)
+		set, o, run := seed(t)
 		tk := token(o, run, "hash-"+platform.NewID("h"))
 		tk.Label = platform.Ptr("Lobby")
 		tk.Options = display.Options{NextUp: 3, Speech: false, Language: platform.Ptr("pt")}
-		if err := h.Repo.Create(ctx, tk); err != nil {
+		if err := set.DisplayTokens.Create(ctx, tk); err != nil {
 			t.Fatal(err)
 		}
 		for name, get := range map[string]func() (display.Token, error){
-			"Get":       func() (display.Token, error) { return h.Repo.Get(ctx, tk.ID) },
-			"GetByHash": func() (display.Token, error) { return h.Repo.GetByHash(ctx, tk.Hash) },
+			"Get":       func() (display.Token, error) { return set.DisplayTokens.Get(ctx, tk.ID) },
+			"GetByHash": func() (display.Token, error) { return set.DisplayTokens.GetByHash(ctx, tk.Hash) },
 		} {
 			got, err := get()
 			if err != nil || got.ID != tk.ID || got.AccountID != o.AccountID || got.QueueID != o.QueueID || got.RunID != run ||
@@ -72,10 +65,10 @@ func RunDisplayTokens(t *testing.T, newHarness func(t *testing.T) DisplayTokensH
 		}
 		revoked := now.Add(time.Minute)
 		tk.RevokedAt, tk.Label = &revoked, nil
-		if err := h.Repo.Update(ctx, tk); err != nil {
+		if err := set.DisplayTokens.Update(ctx, tk); err != nil {
 			t.Fatal(err)
 		}
-		got, err := h.Repo.Get(ctx, tk.ID)
+		got, err := set.DisplayTokens.Get(ctx, tk.ID)
 		if err != nil || got.RevokedAt == nil || !got.RevokedAt.Equal(revoked) || got.Label != nil {
 			t.Fatalf("after update: %+v, %v", got, err)
 		}
@@ -83,18 +76,18 @@ func RunDisplayTokens(t *testing.T, newHarness func(t *testing.T) DisplayTokensH
 	})
 	t.Run("missing tokens are NOT_FOUND", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
-		if _, err := h.Repo.Get(ctx, "dtk_none"); !platform.IsCode(err, platform.CodeNotFound) {
+		set := newSet(t)
+		if _, err := set.DisplayTokens.Get(ctx, "dtk_none"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("Get: %v", err)
 		}
-		if _, err := h.Repo.GetByHash(ctx, "none"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.DisplayTokens.GetByHash(ctx, "none"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("GetByHash: %v", err)
 		}
 	})
 	t.Run("a run's tokens page by id and count the live ones", func(t *testing.T) {
 		t.Parallel()
-		h, o, run := seed(t)
-		other := h.Owners.Turn(t, o, o.QueueID2).RunID
+		set, o, run := seed(t)
+		other := OwnersOf(set).Turn(t, o, o.QueueID2).RunID
 		var ids []string
 		for i := range 5 {
 			tk := token(o, run, platform.NewID("h"))
@@ -102,34 +95,34 @@ func RunDisplayTokens(t *testing.T, newHarness func(t *testing.T) DisplayTokensH
 				at := now
 				tk.RevokedAt = &at
 			}
-			if err := h.Repo.Create(ctx, tk); err != nil {
+			if err := set.DisplayTokens.Create(ctx, tk); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, tk.ID)
 		}
-		if err := h.Repo.Create(ctx, token(o, other, platform.NewID("h"))); err != nil {
+		if err := set.DisplayTokens.Create(ctx, token(o, other, platform.NewID("h"))); err != nil {
 			t.Fatal(err)
 		}
 		sort.Strings(ids)
-		first, err := h.Repo.ListByRun(ctx, run, platform.PageRequest{Limit: 2})
+		first, err := set.DisplayTokens.ListByRun(ctx, run, platform.PageRequest{Limit: 2})
 		if err != nil || len(first) != 3 || first[0].ID != ids[0] || first[1].ID != ids[1] {
 			t.Fatalf("first page (limit 2 reads 3): %v, %v", first, err)
 		}
-		rest, err := h.Repo.ListByRun(ctx, run, platform.PageRequest{Limit: 10, After: ids[1]})
+		rest, err := set.DisplayTokens.ListByRun(ctx, run, platform.PageRequest{Limit: 10, After: ids[1]})
 		if err != nil || len(rest) != 3 || rest[0].ID != ids[2] || rest[2].ID != ids[4] {
 			t.Fatalf("after %s: %v, %v", ids[1], rest, err)
 		}
-		if n, err := h.Repo.CountLive(ctx, run); err != nil || n != 4 {
+		if n, err := set.DisplayTokens.CountLive(ctx, run); err != nil || n != 4 {
 			t.Fatalf("CountLive = %d, %v; want 4", n, err)
 		}
 	})
 	t.Run("a rolled-back create leaves nothing", func(t *testing.T) {
 		t.Parallel()
-		h, o, run := seed(t)
+		set, o, run := seed(t)
 		tk := token(o, run, platform.NewID("h"))
 		boom := errors.New("boom")
-		err := h.UoW.Do(ctx, func(ctx context.Context) error {
-			if err := h.Repo.Create(ctx, tk); err != nil {
+		err := set.UoW.Do(ctx, func(ctx context.Context) error {
+			if err := set.DisplayTokens.Create(ctx, tk); err != nil {
 				return err
 			}
 			return boom
@@ -137,7 +130,7 @@ func RunDisplayTokens(t *testing.T, newHarness func(t *testing.T) DisplayTokensH
 		if !errors.Is(err, boom) {
 			t.Fatal(err)
 		}
-		if _, err := h.Repo.Get(ctx, tk.ID); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.DisplayTokens.Get(ctx, tk.ID); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("after rollback: %v", err)
 		}
 	})

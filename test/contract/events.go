@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
@@ -22,56 +21,36 @@ type EventLog interface {
 	List(ctx context.Context, accountID, after string, limit int) ([]platform.Event, error)
 }
 
-// EventLogHarness is one backend's event log and the readers over it;
-// Account exists in its storage.
-type EventLogHarness struct {
-	UoW     platform.UnitOfWork
-	Log     EventLog
-	Stream  stream.Log
-	Calls   display.Calls
-	Account string
-	// Subscribers are the adapters that keep their own copy of the log
-	// from the bus (the memory stream log).
-	Subscribers []events.Subscriber
-}
-
-func (h EventLogHarness) bus() *events.Bus {
-	b := events.NewBus(h.Log)
-	for _, s := range h.Subscribers {
-		b.Subscribe(s)
-	}
-	return b
-}
-
 // RunEventLog checks that every reader of the log sees the bytes the core
 // marshalled when it raised the event, in memory and PostgreSQL mode
 // alike, so a subscriber decodes the same payload whichever backend runs.
-func RunEventLog(t *testing.T, newHarness func(t *testing.T) EventLogHarness) {
+func RunEventLog(t *testing.T, newSet NewSet) {
 	t.Run("readers see the emitted bytes", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
+		set := newSet(t)
+		account := NewAccount(t, set)
 		ctx := context.Background()
 		station := "sta_1"
-		e, err := platform.NewEvent(h.Account, turns.TurnCalled{CallCount: 2, TurnFields: turns.TurnFields{DisplayCode: "A001",
+		e, err := platform.NewEvent(account, turns.TurnCalled{CallCount: 2, TurnFields: turns.TurnFields{DisplayCode: "A001",
 			Number: 1, Priority: "NORMAL", QueueID: "que_1", QueueRunID: "run_1", StationID: &station, Status: "CALLED", TurnID: "turn_1"}},
 			time.Now().UTC().Truncate(time.Microsecond))
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.QueueID, e.RunID = "que_1", "run_1"
-		bus := h.bus()
-		if err := h.UoW.Do(ctx, func(ctx context.Context) error { return bus.Emit(ctx, e) }); err != nil {
+		bus := Subscribe(set)
+		if err := set.UoW.Do(ctx, func(ctx context.Context) error { return bus.Emit(ctx, e) }); err != nil {
 			t.Fatal(err)
 		}
-		listed, err := h.Log.List(ctx, h.Account, "", 0)
+		listed, err := eventLog(t, set).List(ctx, account, "", 0)
 		if err != nil || len(listed) != 1 {
 			t.Fatalf("list: %d events, %v", len(listed), err)
 		}
-		entries, _, err := h.Stream.Read(ctx, h.Account, stream.Position{}, 10)
+		entries, _, err := set.StreamLog.Read(ctx, account, stream.Position{}, 10)
 		if err != nil || len(entries) != 1 {
 			t.Fatalf("stream: %d entries, %v", len(entries), err)
 		}
-		calls, err := h.Calls.RecentCalls(ctx, h.Account, "run_1", 10)
+		calls, err := set.Calls.RecentCalls(ctx, account, "run_1", 10)
 		if err != nil || len(calls) != 1 {
 			t.Fatalf("recent calls: %d events, %v", len(calls), err)
 		}
@@ -90,63 +69,58 @@ func RunEventLog(t *testing.T, newHarness func(t *testing.T) EventLogHarness) {
 	})
 	t.Run("an event without data has the empty object", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
+		set := newSet(t)
+		account := NewAccount(t, set)
 		ctx := context.Background()
-		bus := h.bus()
-		err := h.UoW.Do(ctx, func(ctx context.Context) error {
-			return bus.Emit(ctx, platform.Event{AccountID: h.Account, Name: platform.EventName[queues.QueueClosed](), OccurredAt: time.Now()})
+		bus := Subscribe(set)
+		err := set.UoW.Do(ctx, func(ctx context.Context) error {
+			return bus.Emit(ctx, platform.Event{AccountID: account, Name: platform.EventName[queues.QueueClosed](), OccurredAt: time.Now()})
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		listed, err := h.Log.List(ctx, h.Account, "", 0)
+		listed, err := eventLog(t, set).List(ctx, account, "", 0)
 		if err != nil || len(listed) != 1 || string(listed[0].Data) != "{}" {
 			t.Fatalf("list: %+v, %v", listed, err)
 		}
 	})
 	t.Run("a rolled-back event is in no reader", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
+		set := newSet(t)
+		account := NewAccount(t, set)
 		ctx := context.Background()
-		bus := h.bus()
-		_ = h.UoW.Do(ctx, func(ctx context.Context) error {
-			if err := bus.Emit(ctx, platform.Event{AccountID: h.Account, Name: platform.EventName[queues.QueueClosed](), RunID: "run_1", OccurredAt: time.Now()}); err != nil {
+		bus := Subscribe(set)
+		_ = set.UoW.Do(ctx, func(ctx context.Context) error {
+			if err := bus.Emit(ctx, platform.Event{AccountID: account, Name: platform.EventName[queues.QueueClosed](), RunID: "run_1", OccurredAt: time.Now()}); err != nil {
 				return err
 			}
 			return context.Canceled
 		})
-		listed, err := h.Log.List(ctx, h.Account, "", 0)
+		listed, err := eventLog(t, set).List(ctx, account, "", 0)
 		if err != nil || len(listed) != 0 {
 			t.Fatalf("list after rollback: %+v, %v", listed, err)
 		}
-		entries, _, err := h.Stream.Read(ctx, h.Account, stream.Position{}, 10)
+		entries, _, err := set.StreamLog.Read(ctx, account, stream.Position{}, 10)
 		if err != nil || len(entries) != 0 {
 			t.Fatalf("stream after rollback: %+v, %v", entries, err)
 		}
 	})
 }
 
-// StreamNotifierHarness is one backend's stream notifier with a bus over
-// the log it watches.
-type StreamNotifierHarness struct {
-	UoW      platform.UnitOfWork
-	Bus      *events.Bus
-	Notifier stream.Notifier
-	Account  string
-}
-
 // RunStreamNotifier checks the stream.Notifier contract: once running, a
 // committed event of an account wakes that account (spurious wakes are
 // allowed, so a rollback is not checked).
-func RunStreamNotifier(t *testing.T, newHarness func(t *testing.T) StreamNotifierHarness) {
+func RunStreamNotifier(t *testing.T, newSet NewSet) {
 	t.Run("a committed event wakes its account", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
+		set := newSet(t)
+		account := NewAccount(t, set)
+		bus := Subscribe(set)
 		ctx, cancel := context.WithCancel(context.Background())
 		woken := make(chan string, 64)
 		done := make(chan error, 1)
 		go func() {
-			done <- h.Notifier.Run(ctx, func(account string) {
+			done <- set.StreamNotifier.Run(ctx, func(account string) {
 				select {
 				case woken <- account:
 				default:
@@ -164,8 +138,8 @@ func RunStreamNotifier(t *testing.T, newHarness func(t *testing.T) StreamNotifie
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			err := h.UoW.Do(context.Background(), func(ctx context.Context) error {
-				return h.Bus.Emit(ctx, platform.Event{AccountID: h.Account, Name: platform.EventName[queues.QueueClosed](), OccurredAt: time.Now()})
+			err := set.UoW.Do(context.Background(), func(ctx context.Context) error {
+				return bus.Emit(ctx, platform.Event{AccountID: account, Name: platform.EventName[queues.QueueClosed](), OccurredAt: time.Now()})
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -173,7 +147,7 @@ func RunStreamNotifier(t *testing.T, newHarness func(t *testing.T) StreamNotifie
 			for waiting := true; waiting; {
 				select {
 				case a := <-woken:
-					if a == h.Account {
+					if a == account {
 						return
 					}
 				case <-tick.C:
@@ -189,40 +163,41 @@ func RunStreamNotifier(t *testing.T, newHarness func(t *testing.T) StreamNotifie
 // RunStreamLogPositions checks Head and Locate of the stream log: an
 // event emitted after Head is read after it, and Locate finds an event of
 // the account and nothing else.
-func RunStreamLogPositions(t *testing.T, newHarness func(t *testing.T) EventLogHarness) {
+func RunStreamLogPositions(t *testing.T, newSet NewSet) {
 	t.Run("head, read and locate", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
+		set := newSet(t)
+		account := NewAccount(t, set)
 		ctx := context.Background()
-		bus := h.bus()
+		bus := Subscribe(set)
 		emit := func() platform.Event {
-			e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: h.Account, Name: platform.EventName[queues.QueueClosed](),
+			e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: account, Name: platform.EventName[queues.QueueClosed](),
 				OccurredAt: time.Now().UTC().Truncate(time.Microsecond)}
-			if err := h.UoW.Do(ctx, func(ctx context.Context) error { return bus.Emit(ctx, e) }); err != nil {
+			if err := set.UoW.Do(ctx, func(ctx context.Context) error { return bus.Emit(ctx, e) }); err != nil {
 				t.Fatal(err)
 			}
 			return e
 		}
 		before := emit()
-		head, err := h.Stream.Head(ctx, h.Account)
+		head, err := set.StreamLog.Head(ctx, account)
 		if err != nil {
 			t.Fatal(err)
 		}
 		after := emit()
-		entries, _, err := h.Stream.Read(ctx, h.Account, head, 10)
+		entries, _, err := set.StreamLog.Read(ctx, account, head, 10)
 		if err != nil || len(entries) != 1 || entries[0].Event.ID != after.ID {
 			t.Fatalf("read after head: %+v, %v", entries, err)
 		}
-		pos, at, ok, err := h.Stream.Locate(ctx, h.Account, before.ID)
+		pos, at, ok, err := set.StreamLog.Locate(ctx, account, before.ID)
 		if err != nil || !ok || !at.Equal(before.OccurredAt) {
 			t.Fatalf("locate %s: %v %v %v", before.ID, at, ok, err)
 		}
-		entries, _, err = h.Stream.Read(ctx, h.Account, pos, 10)
+		entries, _, err = set.StreamLog.Read(ctx, account, pos, 10)
 		if err != nil || len(entries) != 1 || entries[0].Event.ID != after.ID {
 			t.Fatalf("read after the located event: %+v, %v", entries, err)
 		}
-		for _, c := range []struct{ account, id string }{{h.Account, "evt_unknown"}, {"acc_other", before.ID}} {
-			if _, _, ok, err := h.Stream.Locate(ctx, c.account, c.id); err != nil || ok {
+		for _, c := range []struct{ account, id string }{{account, "evt_unknown"}, {"acc_other", before.ID}} {
+			if _, _, ok, err := set.StreamLog.Locate(ctx, c.account, c.id); err != nil || ok {
 				t.Fatalf("locate %s of %s: ok %v, %v", c.id, c.account, ok, err)
 			}
 		}

@@ -10,16 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/adapters/adapterset"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/ports"
 )
-
-// JobRunnerHarness is a fresh job runner, nothing registered, and the unit
-// of work whose transactions its Schedule joins.
-type JobRunnerHarness struct {
-	Runner ports.JobRunner
-	UoW    platform.UnitOfWork
-}
 
 // Time limits of the suite. River picks up a job within about a second; a
 // retry or a near RunAt takes one fetch poll more.
@@ -102,42 +96,42 @@ func decode(job ports.JobContext) map[string]any {
 	return m
 }
 
-// setupRunner registers the recorder under kind on a new harness and
+// setupRunner registers the recorder under kind on a new set's job runner and
 // returns it, stopped when the test ends.
-func setupRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness, kind ports.JobKind, rec *recorder) JobRunnerHarness {
+func setupRunner(t *testing.T, newSet NewSet, kind ports.JobKind, rec *recorder) adapterset.Set {
 	t.Helper()
-	h := newHarness(t)
+	set := newSet(t)
 	kind.Handler = rec.handle
-	h.Runner.Register(kind)
+	set.JobRunner.Register(kind)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := h.Runner.Stop(ctx); err != nil {
+		if err := set.JobRunner.Stop(ctx); err != nil {
 			t.Errorf("Stop: %v", err)
 		}
 	})
-	return h
+	return set
 }
 
-func startRunner(t *testing.T, ctx context.Context, h JobRunnerHarness) {
+func startRunner(t *testing.T, ctx context.Context, set adapterset.Set) {
 	t.Helper()
-	if err := h.Runner.Start(ctx); err != nil {
+	if err := set.JobRunner.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func scheduleJob(t *testing.T, ctx context.Context, h JobRunnerHarness, job platform.Job) {
+func scheduleJob(t *testing.T, ctx context.Context, set adapterset.Set, job platform.Job) {
 	t.Helper()
-	if err := h.Runner.Schedule(ctx, job); err != nil {
+	if err := set.JobRunner.Schedule(ctx, job); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // RunJobRunner checks the ports.JobRunner contract.
-func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) {
-	runJobRunner1(t, newHarness)
-	runJobRunner2(t, newHarness)
-	runJobRunner3(t, newHarness)
+func RunJobRunner(t *testing.T, newSet NewSet) {
+	runJobRunner1(t, newSet)
+	runJobRunner2(t, newSet)
+	runJobRunner3(t, newSet)
 }
 
 // runJobRunner1 is part 1 of RunJobRunner: a job runs with its args; a
@@ -145,15 +139,15 @@ func RunJobRunner(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) 
 // unregistered kind is refused; a job scheduled in a unit of work runs once
 // it commits; a job scheduled in a rolled-back unit of work never runs; a
 // failed job retries with its attempt number.
-func runJobRunner1(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) {
+func runJobRunner1(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	errFail := errors.New("use case failed")
 	t.Run("a job runs with its args", func(t *testing.T) {
 		t.Parallel()
 		rec := newRecorder(nil)
-		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_echo", MaxAttempts: 3}, rec)
-		startRunner(t, ctx, h)
-		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_echo", Args: map[string]any{"n": 1, "s": "x"}})
+		set := setupRunner(t, newSet, ports.JobKind{Name: "contract_echo", MaxAttempts: 3}, rec)
+		startRunner(t, ctx, set)
+		scheduleJob(t, ctx, set, platform.Job{Kind: "contract_echo", Args: map[string]any{"n": 1, "s": "x"}})
 		job := rec.next(t).job
 		if job.ID == "" || job.Kind != "contract_echo" || job.Attempt != 1 || job.MaxAttempts != 3 {
 			t.Fatalf("job = %+v", job)
@@ -176,8 +170,8 @@ func runJobRunner1(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 			time.Sleep(every * 2) // longer than a period: the next must wait
 			return nil
 		})
-		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_periodic", Every: every}, rec)
-		startRunner(t, ctx, h)
+		set := setupRunner(t, newSet, ports.JobKind{Name: "contract_periodic", Every: every}, rec)
+		startRunner(t, ctx, set)
 		first := rec.next(t)
 		second := rec.next(t)
 		if gap := second.at.Sub(first.at); gap < every {
@@ -193,8 +187,8 @@ func runJobRunner1(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 
 	t.Run("an unregistered kind is refused", func(t *testing.T) {
 		t.Parallel()
-		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_known"}, newRecorder(nil))
-		if err := h.Runner.Schedule(ctx, platform.Job{Kind: "contract_unknown"}); err == nil {
+		set := setupRunner(t, newSet, ports.JobKind{Name: "contract_known"}, newRecorder(nil))
+		if err := set.JobRunner.Schedule(ctx, platform.Job{Kind: "contract_unknown"}); err == nil {
 			t.Fatal("Schedule accepted an unregistered kind")
 		}
 	})
@@ -207,10 +201,10 @@ func runJobRunner1(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 			sawCommitted.Store(committed.Load())
 			return nil
 		})
-		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_commit"}, rec)
-		startRunner(t, ctx, h)
-		err := h.UoW.Do(ctx, func(ctx context.Context) error {
-			scheduleJob(t, ctx, h, platform.Job{Kind: "contract_commit", Args: map[string]any{}})
+		set := setupRunner(t, newSet, ports.JobKind{Name: "contract_commit"}, rec)
+		startRunner(t, ctx, set)
+		err := set.UoW.Do(ctx, func(ctx context.Context) error {
+			scheduleJob(t, ctx, set, platform.Job{Kind: "contract_commit", Args: map[string]any{}})
 			// Give a runner that wrongly starts jobs before the commit the
 			// time to do it.
 			time.Sleep(300 * time.Millisecond)
@@ -230,17 +224,17 @@ func runJobRunner1(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 	t.Run("a job scheduled in a rolled-back unit of work never runs", func(t *testing.T) {
 		t.Parallel()
 		rec := newRecorder(nil)
-		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_rollback"}, rec)
-		startRunner(t, ctx, h)
-		err := h.UoW.Do(ctx, func(ctx context.Context) error {
-			scheduleJob(t, ctx, h, platform.Job{Kind: "contract_rollback", Args: map[string]any{"which": "rolled back"}})
+		set := setupRunner(t, newSet, ports.JobKind{Name: "contract_rollback"}, rec)
+		startRunner(t, ctx, set)
+		err := set.UoW.Do(ctx, func(ctx context.Context) error {
+			scheduleJob(t, ctx, set, platform.Job{Kind: "contract_rollback", Args: map[string]any{"which": "rolled back"}})
 			return errFail
 		})
 		if !errors.Is(err, errFail) {
 			t.Fatalf("Do = %v", err)
 		}
 		// A committed job after it proves the runner is working.
-		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_rollback", Args: map[string]any{"which": "sentinel"}})
+		scheduleJob(t, ctx, set, platform.Job{Kind: "contract_rollback", Args: map[string]any{"which": "sentinel"}})
 		if p := payload(t, rec.next(t).job); p["which"] != "sentinel" {
 			t.Fatalf("ran %v, want the sentinel", p)
 		}
@@ -255,9 +249,9 @@ func runJobRunner1(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 			}
 			return nil
 		})
-		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_retry", MaxAttempts: 5, Backoff: fastRetry}, rec)
-		startRunner(t, ctx, h)
-		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_retry", Args: map[string]any{}})
+		set := setupRunner(t, newSet, ports.JobKind{Name: "contract_retry", MaxAttempts: 5, Backoff: fastRetry}, rec)
+		startRunner(t, ctx, set)
+		scheduleJob(t, ctx, set, platform.Job{Kind: "contract_retry", Args: map[string]any{}})
 		var attempts []int
 		var ids []string
 		for range 3 {
@@ -278,7 +272,7 @@ func runJobRunner1(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 // runJobRunner2 is part 2 of RunJobRunner: a failing job stops after
 // MaxAttempts; a job waits for its RunAt; a UniqueKey keeps one pending job
 // per kind; Stop lets a running job finish.
-func runJobRunner2(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) {
+func runJobRunner2(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	errFail := errors.New("use case failed")
 	_ = errFail
@@ -290,10 +284,10 @@ func runJobRunner2(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 			}
 			return errors.New("always fails")
 		})
-		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_exhaust", MaxAttempts: 3, Backoff: fastRetry}, rec)
-		startRunner(t, ctx, h)
-		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_exhaust", Args: map[string]any{"job": "kind default"}})
-		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_exhaust", Args: map[string]any{"job": "override", "panic": true}, MaxAttempts: 2})
+		set := setupRunner(t, newSet, ports.JobKind{Name: "contract_exhaust", MaxAttempts: 3, Backoff: fastRetry}, rec)
+		startRunner(t, ctx, set)
+		scheduleJob(t, ctx, set, platform.Job{Kind: "contract_exhaust", Args: map[string]any{"job": "kind default"}})
+		scheduleJob(t, ctx, set, platform.Job{Kind: "contract_exhaust", Args: map[string]any{"job": "override", "panic": true}, MaxAttempts: 2})
 		attempts := map[string][]int{}
 		for range 5 {
 			job := rec.next(t).job
@@ -309,10 +303,10 @@ func runJobRunner2(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 	t.Run("a job waits for its RunAt", func(t *testing.T) {
 		t.Parallel()
 		rec := newRecorder(nil)
-		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_later"}, rec)
-		startRunner(t, ctx, h)
+		set := setupRunner(t, newSet, ports.JobKind{Name: "contract_later"}, rec)
+		startRunner(t, ctx, set)
 		runAt := time.Now().Add(1500 * time.Millisecond)
-		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_later", Args: map[string]any{}, RunAt: runAt})
+		scheduleJob(t, ctx, set, platform.Job{Kind: "contract_later", Args: map[string]any{}, RunAt: runAt})
 		at := rec.next(t).at
 		// A few milliseconds of slack for clocks read by different
 		// processes (River compares with the database's now()).
@@ -336,12 +330,12 @@ func runJobRunner2(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 			}
 			return nil
 		})
-		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_unique"}, rec)
+		set := setupRunner(t, newSet, ports.JobKind{Name: "contract_unique"}, rec)
 		// Before Start: jobs wait, and duplicates are dropped.
 		for _, key := range []string{"k1", "k1", "k2"} {
-			scheduleJob(t, ctx, h, platform.Job{Kind: "contract_unique", Args: map[string]any{"key": key}, UniqueKey: key})
+			scheduleJob(t, ctx, set, platform.Job{Kind: "contract_unique", Args: map[string]any{"key": key}, UniqueKey: key})
 		}
-		startRunner(t, ctx, h)
+		startRunner(t, ctx, set)
 		var keys []string
 		for range 2 {
 			keys = append(keys, payload(t, rec.next(t).job)["key"].(string))
@@ -354,9 +348,9 @@ func runJobRunner2(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 
 		// While running: still a duplicate.
 		k3 := platform.Job{Kind: "contract_unique", Args: map[string]any{"key": "k3", "block": true}, UniqueKey: "k3"}
-		scheduleJob(t, ctx, h, k3)
+		scheduleJob(t, ctx, set, k3)
 		rec.next(t)
-		scheduleJob(t, ctx, h, k3)
+		scheduleJob(t, ctx, set, k3)
 		close(release)
 		rec.none(t)
 
@@ -366,7 +360,7 @@ func runJobRunner2(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 		// try waits long enough for an accepted job to start.
 		deadline := time.Now().Add(jobWait)
 		for {
-			scheduleJob(t, ctx, h, k3)
+			scheduleJob(t, ctx, set, k3)
 			select {
 			case <-rec.ch:
 			case <-time.After(time.Second):
@@ -392,13 +386,13 @@ func runJobRunner2(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 				return ctx.Err()
 			}
 		})
-		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_drain"}, rec)
-		startRunner(t, ctx, h)
-		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_drain", Args: map[string]any{}})
+		set := setupRunner(t, newSet, ports.JobKind{Name: "contract_drain"}, rec)
+		startRunner(t, ctx, set)
+		scheduleJob(t, ctx, set, platform.Job{Kind: "contract_drain", Args: map[string]any{}})
 		rec.next(t)
 		stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		if err := h.Runner.Stop(stopCtx); err != nil {
+		if err := set.JobRunner.Stop(stopCtx); err != nil {
 			t.Fatal(err)
 		}
 		if !finished.Load() {
@@ -409,7 +403,7 @@ func runJobRunner2(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 
 // runJobRunner3 is part 3 of RunJobRunner: Stop cancels a job still running
 // at its deadline; an attempt is bounded by the kind's Timeout.
-func runJobRunner3(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness) {
+func runJobRunner3(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	errFail := errors.New("use case failed")
 	_ = errFail
@@ -421,14 +415,14 @@ func runJobRunner3(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 			cancelled.Store(true)
 			return ctx.Err()
 		})
-		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_cancel", Timeout: time.Minute}, rec)
-		startRunner(t, ctx, h)
-		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_cancel", Args: map[string]any{}})
+		set := setupRunner(t, newSet, ports.JobKind{Name: "contract_cancel", Timeout: time.Minute}, rec)
+		startRunner(t, ctx, set)
+		scheduleJob(t, ctx, set, platform.Job{Kind: "contract_cancel", Args: map[string]any{}})
 		rec.next(t)
 		stopCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		began := time.Now()
-		_ = h.Runner.Stop(stopCtx) // an error is allowed: the deadline passed
+		_ = set.JobRunner.Stop(stopCtx) // an error is allowed: the deadline passed
 		if took := time.Since(began); took > 3*time.Second {
 			t.Fatalf("Stop took %s with a 2s deadline", took)
 		}
@@ -445,9 +439,9 @@ func runJobRunner3(t *testing.T, newHarness func(t *testing.T) JobRunnerHarness)
 			errs <- ctx.Err()
 			return ctx.Err()
 		})
-		h := setupRunner(t, newHarness, ports.JobKind{Name: "contract_timeout", Timeout: 200 * time.Millisecond, MaxAttempts: 1}, rec)
-		startRunner(t, ctx, h)
-		scheduleJob(t, ctx, h, platform.Job{Kind: "contract_timeout", Args: map[string]any{}})
+		set := setupRunner(t, newSet, ports.JobKind{Name: "contract_timeout", Timeout: 200 * time.Millisecond, MaxAttempts: 1}, rec)
+		startRunner(t, ctx, set)
+		scheduleJob(t, ctx, set, platform.Job{Kind: "contract_timeout", Args: map[string]any{}})
 		began := rec.next(t).at
 		select {
 		case err := <-errs:

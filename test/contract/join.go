@@ -10,14 +10,6 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 )
 
-// JoinLinksHarness is a fresh join link repository, the unit of work it
-// joins, and the owners its links reference (a queue).
-type JoinLinksHarness struct {
-	Repo   join.Repository
-	UoW    platform.UnitOfWork
-	Owners Owners
-}
-
 // sameJoinLink fails unless got is want field for field, instants
 // compared as instants.
 func sameJoinLink(t *testing.T, name string, got, want join.Link) {
@@ -34,7 +26,7 @@ func sameJoinLink(t *testing.T, name string, got, want join.Link) {
 }
 
 // RunJoinLinks runs the join.Repository contract.
-func RunJoinLinks(t *testing.T, newHarness func(t *testing.T) JoinLinksHarness) {
+func RunJoinLinks(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	link := func(o Owned, queueID string) join.Link {
@@ -44,35 +36,35 @@ func RunJoinLinks(t *testing.T, newHarness func(t *testing.T) JoinLinksHarness) 
 
 	t.Run("round trip keeps every field, found by id and by hash only", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
 		l := link(o, o.QueueID)
 		l.Label, l.Language, l.Kiosk, l.PhoneRegion = platform.Ptr("Door"), platform.Ptr("es"), true, platform.Ptr("ES")
-		if err := h.Repo.Create(ctx, l); err != nil {
+		if err := set.JoinLinks.Create(ctx, l); err != nil {
 			t.Fatal(err)
 		}
-		byID, err := h.Repo.Get(ctx, l.ID)
+		byID, err := set.JoinLinks.Get(ctx, l.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sameJoinLink(t, "Get", byID, l)
-		byHash, err := h.Repo.GetByHash(ctx, l.Hash)
+		byHash, err := set.JoinLinks.GetByHash(ctx, l.Hash)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sameJoinLink(t, "GetByHash", byHash, l)
-		if _, err := h.Repo.GetByHash(ctx, join.Hash("qmsj_other")); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.JoinLinks.GetByHash(ctx, join.Hash("qmsj_other")); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("an unknown hash: want NOT_FOUND, got %v", err)
 		}
-		if _, err := h.Repo.Get(ctx, "jnl_none"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.JoinLinks.Get(ctx, "jnl_none"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("an unknown id: want NOT_FOUND, got %v", err)
 		}
 		revoked := now.Add(time.Minute)
 		l.RevokedAt, l.Label, l.Language = &revoked, nil, nil
-		if err := h.Repo.Update(ctx, l); err != nil {
+		if err := set.JoinLinks.Update(ctx, l); err != nil {
 			t.Fatal(err)
 		}
-		got, err := h.Repo.Get(ctx, l.ID)
+		got, err := set.JoinLinks.Get(ctx, l.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,8 +73,8 @@ func RunJoinLinks(t *testing.T, newHarness func(t *testing.T) JoinLinksHarness) 
 
 	t.Run("lists a queue's links in pages, counts the live ones, rolls back", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
 		var ids []string
 		for i := 0; i < 3; i++ {
 			l := link(o, o.QueueID)
@@ -90,28 +82,28 @@ func RunJoinLinks(t *testing.T, newHarness func(t *testing.T) JoinLinksHarness) 
 				at := now
 				l.RevokedAt = &at
 			}
-			if err := h.Repo.Create(ctx, l); err != nil {
+			if err := set.JoinLinks.Create(ctx, l); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, l.ID)
 		}
-		if err := h.Repo.Create(ctx, link(o, o.QueueID2)); err != nil {
+		if err := set.JoinLinks.Create(ctx, link(o, o.QueueID2)); err != nil {
 			t.Fatal(err)
 		}
 		boom := platform.Conflict("BOOM", "roll back", nil)
-		if err := h.UoW.Do(ctx, func(ctx context.Context) error {
-			if err := h.Repo.Create(ctx, link(o, o.QueueID)); err != nil {
+		if err := set.UoW.Do(ctx, func(ctx context.Context) error {
+			if err := set.JoinLinks.Create(ctx, link(o, o.QueueID)); err != nil {
 				return err
 			}
 			return boom
 		}); err != boom {
 			t.Fatalf("want the unit's error back, got %v", err)
 		}
-		first, err := h.Repo.ListByQueue(ctx, o.QueueID, platform.PageRequest{Limit: 2})
+		first, err := set.JoinLinks.ListByQueue(ctx, o.QueueID, platform.PageRequest{Limit: 2})
 		if err != nil || len(first) != 3 {
 			t.Fatalf("first page: %d links (want limit+1 = 3), %v", len(first), err)
 		}
-		rest, err := h.Repo.ListByQueue(ctx, o.QueueID, platform.PageRequest{Limit: 2, After: first[1].ID})
+		rest, err := set.JoinLinks.ListByQueue(ctx, o.QueueID, platform.PageRequest{Limit: 2, After: first[1].ID})
 		if err != nil || len(rest) != 1 || rest[0].ID != first[2].ID {
 			t.Fatalf("second page: %+v, %v", rest, err)
 		}
@@ -122,7 +114,7 @@ func RunJoinLinks(t *testing.T, newHarness func(t *testing.T) JoinLinksHarness) 
 			}
 		}
 		for q, want := range map[string]int{o.QueueID: 2, o.QueueID2: 1, "que_none": 0} {
-			n, err := h.Repo.CountLive(ctx, q)
+			n, err := set.JoinLinks.CountLive(ctx, q)
 			if err != nil || n != want {
 				t.Errorf("CountLive(%s) = %d, %v; want %d", q, n, err, want)
 			}

@@ -12,15 +12,6 @@ import (
 	"github.com/qms-dev/qms/core/turns"
 )
 
-// NotifyHarness is a fresh notify repository, the unit of work it joins,
-// and the owners its messages reference (an account, a queue, a turn).
-type NotifyHarness struct {
-	Repo       notify.Repository
-	UoW        platform.UnitOfWork
-	Owners     Owners
-	Concurrent bool
-}
-
 // notifyMsg is a QUEUED SMS of o's turn for moment and occurrence, made
 // at now.
 func notifyMsg(now time.Time, o Owned, turnID, runID, moment string, occ int) notify.Message {
@@ -30,69 +21,69 @@ func notifyMsg(now time.Time, o Owned, turnID, runID, moment string, occ int) no
 }
 
 // RunNotify runs the notify.Repository contract.
-func RunNotify(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
-	runNotify1(t, newHarness)
-	runNotify2(t, newHarness)
-	runNotify3(t, newHarness)
+func RunNotify(t *testing.T, newSet NewSet) {
+	runNotify1(t, newSet)
+	runNotify2(t, newSet)
+	runNotify3(t, newSet)
 }
 
 // runNotify1 is part 1 of RunNotify: stores every field; one message per
 // turn, moment and occurrence; a rolled-back message leaves no row and frees
 // its key.
-func runNotify1(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
+func runNotify1(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	t.Run("stores every field; one message per turn, moment and occurrence", func(t *testing.T) {
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
-		tu := h.Owners.Turn(t, o, o.QueueID)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
+		tu := OwnersOf(set).Turn(t, o, o.QueueID)
 		m := notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentCalled, 1)
-		if ok, err := h.Repo.Insert(ctx, m); err != nil || !ok {
+		if ok, err := set.Notify.Insert(ctx, m); err != nil || !ok {
 			t.Fatalf("insert: %v %v", ok, err)
 		}
 		again := notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentCalled, 1)
-		if ok, err := h.Repo.Insert(ctx, again); err != nil || ok {
+		if ok, err := set.Notify.Insert(ctx, again); err != nil || ok {
 			t.Fatalf("a second message with the key was stored: %v %v", ok, err)
 		}
-		if ok, err := h.Repo.Insert(ctx, notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentCalled, 2)); err != nil || !ok {
+		if ok, err := set.Notify.Insert(ctx, notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentCalled, 2)); err != nil || !ok {
 			t.Fatalf("another occurrence: %v %v", ok, err)
 		}
-		got, err := h.Repo.Get(ctx, m.ID)
+		got, err := set.Notify.Get(ctx, m.ID)
 		if err != nil || !reflect.DeepEqual(got, m) {
 			t.Fatalf("stored %+v, read back %+v (%v)", m, got, err)
 		}
 		sent := now.Add(time.Second)
 		m.Status, m.ProviderMessageID, m.SentAt, m.Attempts, m.Body, m.Provider = notify.StatusSent, platform.Ptr("SM1"), &sent, 1, "hola", "twilio"
 		m.UpdatedAt = sent
-		if err := h.UoW.Do(ctx, func(ctx context.Context) error { return h.Repo.Update(ctx, m) }); err != nil {
+		if err := set.UoW.Do(ctx, func(ctx context.Context) error { return set.Notify.Update(ctx, m) }); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := h.Repo.ByProviderID(ctx, "twilio", "SM1"); err != nil || !reflect.DeepEqual(got, m) {
+		if got, err := set.Notify.ByProviderID(ctx, "twilio", "SM1"); err != nil || !reflect.DeepEqual(got, m) {
 			t.Fatalf("by provider id: %+v %v", got, err)
 		}
-		if _, err := h.Repo.ByProviderID(ctx, "whatsapp", "SM1"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.Notify.ByProviderID(ctx, "whatsapp", "SM1"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("another provider's id: %v", err)
 		}
-		list, err := h.Repo.ListByTurn(ctx, tu.ID)
+		list, err := set.Notify.ListByTurn(ctx, tu.ID)
 		if err != nil || len(list) != 2 || list[0].ID != m.ID {
 			t.Fatalf("list: %+v %v", list, err)
 		}
-		latest, err := h.Repo.LatestTo(ctx, "+34600111222")
+		latest, err := set.Notify.LatestTo(ctx, "+34600111222")
 		if err != nil || latest.TurnID != tu.ID {
 			t.Fatalf("latest: %+v %v", latest, err)
 		}
-		if _, err := h.Repo.LatestTo(ctx, "+34600999999"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.Notify.LatestTo(ctx, "+34600999999"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("latest to a number never written to: %v", err)
 		}
 	})
 
 	t.Run("a rolled-back message leaves no row and frees its key", func(t *testing.T) {
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
-		tu := h.Owners.Turn(t, o, o.QueueID)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
+		tu := OwnersOf(set).Turn(t, o, o.QueueID)
 		boom := platform.Conflict("BOOM", "roll back", nil)
-		err := h.UoW.Do(ctx, func(ctx context.Context) error {
-			if _, err := h.Repo.Insert(ctx, notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentJoined, 1)); err != nil {
+		err := set.UoW.Do(ctx, func(ctx context.Context) error {
+			if _, err := set.Notify.Insert(ctx, notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentJoined, 1)); err != nil {
 				return err
 			}
 			return boom
@@ -100,7 +91,7 @@ func runNotify1(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 		if err != boom {
 			t.Fatalf("want the unit's error, got %v", err)
 		}
-		if ok, err := h.Repo.Insert(ctx, notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentJoined, 1)); err != nil || !ok {
+		if ok, err := set.Notify.Insert(ctx, notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentJoined, 1)); err != nil || !ok {
 			t.Fatalf("the key was kept by a rolled-back insert: %v %v", ok, err)
 		}
 	})
@@ -109,55 +100,55 @@ func runNotify1(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 // runNotify2 is part 2 of RunNotify: suppression, near state, queue
 // settings, cleared numbers; finished turns forget their phone after the
 // cutoff, the others keep it.
-func runNotify2(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
+func runNotify2(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	t.Run("suppression, near state, queue settings, cleared numbers", func(t *testing.T) {
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
-		tu := h.Owners.Turn(t, o, o.QueueID)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
+		tu := OwnersOf(set).Turn(t, o, o.QueueID)
 		do := func(f func(ctx context.Context) error) {
 			t.Helper()
-			if err := h.UoW.Do(ctx, f); err != nil {
+			if err := set.UoW.Do(ctx, f); err != nil {
 				t.Fatal(err)
 			}
 		}
 		do(func(ctx context.Context) error {
-			return h.Repo.SetSuppressed(ctx, o.AccountID, "+34600111222", true, now)
+			return set.Notify.SetSuppressed(ctx, o.AccountID, "+34600111222", true, now)
 		})
 		do(func(ctx context.Context) error {
-			return h.Repo.SetSuppressed(ctx, o.AccountID, "+34600111222", true, now)
+			return set.Notify.SetSuppressed(ctx, o.AccountID, "+34600111222", true, now)
 		})
-		if off, err := h.Repo.Suppressed(ctx, o.AccountID, "+34600111222"); err != nil || !off {
+		if off, err := set.Notify.Suppressed(ctx, o.AccountID, "+34600111222"); err != nil || !off {
 			t.Fatalf("suppressed: %v %v", off, err)
 		}
-		if off, _ := h.Repo.Suppressed(ctx, "acc_other", "+34600111222"); off {
+		if off, _ := set.Notify.Suppressed(ctx, "acc_other", "+34600111222"); off {
 			t.Fatal("suppression leaked to another account")
 		}
 		do(func(ctx context.Context) error {
-			return h.Repo.SetSuppressed(ctx, o.AccountID, "+34600111222", false, now)
+			return set.Notify.SetSuppressed(ctx, o.AccountID, "+34600111222", false, now)
 		})
-		if off, _ := h.Repo.Suppressed(ctx, o.AccountID, "+34600111222"); off {
+		if off, _ := set.Notify.Suppressed(ctx, o.AccountID, "+34600111222"); off {
 			t.Fatal("START did not lift the suppression")
 		}
 
-		if st, err := h.Repo.Near(ctx, tu.ID); err != nil || st != (notify.NearState{}) {
+		if st, err := set.Notify.Near(ctx, tu.ID); err != nil || st != (notify.NearState{}) {
 			t.Fatalf("no state yet: %+v %v", st, err)
 		}
 		st := notify.NearState{TurnID: tu.ID, AccountID: o.AccountID, Occurrence: 2, Sent: true}
-		do(func(ctx context.Context) error { return h.Repo.PutNear(ctx, st) })
+		do(func(ctx context.Context) error { return set.Notify.PutNear(ctx, st) })
 		st.Sent = false
-		do(func(ctx context.Context) error { return h.Repo.PutNear(ctx, st) })
-		if got, err := h.Repo.Near(ctx, tu.ID); err != nil || got != st {
+		do(func(ctx context.Context) error { return set.Notify.PutNear(ctx, st) })
+		if got, err := set.Notify.Near(ctx, tu.ID); err != nil || got != st {
 			t.Fatalf("near: %+v %v", got, err)
 		}
 
-		if _, ok, err := h.Repo.QueueSettings(ctx, o.QueueID); ok || err != nil {
+		if _, ok, err := set.Notify.QueueSettings(ctx, o.QueueID); ok || err != nil {
 			t.Fatalf("no settings yet: %v %v", ok, err)
 		}
 		qs := notify.QueueSettings{Moments: &[]string{notify.MomentCalled}, NearFrontAhead: platform.Ptr(2), Language: platform.Ptr("fr")}
-		do(func(ctx context.Context) error { return h.Repo.PutQueueSettings(ctx, o.AccountID, o.QueueID, qs) })
-		if got, ok, err := h.Repo.QueueSettings(ctx, o.QueueID); !ok || err != nil || !reflect.DeepEqual(got, qs) {
+		do(func(ctx context.Context) error { return set.Notify.PutQueueSettings(ctx, o.AccountID, o.QueueID, qs) })
+		if got, ok, err := set.Notify.QueueSettings(ctx, o.QueueID); !ok || err != nil || !reflect.DeepEqual(got, qs) {
 			t.Fatalf("settings: %+v %v %v", got, ok, err)
 		}
 
@@ -165,27 +156,27 @@ func runNotify2(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 		old.CreatedAt = now.Add(-48 * time.Hour)
 		recent := notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentCalled, 1)
 		for _, m := range []notify.Message{old, recent} {
-			if _, err := h.Repo.Insert(ctx, m); err != nil {
+			if _, err := set.Notify.Insert(ctx, m); err != nil {
 				t.Fatal(err)
 			}
 		}
 		var n int
 		do(func(ctx context.Context) error {
 			var err error
-			n, err = h.Repo.ClearPhones(ctx, now.Add(-24*time.Hour), 100)
+			n, err = set.Notify.ClearPhones(ctx, now.Add(-24*time.Hour), 100)
 			return err
 		})
-		a, _ := h.Repo.Get(ctx, old.ID)
-		b, _ := h.Repo.Get(ctx, recent.ID)
+		a, _ := set.Notify.Get(ctx, old.ID)
+		b, _ := set.Notify.Get(ctx, recent.ID)
 		if n != 1 || a.To != "" || b.To != recent.To {
 			t.Fatalf("cleared %d: old %q, recent %q", n, a.To, b.To)
 		}
 	})
 
 	t.Run("finished turns forget their phone after the cutoff, the others keep it", func(t *testing.T) {
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
-		finished, recent, waiting := h.Owners.Turn(t, o, o.QueueID), h.Owners.Turn(t, o, o.QueueID), h.Owners.Turn(t, o, o.QueueID2)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
+		finished, recent, waiting := OwnersOf(set).Turn(t, o, o.QueueID), OwnersOf(set).Turn(t, o, o.QueueID), OwnersOf(set).Turn(t, o, o.QueueID2)
 		old, late := now.Add(-48*time.Hour), now.Add(-time.Hour)
 		for _, c := range []struct {
 			tu turns.Turn
@@ -196,21 +187,21 @@ func runNotify2(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 			if c.at != nil {
 				tu.Status, tu.FinishedAt, tu.ReopenTo = turns.Completed, c.at, turns.Waiting
 			}
-			if err := h.UoW.Do(ctx, func(ctx context.Context) error { return h.Owners.Turns.Update(ctx, tu) }); err != nil {
+			if err := set.UoW.Do(ctx, func(ctx context.Context) error { return OwnersOf(set).Turns.Update(ctx, tu) }); err != nil {
 				t.Fatal(err)
 			}
 		}
 		var n int
-		err := h.UoW.Do(ctx, func(ctx context.Context) error {
+		err := set.UoW.Do(ctx, func(ctx context.Context) error {
 			var err error
-			n, err = h.Repo.ClearTurnPhones(ctx, now.Add(-24*time.Hour), 100)
+			n, err = set.Notify.ClearTurnPhones(ctx, now.Add(-24*time.Hour), 100)
 			return err
 		})
 		if err != nil || n != 1 {
 			t.Fatalf("cleared %d (%v), want 1", n, err)
 		}
 		for id, want := range map[string]bool{finished.ID: false, recent.ID: true, waiting.ID: true} {
-			got, err := h.Owners.Turns.Get(ctx, id)
+			got, err := OwnersOf(set).Turns.Get(ctx, id)
 			if err != nil || (got.Phone != nil) != want {
 				t.Errorf("turn %s: phone %v, want kept %v (%v)", id, got.Phone, want, err)
 			}
@@ -220,15 +211,15 @@ func runNotify2(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 
 // runNotify3 is part 3 of RunNotify: concurrent decisions of one key store
 // one message.
-func runNotify3(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
+func runNotify3(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	t.Run("concurrent decisions of one key store one message", func(t *testing.T) {
 		// Side by side on PostgreSQL (the unique key decides); one after
 		// another in memory.
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
-		tu := h.Owners.Turn(t, o, o.QueueID)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
+		tu := OwnersOf(set).Turn(t, o, o.QueueID)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		stored := 0
@@ -236,8 +227,8 @@ func runNotify3(t *testing.T, newHarness func(t *testing.T) NotifyHarness) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := h.UoW.Do(ctx, func(ctx context.Context) error {
-					ok, err := h.Repo.Insert(ctx, notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentNoShow, 1))
+				err := set.UoW.Do(ctx, func(ctx context.Context) error {
+					ok, err := set.Notify.Insert(ctx, notifyMsg(now, o, tu.ID, tu.RunID, notify.MomentNoShow, 1))
 					if ok {
 						mu.Lock()
 						stored++

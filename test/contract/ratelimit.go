@@ -13,13 +13,13 @@ import (
 // RunRateLimiter checks the ports.RateLimiter contract: a sliding minute
 // per key (no 60 s holds more than the limit), an exact budget under
 // concurrency, a Reset at which a retry goes through, and pruning.
-func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimiter) {
+func RunRateLimiter(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	window := time.Now().UTC().Truncate(time.Minute)
 
 	t.Run("the limit is exact under 50 concurrent calls", func(t *testing.T) {
 		t.Parallel()
-		l := newLimiter(t)
+		l := newSet(t).RateLimiter
 		const calls, limit = 50, 20
 		decisions := make([]ports.RateDecision, calls)
 		errs := make([]error, calls)
@@ -58,7 +58,7 @@ func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimite
 
 	t.Run("no minute holds more than the limit, across a minute boundary too", func(t *testing.T) {
 		t.Parallel()
-		l := newLimiter(t)
+		l := newSet(t).RateLimiter
 		allow := func(at time.Time) ports.RateDecision {
 			t.Helper()
 			d, err := l.Allow(ctx, "sliding", 2, at)
@@ -100,7 +100,7 @@ func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimite
 
 	t.Run("a burst at the end of a minute leaves no budget at the start of the next", func(t *testing.T) {
 		t.Parallel()
-		l := newLimiter(t)
+		l := newSet(t).RateLimiter
 		for i := range 3 {
 			if d, err := l.Allow(ctx, "burst", 3, window.Add(59*time.Second)); err != nil || !d.Allowed {
 				t.Fatalf("call %d: %+v %v", i, d, err)
@@ -114,7 +114,7 @@ func RunRateLimiter(t *testing.T, newLimiter func(t *testing.T) ports.RateLimite
 
 	t.Run("keys have their own budgets", func(t *testing.T) {
 		t.Parallel()
-		l := newLimiter(t)
+		l := newSet(t).RateLimiter
 		at := window.Add(10 * time.Second)
 		if d, err := l.Allow(ctx, "key-a", 1, at); err != nil || !d.Allowed {
 			t.Fatalf("key-a: %+v %v", d, err)

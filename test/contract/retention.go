@@ -14,7 +14,6 @@ import (
 	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/core/workflow"
-	"github.com/qms-dev/qms/ports"
 )
 
 // drainPrune prunes what is older than cutoff in batches of 2 until a
@@ -37,56 +36,42 @@ func drainPrune(t *testing.T, ctx context.Context, cutoff time.Time, prune func(
 	}
 }
 
-// RetentionHarness is the repositories of one adapter set whose prune
-// methods the modules' retention tasks call, and what writes what they
-// prune.
-type RetentionHarness struct {
-	Turns    turns.Repository
-	Owners   Owners
-	Events   EventLog
-	Webhooks webhooks.Repository
-	Forwards workflow.ForwardRepository
-	Limiter  ports.RateLimiter
-	// TicketLinks writes and counts the links PruneTicketLinks deletes.
-	TicketLinks ticket.Repository
-}
-
 // RunPruner runs the contract of the repositories' prune methods (the
 // modules' retention tasks, ports.RetentionTask): each kind of record older than
 // the cutoff is deleted in batches of the given size, and nothing newer,
 // nor anything still in use (pending deliveries and forwards, the line
 // changes of open runs, the ticket links of unfinished turns), is touched.
-func RunPruner(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
-	runPruner1(t, newHarness)
-	runPruner2(t, newHarness)
+func RunPruner(t *testing.T, newSet NewSet) {
+	runPruner1(t, newSet)
+	runPruner2(t, newSet)
 }
 
 // runPruner1 is part 1 of RunPruner: events before the cutoff; finished
 // deliveries before the cutoff, never pending ones; finished forwards before
 // the cutoff, never pending ones.
-func runPruner1(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
+func runPruner1(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	cutoff := now.Add(-24 * time.Hour)
 	old, fresh := cutoff.Add(-time.Minute), cutoff.Add(time.Minute)
 	t.Run("events before the cutoff", func(t *testing.T) {
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
 		var kept []string
 		for i, at := range []time.Time{old, old.Add(-time.Hour), old, fresh, now, old, old} {
 			e := platform.Event{ID: platform.NewID(platform.PrefixEvent), AccountID: o.AccountID, Name: platform.EventName[turns.TurnCreated](),
 				QueueID: o.QueueID, Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), OccurredAt: at}
-			if err := h.Events.Append(ctx, e); err != nil {
+			if err := eventLog(t, set).Append(ctx, e); err != nil {
 				t.Fatal(err)
 			}
 			if !at.Before(cutoff) {
 				kept = append(kept, e.ID)
 			}
 		}
-		if b := drainPrune(t, ctx, cutoff, h.Events.PruneEvents); !slices.Equal(b, []int{2, 2, 1}) {
+		if b := drainPrune(t, ctx, cutoff, eventLog(t, set).PruneEvents); !slices.Equal(b, []int{2, 2, 1}) {
 			t.Fatalf("batches %v, want [2 2 1]", b)
 		}
-		left, err := h.Events.List(ctx, o.AccountID, "", 100)
+		left, err := eventLog(t, set).List(ctx, o.AccountID, "", 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,11 +85,11 @@ func runPruner1(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 	})
 
 	t.Run("finished deliveries before the cutoff, never pending ones", func(t *testing.T) {
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
 		ep := webhooks.Endpoint{ID: platform.NewID(platform.PrefixWebhook), AccountID: o.AccountID, URL: "https://example.com/hook",
 			Events: []string{platform.EventName[turns.TurnCreated]()}, Secret: "whsec_contract_secret_of_some_length", CreatedAt: now}
-		if err := h.Webhooks.CreateEndpoint(ctx, ep); err != nil {
+		if err := set.Webhooks.CreateEndpoint(ctx, ep); err != nil {
 			t.Fatal(err)
 		}
 		cases := []struct {
@@ -124,16 +109,16 @@ func runPruner1(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			d := webhooks.Delivery{ID: platform.NewID(platform.PrefixDelivery), AccountID: o.AccountID, EndpointID: ep.ID,
 				EventID: platform.NewID(platform.PrefixEvent), Event: platform.EventName[turns.TurnCreated](), Status: c.status,
 				Body: []byte(`{}`), CreatedAt: c.at}
-			if err := h.Webhooks.CreateDelivery(ctx, d); err != nil {
+			if err := set.Webhooks.CreateDelivery(ctx, d); err != nil {
 				t.Fatal(err)
 			}
 			ids[i] = d.ID
 		}
-		if b := drainPrune(t, ctx, cutoff, h.Webhooks.PruneDeliveries); !slices.Equal(b, []int{2, 1}) {
+		if b := drainPrune(t, ctx, cutoff, set.Webhooks.PruneDeliveries); !slices.Equal(b, []int{2, 1}) {
 			t.Fatalf("batches %v, want [2 1]", b)
 		}
 		for i, c := range cases {
-			_, err := h.Webhooks.GetDelivery(ctx, ids[i])
+			_, err := set.Webhooks.GetDelivery(ctx, ids[i])
 			if gone := platform.IsCode(err, platform.CodeNotFound); gone == c.kept || (err != nil && !gone) {
 				t.Errorf("delivery %s %s: kept %v, want %v (%v)", c.status, c.at, !gone, c.kept, err)
 			}
@@ -141,8 +126,8 @@ func runPruner1(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 	})
 
 	t.Run("finished forwards before the cutoff, never pending ones", func(t *testing.T) {
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
 		cases := []struct {
 			status string
 			at     time.Time
@@ -155,20 +140,20 @@ func runPruner1(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 		}
 		ids := make([]string, len(cases))
 		for i, c := range cases {
-			tu := h.Owners.Turn(t, o, o.QueueID)
+			tu := OwnersOf(set).Turn(t, o, o.QueueID)
 			fw := workflow.Forward{ID: platform.NewID(workflow.PrefixForward), AccountID: o.AccountID, LinkID: platform.NewID(platform.PrefixLink),
 				FromTurnID: tu.ID, FromQueueID: o.QueueID, FromRunID: tu.RunID, ToQueueID: o.QueueID2, Trigger: workflow.TriggerComplete,
 				Status: c.status, CreatedAt: c.at, UpdatedAt: c.at}
-			if _, err := h.Forwards.CreateForward(ctx, fw); err != nil {
+			if _, err := set.Forwards.CreateForward(ctx, fw); err != nil {
 				t.Fatal(err)
 			}
 			ids[i] = fw.ID
 		}
-		if b := drainPrune(t, ctx, cutoff, h.Forwards.PruneForwards); !slices.Equal(b, []int{2, 0}) {
+		if b := drainPrune(t, ctx, cutoff, set.Forwards.PruneForwards); !slices.Equal(b, []int{2, 0}) {
 			t.Fatalf("batches %v, want [2 0]", b)
 		}
 		for i, c := range cases {
-			_, err := h.Forwards.GetForward(ctx, ids[i])
+			_, err := set.Forwards.GetForward(ctx, ids[i])
 			if gone := platform.IsCode(err, platform.CodeNotFound); gone == c.kept || (err != nil && !gone) {
 				t.Errorf("forward %s %s: kept %v, want %v (%v)", c.status, c.at, !gone, c.kept, err)
 			}
@@ -179,40 +164,40 @@ func runPruner1(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 // runPruner2 is part 2 of RunPruner: line changes of runs closed before the
 // cutoff; ticket links of turns finished before the cutoff, never of
 // unfinished ones; rate-limit keys idle since before the cutoff.
-func runPruner2(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
+func runPruner2(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	cutoff := now.Add(-24 * time.Hour)
 	old, fresh := cutoff.Add(-time.Minute), cutoff.Add(time.Minute)
 	t.Run("line changes of runs closed before the cutoff", func(t *testing.T) {
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
 		closedAt := map[string]*time.Time{"closed long ago": &old, "closed lately": &fresh, "open": nil}
 		runs := map[string]string{}
 		for name, at := range closedAt {
-			tu := h.Owners.Turn(t, o, o.QueueID)
+			tu := OwnersOf(set).Turn(t, o, o.QueueID)
 			runs[name] = tu.RunID
 			for range 3 {
-				if _, err := h.Owners.Turns.BumpLine(ctx, tu.RunID, turns.LineChange{Added: []turns.LineKey{{Seq: 1}}}); err != nil {
+				if _, err := OwnersOf(set).Turns.BumpLine(ctx, tu.RunID, turns.LineChange{Added: []turns.LineKey{{Seq: 1}}}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if at == nil {
 				continue
 			}
-			run, err := h.Owners.Queues.GetRun(ctx, tu.RunID)
+			run, err := OwnersOf(set).Queues.GetRun(ctx, tu.RunID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			run.Status, run.IntakeOpen, run.ClosedAt, run.UpdatedAt = queues.RunClosed, false, at, *at
-			if err := h.Owners.Queues.UpdateRun(ctx, run); err != nil {
+			if err := OwnersOf(set).Queues.UpdateRun(ctx, run); err != nil {
 				t.Fatal(err)
 			}
 		}
 		total := 0
 		for n := 1; n > 0; {
 			var err error
-			if n, err = h.Turns.PruneLineChanges(ctx, cutoff, 2); err != nil {
+			if n, err = set.Turns.PruneLineChanges(ctx, cutoff, 2); err != nil {
 				t.Fatal(err)
 			}
 			total += n
@@ -221,7 +206,7 @@ func runPruner2(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			t.Fatal("nothing pruned")
 		}
 		for name, runID := range runs {
-			got, err := h.Owners.Turns.LineChanges(ctx, runID, 0, 3)
+			got, err := OwnersOf(set).Turns.LineChanges(ctx, runID, 0, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,8 +217,8 @@ func runPruner2(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 	})
 
 	t.Run("ticket links of turns finished before the cutoff, never of unfinished ones", func(t *testing.T) {
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
 		cases := []struct {
 			name     string
 			finished *time.Time
@@ -247,27 +232,27 @@ func runPruner2(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 		}
 		ids := make([]string, len(cases))
 		for i, c := range cases {
-			tu := h.Owners.Turn(t, o, o.QueueID)
+			tu := OwnersOf(set).Turn(t, o, o.QueueID)
 			if c.finished != nil {
 				tu.Status, tu.FinishedAt, tu.UpdatedAt = turns.Completed, c.finished, *c.finished
-				if err := h.Owners.Turns.Update(ctx, tu); err != nil {
+				if err := OwnersOf(set).Turns.Update(ctx, tu); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for range c.links {
 				l := ticket.Link{ID: platform.NewID(ticket.PrefixLink), AccountID: o.AccountID, TurnID: tu.ID, QueueID: tu.QueueID,
 					RunID: tu.RunID, Hash: platform.NewID("h"), CreatedAt: old}
-				if err := h.TicketLinks.Create(ctx, l); err != nil {
+				if err := set.TicketLinks.Create(ctx, l); err != nil {
 					t.Fatal(err)
 				}
 			}
 			ids[i] = tu.ID
 		}
-		if b := drainPrune(t, ctx, cutoff, h.TicketLinks.PruneTicketLinks); !slices.Equal(b, []int{2, 1}) {
+		if b := drainPrune(t, ctx, cutoff, set.TicketLinks.PruneTicketLinks); !slices.Equal(b, []int{2, 1}) {
 			t.Fatalf("batches %v, want [2 1]", b)
 		}
 		for i, c := range cases {
-			n, err := h.TicketLinks.CountByTurn(ctx, ids[i])
+			n, err := set.TicketLinks.CountByTurn(ctx, ids[i])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -278,7 +263,7 @@ func runPruner2(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 	})
 
 	t.Run("rate-limit keys idle since before the cutoff", func(t *testing.T) {
-		h := newHarness(t)
+		set := newSet(t)
 		// One key per time: a key is one budget, pruned once its last
 		// request is older than the cutoff (its window long over).
 		keys := []struct {
@@ -287,16 +272,16 @@ func runPruner2(t *testing.T, newHarness func(t *testing.T) RetentionHarness) {
 			kept bool
 		}{{"fresh_key", fresh, true}, {"old_key", old, false}, {"older_key", old.Add(-time.Hour), false}}
 		for _, k := range keys {
-			if _, err := h.Limiter.Allow(ctx, k.key, 100, k.at); err != nil {
+			if _, err := set.RateLimiter.Allow(ctx, k.key, 100, k.at); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if b := drainPrune(t, ctx, cutoff, h.Limiter.PruneRateLimits); !slices.Equal(b, []int{2, 0}) {
+		if b := drainPrune(t, ctx, cutoff, set.RateLimiter.PruneRateLimits); !slices.Equal(b, []int{2, 0}) {
 			t.Fatalf("batches %v, want [2 0]", b)
 		}
 		// A key still counted says so in its second request's Remaining.
 		for _, k := range keys {
-			d, err := h.Limiter.Allow(ctx, k.key, 100, k.at)
+			d, err := set.RateLimiter.Allow(ctx, k.key, 100, k.at)
 			if err != nil {
 				t.Fatal(err)
 			}

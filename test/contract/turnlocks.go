@@ -15,35 +15,35 @@ import (
 // (RunLocks, Views): each answers what the separate reads would, on every
 // backend. PostgreSQL sends each in one round trip; memory reads its
 // tables; core/turns calls them alike.
-func RunTurnLocks(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
-	runTurnLocks1(t, newHarness)
-	runTurnLocks2(t, newHarness)
+func RunTurnLocks(t *testing.T, newSet NewSet, concurrent bool) {
+	runTurnLocks1(t, newSet)
+	runTurnLocks2(t, newSet, concurrent)
 }
 
 // runTurnLocks1 is part 1 of RunTurnLocks: LockRunWithQueue and
 // LockRunOfTurn read the run and its queue; LockRunForIntake draws only for
 // a new turn and gives a rolled-back draw back; QueueForView is what the
 // separate reads return.
-func runTurnLocks1(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
+func runTurnLocks1(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	t.Run("LockRunWithQueue and LockRunOfTurn read the run and its queue", func(t *testing.T) {
 		t.Parallel()
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		tu := w.turn(t, nil)
-		err := w.h.UoW.Do(ctx, func(ctx context.Context) error {
-			run, q, err := w.h.Turns.LockRunWithQueue(ctx, w.runID)
+		err := w.set.UoW.Do(ctx, func(ctx context.Context) error {
+			run, q, err := w.set.Turns.LockRunWithQueue(ctx, w.runID)
 			if err != nil || run.ID != w.runID || run.AccountID != w.owned.AccountID || q.ID != w.owned.QueueID {
 				t.Errorf("LockRunWithQueue: run %s of %s, queue %s, %v; want %s, %s, %s",
 					run.ID, run.AccountID, q.ID, err, w.runID, w.owned.AccountID, w.owned.QueueID)
 			}
-			account, run, q, err := w.h.Turns.LockRunOfTurn(ctx, tu.ID)
+			account, run, q, err := w.set.Turns.LockRunOfTurn(ctx, tu.ID)
 			if err != nil || account != w.owned.AccountID || run.ID != w.runID || q.ID != w.owned.QueueID {
 				t.Errorf("LockRunOfTurn: account %s, run %s, queue %s, %v", account, run.ID, q.ID, err)
 			}
-			if _, _, err := w.h.Turns.LockRunWithQueue(ctx, "run_missing"); !platform.IsCode(err, platform.CodeNotFound) {
+			if _, _, err := w.set.Turns.LockRunWithQueue(ctx, "run_missing"); !platform.IsCode(err, platform.CodeNotFound) {
 				t.Errorf("LockRunWithQueue of a missing run: %v; want NOT_FOUND", err)
 			}
-			if _, _, _, err := w.h.Turns.LockRunOfTurn(ctx, "turn_missing"); !platform.IsCode(err, platform.CodeNotFound) {
+			if _, _, _, err := w.set.Turns.LockRunOfTurn(ctx, "turn_missing"); !platform.IsCode(err, platform.CodeNotFound) {
 				t.Errorf("LockRunOfTurn of a missing turn: %v; want NOT_FOUND", err)
 			}
 			return nil
@@ -55,7 +55,7 @@ func runTurnLocks1(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 
 	t.Run("LockRunForIntake draws only for a new turn and gives a rolled-back draw back", func(t *testing.T) {
 		t.Parallel()
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		key := "used-key"
 		// A waiting turn holds code "1", stored without the counter: the
 		// first draw is 1, its code in use.
@@ -65,9 +65,9 @@ func runTurnLocks1(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 		lock := func(in turns.IntakeLock, rollback bool) turns.IntakeLocked {
 			t.Helper()
 			var got turns.IntakeLocked
-			err := w.h.UoW.Do(ctx, func(ctx context.Context) error {
+			err := w.set.UoW.Do(ctx, func(ctx context.Context) error {
 				var err error
-				if got, err = w.h.Turns.LockRunForIntake(ctx, in); err != nil {
+				if got, err = w.set.Turns.LockRunForIntake(ctx, in); err != nil {
 					return err
 				}
 				if rollback {
@@ -115,25 +115,25 @@ func runTurnLocks1(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 		}
 		// A backend with a process cache knows the run's queue once it
 		// locked it; one without says so.
-		if q, ok := w.h.Turns.CachedQueueOfRun(w.runID); ok && q.ID != w.owned.QueueID {
+		if q, ok := w.set.Turns.CachedQueueOfRun(w.runID); ok && q.ID != w.owned.QueueID {
 			t.Fatalf("CachedQueueOfRun after the lock: %s; want %s", q.ID, w.owned.QueueID)
 		}
-		if _, ok := w.h.Turns.CachedQueueOfRun("run_never_seen"); ok {
+		if _, ok := w.set.Turns.CachedQueueOfRun("run_never_seen"); ok {
 			t.Fatal("CachedQueueOfRun of a run never read: ok; want false")
 		}
 	})
 
 	t.Run("QueueForView is what the separate reads return", func(t *testing.T) {
 		t.Parallel()
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		for i, s := range []float64{10, 20, 30} {
 			at, secs := w.now.Add(time.Duration(i)*time.Minute), s
 			w.turn(t, func(tu *turns.Turn) { tu.Status, tu.FinishedAt, tu.ServiceSeconds = turns.Completed, &at, &secs })
 		}
 		var sts []string
 		var samples []float64
-		err := w.h.UoW.Do(ctx, func(ctx context.Context) error {
-			got, s, err := w.h.Turns.QueueForView(ctx, w.owned.QueueID)
+		err := w.set.UoW.Do(ctx, func(ctx context.Context) error {
+			got, s, err := w.set.Turns.QueueForView(ctx, w.owned.QueueID)
 			for _, st := range got {
 				sts = append(sts, st.ID)
 			}
@@ -143,7 +143,7 @@ func runTurnLocks1(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := w.h.Turns.RecentServiceSeconds(ctx, w.owned.QueueID, turns.ServiceSamples)
+		want, err := w.set.Turns.RecentServiceSeconds(ctx, w.owned.QueueID, turns.ServiceSamples)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,24 +155,24 @@ func runTurnLocks1(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 
 // runTurnLocks2 is part 2 of RunTurnLocks: EnterRun gates a run's intakes in
 // the process, or lets them in.
-func runTurnLocks2(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
+func runTurnLocks2(t *testing.T, newSet NewSet, concurrent bool) {
 	ctx := context.Background()
 	t.Run("EnterRun gates a run's intakes in the process, or lets them in", func(t *testing.T) {
 		t.Parallel()
-		w := newTurnsWorld(t, newHarness(t))
-		leave, err := w.h.Turns.EnterRun(ctx, w.runID)
+		w := newTurnsWorld(t, newSet(t))
+		leave, err := w.set.Turns.EnterRun(ctx, w.runID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		other, err := w.h.Turns.EnterRun(ctx, "run_other")
+		other, err := w.set.Turns.EnterRun(ctx, "run_other")
 		if err != nil {
 			t.Fatalf("another run's gate: %v; want it open", err)
 		}
 		other()
 		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
-		second, err := w.h.Turns.EnterRun(short, w.runID)
-		if w.h.Concurrent {
+		second, err := w.set.Turns.EnterRun(short, w.runID)
+		if concurrent {
 			// PostgreSQL's gate holds the second until the first leaves.
 			if err == nil {
 				second()
@@ -184,7 +184,7 @@ func runTurnLocks2(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 			second()
 		}
 		leave()
-		again, err := w.h.Turns.EnterRun(ctx, w.runID)
+		again, err := w.set.Turns.EnterRun(ctx, w.runID)
 		if err != nil {
 			t.Fatalf("after leave: %v; want the gate open", err)
 		}

@@ -9,18 +9,18 @@ import (
 
 // runTurnMarks runs the turns.Marker contract: a mark is recorded once per
 // (turn, kind), and a rolled-back mark is no mark.
-func runTurnMarks(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
+func runTurnMarks(t *testing.T, newSet NewSet) {
 	t.Run("a turn mark is recorded once per kind, and not when rolled back", func(t *testing.T) {
 		ctx := context.Background()
-		h := newHarness(t)
-		m, ok := h.Turns.(turns.Marker)
+		set := newSet(t)
+		m, ok := set.Turns.(turns.Marker)
 		if !ok {
-			t.Fatalf("%T does not record turn marks (turns.Marker)", h.Turns)
+			t.Fatalf("%T does not record turn marks (turns.Marker)", set.Turns)
 		}
-		w := newTurnsWorld(t, h)
+		w := newTurnsWorld(t, set)
 		a, b := w.turn(t, nil), w.turn(t, nil)
 		boom := context.Canceled
-		if err := h.UoW.Do(ctx, func(ctx context.Context) error {
+		if err := set.UoW.Do(ctx, func(ctx context.Context) error {
 			if first, err := m.MarkOnce(ctx, a.ID, turns.MarkSLAWait, w.now); err != nil || !first {
 				t.Fatalf("first mark: %v %v", first, err)
 			}
@@ -43,12 +43,12 @@ func runTurnMarks(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 
 	t.Run("a phone's served turns are counted per queue", func(t *testing.T) {
 		ctx := context.Background()
-		h := newHarness(t)
-		c, ok := h.Turns.(turns.PhoneCounter)
+		set := newSet(t)
+		c, ok := set.Turns.(turns.PhoneCounter)
 		if !ok {
-			t.Fatalf("%T does not count a phone's turns (turns.PhoneCounter)", h.Turns)
+			t.Fatalf("%T does not count a phone's turns (turns.PhoneCounter)", set.Turns)
 		}
-		w := newTurnsWorld(t, h)
+		w := newTurnsWorld(t, set)
 		phone, other := "+5511999990000", "+5511999990001"
 		w.turn(t, func(tu *turns.Turn) { tu.Phone, tu.Status = &phone, turns.Completed })
 		w.turn(t, func(tu *turns.Turn) { tu.Phone, tu.Status = &phone, turns.Completed })

@@ -7,27 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qms-dev/qms/core/entities"
+	"github.com/qms-dev/qms/adapters/adapterset"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/turns"
 )
 
-// TurnsHarness is one adapter set's turns repository with what it hangs
-// from.
-type TurnsHarness struct {
-	UoW      platform.UnitOfWork
-	Turns    turns.Repository
-	Owners   Owners
-	Entities entities.Repository
-	// Concurrent: transactions run side by side (Postgres), so row locks
-	// and SKIP LOCKED can be observed.
-	Concurrent bool
-}
-
 // turnsWorld is a seeded account with one run and a station.
 type turnsWorld struct {
-	h       TurnsHarness
+	set     adapterset.Set
 	owned   Owned
 	runID   string
 	station string
@@ -35,18 +23,18 @@ type turnsWorld struct {
 	seq     int64
 }
 
-func newTurnsWorld(t *testing.T, h TurnsHarness) *turnsWorld {
+func newTurnsWorld(t *testing.T, set adapterset.Set) *turnsWorld {
 	t.Helper()
 	ctx := context.Background()
-	w := &turnsWorld{h: h, owned: h.Owners.Seed(t), now: time.Now().UTC().Truncate(time.Microsecond)}
+	w := &turnsWorld{set: set, owned: OwnersOf(set).Seed(t), now: time.Now().UTC().Truncate(time.Microsecond)}
 	run := queues.Run{ID: platform.NewID(platform.PrefixRun), AccountID: w.owned.AccountID, QueueID: w.owned.QueueID,
 		Status: queues.RunOpen, IntakeOpen: true, CreatedAt: w.now, UpdatedAt: w.now}
 	st := queues.Station{ID: platform.NewID(platform.PrefixStation), AccountID: w.owned.AccountID, QueueID: w.owned.QueueID,
 		Label: "Desk", CreatedAt: w.now}
-	if err := h.Owners.Queues.CreateRun(ctx, run); err != nil {
+	if err := set.Queues.CreateRun(ctx, run); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Owners.Queues.CreateStation(ctx, st); err != nil {
+	if err := set.Queues.CreateStation(ctx, st); err != nil {
 		t.Fatal(err)
 	}
 	w.runID, w.station = run.ID, st.ID
@@ -64,28 +52,31 @@ func (w *turnsWorld) turn(t *testing.T, mod func(*turns.Turn)) turns.Turn {
 	if mod != nil {
 		mod(&tu)
 	}
-	if err := w.h.Turns.Create(context.Background(), tu); err != nil {
+	if err := w.set.Turns.Create(context.Background(), tu); err != nil {
 		t.Fatal(err)
 	}
 	return tu
 }
 
-func RunTurns(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
-	runTurns1(t, newHarness)
-	runTurns2(t, newHarness)
-	runTurns3(t, newHarness)
-	runTurns4(t, newHarness)
-	runTurnMarks(t, newHarness)
+// RunTurns checks the turns.Repository contract. concurrent: the backend
+// runs transactions side by side (PostgreSQL), so the suite also checks
+// that a take skips the turns other transactions hold.
+func RunTurns(t *testing.T, newSet NewSet, concurrent bool) {
+	runTurns1(t, newSet)
+	runTurns2(t, newSet, concurrent)
+	runTurns3(t, newSet)
+	runTurns4(t, newSet)
+	runTurnMarks(t, newSet)
 }
 
 // runTurns1 is part 1 of RunTurns: create and get keep every field; an
 // idempotency key is taken once per account; a station holds one called or
 // in-service turn; numbers count per run and period and roll back; a turn
 // put back at the head of the line (negative seq) sorts and records first.
-func runTurns1(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
+func runTurns1(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	t.Run("create and get keep every field", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		at := w.now.Add(time.Minute)
 		secs := 42.5
 		want := w.turn(t, func(tu *turns.Turn) {
@@ -98,64 +89,64 @@ func runTurns1(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 			tu.ArrivedAt, tu.CalledAt, tu.StartedAt, tu.FinishedAt = &at, &at, &at, &at
 			tu.AppointmentID = platform.Ptr("apt_1")
 		})
-		got, err := w.h.Turns.Get(ctx, want.ID)
+		got, err := w.set.Turns.Get(ctx, want.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !sameTurn(got, want) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
 		}
-		if _, err := w.h.Turns.Get(ctx, "turn_missing"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := w.set.Turns.Get(ctx, "turn_missing"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("missing: %v", err)
 		}
-		byKey, err := w.h.Turns.ByIdempotencyKey(ctx, w.owned.AccountID, "key-12345")
+		byKey, err := w.set.Turns.ByIdempotencyKey(ctx, w.owned.AccountID, "key-12345")
 		if err != nil || byKey.ID != want.ID {
 			t.Fatalf("by key: %v %v", byKey.ID, err)
 		}
-		if _, err := w.h.Turns.ByIdempotencyKey(ctx, "acc_other", "key-12345"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := w.set.Turns.ByIdempotencyKey(ctx, "acc_other", "key-12345"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("key of another account: %v", err)
 		}
 	})
 
 	t.Run("an idempotency key is taken once per account", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		w.turn(t, func(tu *turns.Turn) { tu.IdempotencyKey = platform.Ptr("key-12345") })
 		w.seq++
 		dup := turns.Turn{ID: platform.NewID(platform.PrefixTurn), AccountID: w.owned.AccountID, QueueID: w.owned.QueueID,
 			RunID: w.runID, Status: turns.Waiting, Priority: queues.PriorityNormal, Seq: w.seq, PeopleCount: 1,
 			IdempotencyKey: platform.Ptr("key-12345"), CreatedAt: w.now, UpdatedAt: w.now}
-		err := w.h.UoW.Do(ctx, func(ctx context.Context) error { return w.h.Turns.Create(ctx, dup) })
+		err := w.set.UoW.Do(ctx, func(ctx context.Context) error { return w.set.Turns.Create(ctx, dup) })
 		if !errors.Is(err, turns.ErrDuplicateKey) {
 			t.Fatalf("want ErrDuplicateKey, got %v", err)
 		}
 	})
 
 	t.Run("a station holds one called or in-service turn", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		a := w.turn(t, func(tu *turns.Turn) { tu.Status, tu.StationID = turns.Called, &w.station })
 		b := w.turn(t, func(tu *turns.Turn) { tu.StationID = &w.station }) // waiting: fine
-		at, busy, err := w.h.Turns.AtStation(ctx, w.station)
+		at, busy, err := w.set.Turns.AtStation(ctx, w.station)
 		if err != nil || !busy || at.ID != a.ID {
 			t.Fatalf("at station: %v %v %v", at.ID, busy, err)
 		}
 		b.Status = turns.InService
-		err = w.h.UoW.Do(ctx, func(ctx context.Context) error { return w.h.Turns.Update(ctx, b) })
+		err = w.set.UoW.Do(ctx, func(ctx context.Context) error { return w.set.Turns.Update(ctx, b) })
 		if !platform.IsCode(err, turns.CodeStationBusy) {
 			t.Fatalf("want STATION_BUSY, got %v", err)
 		}
 		a.Status = turns.Completed
-		if err := w.h.Turns.Update(ctx, a); err != nil {
+		if err := w.set.Turns.Update(ctx, a); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.h.Turns.Update(ctx, b); err != nil {
+		if err := w.set.Turns.Update(ctx, b); err != nil {
 			t.Fatalf("station freed: %v", err)
 		}
 	})
 
 	t.Run("numbers count per run and period and roll back", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		next := func(period string) int {
-			n, err := w.h.Turns.NextNumber(ctx, w.runID, period)
+			n, err := w.set.Turns.NextNumber(ctx, w.runID, period)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,8 +163,8 @@ func runTurns1(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 			}
 		}
 		boom := errors.New("boom")
-		err := w.h.UoW.Do(ctx, func(ctx context.Context) error {
-			if _, err := w.h.Turns.NextNumber(ctx, w.runID, "2026-03-04"); err != nil {
+		err := w.set.UoW.Do(ctx, func(ctx context.Context) error {
+			if _, err := w.set.Turns.NextNumber(ctx, w.runID, "2026-03-04"); err != nil {
 				return err
 			}
 			return boom
@@ -184,34 +175,34 @@ func runTurns1(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 		if n := next("2026-03-04"); n != 5 {
 			t.Fatalf("a rolled-back number comes back: want 5, got %d", n)
 		}
-		a, _ := w.h.Turns.NextSeq(ctx)
-		b, _ := w.h.Turns.NextSeq(ctx)
+		a, _ := w.set.Turns.NextSeq(ctx)
+		b, _ := w.set.Turns.NextSeq(ctx)
 		if b <= a {
 			t.Fatalf("seq must increase: %d then %d", a, b)
 		}
 	})
 
 	t.Run("a turn put back at the head of the line (negative seq) sorts and records first", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		w.turn(t, nil)
 		head := w.turn(t, func(tu *turns.Turn) { tu.Seq = -1000 })
-		_, line, err := w.h.Turns.WaitingLine(ctx, w.runID)
+		_, line, err := w.set.Turns.WaitingLine(ctx, w.runID)
 		if err != nil || len(line) != 2 || line[0] != head.Key() {
 			t.Fatalf("line: %v %v, want %v first", line, err, head.Key())
 		}
 		var v int64
-		err = w.h.UoW.Do(ctx, func(ctx context.Context) error {
-			v, err = w.h.Turns.BumpLine(ctx, w.runID, turns.LineChange{Added: []turns.LineKey{head.Key()}, Removed: []turns.LineKey{{Rank: 3, Seq: 7}}})
+		err = w.set.UoW.Do(ctx, func(ctx context.Context) error {
+			v, err = w.set.Turns.BumpLine(ctx, w.runID, turns.LineChange{Added: []turns.LineKey{head.Key()}, Removed: []turns.LineKey{{Rank: 3, Seq: 7}}})
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		changes, err := w.h.Turns.LineChanges(ctx, w.runID, v-1, v)
+		changes, err := w.set.Turns.LineChanges(ctx, w.runID, v-1, v)
 		if err != nil || len(changes) != 1 || changes[0].Added[0] != head.Key() || changes[0].Removed[0] != (turns.LineKey{Rank: 3, Seq: 7}) {
 			t.Fatalf("recorded change: %+v %v", changes, err)
 		}
-		if next, ok, err := w.h.Turns.TakeNext(ctx, w.runID); err != nil || !ok || next.ID != head.ID {
+		if next, ok, err := w.set.Turns.TakeNext(ctx, w.runID); err != nil || !ok || next.ID != head.ID {
 			t.Fatalf("next takes the head: %s %v %v", next.ID, ok, err)
 		}
 	})
@@ -220,11 +211,11 @@ func runTurns1(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 // runTurns2 is part 2 of RunTurns: DrawNumber spells the code as displayCode
 // and finds it in use; a code is in use while its turn is, or may come back,
 // in the line; take follows the line and counts the active.
-func runTurns2(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
+func runTurns2(t *testing.T, newSet NewSet, concurrent bool) {
 	ctx := context.Background()
 	t.Run("DrawNumber spells the code as displayCode and finds it in use", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
-		nd := w.h.Turns
+		w := newTurnsWorld(t, newSet(t))
+		nd := w.set.Turns
 		w.turn(t, func(tu *turns.Turn) { tu.DisplayCode = "A002" })
 		w.turn(t, func(tu *turns.Turn) { tu.DisplayCode = "B3" })
 		since := w.now.Add(-turns.ReopenWindow)
@@ -245,11 +236,11 @@ func runTurns2(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 	})
 
 	t.Run("a code is in use while its turn is, or may come back, in the line", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		a := w.turn(t, func(tu *turns.Turn) { tu.DisplayCode = "A007" })
 		since := w.now.Add(-turns.ReopenWindow)
 		inUse := func(code string) bool {
-			h, err := w.h.Turns.CodeInUse(ctx, w.runID, code, since)
+			h, err := w.set.Turns.CodeInUse(ctx, w.runID, code, since)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,7 +251,7 @@ func runTurns2(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 		}
 		set := func(status turns.Status, finished time.Time) {
 			a.Status, a.FinishedAt = status, &finished
-			if err := w.h.Turns.Update(ctx, a); err != nil {
+			if err := w.set.Turns.Update(ctx, a); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -279,7 +270,7 @@ func runTurns2(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 	})
 
 	t.Run("take follows the line and counts the active", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		low := w.turn(t, func(tu *turns.Turn) { tu.Priority = queues.PriorityLow })
 		n1 := w.turn(t, nil)
 		w.turn(t, func(tu *turns.Turn) { tu.Status = turns.Held })
@@ -293,13 +284,13 @@ func runTurns2(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 		for {
 			var took turns.Turn
 			var ok bool
-			err := w.h.UoW.Do(ctx, func(ctx context.Context) error {
+			err := w.set.UoW.Do(ctx, func(ctx context.Context) error {
 				var err error
-				if took, ok, err = w.h.Turns.TakeNext(ctx, w.runID); err != nil || !ok {
+				if took, ok, err = w.set.Turns.TakeNext(ctx, w.runID); err != nil || !ok {
 					return err
 				}
 				took.Status = turns.Called
-				return w.h.Turns.Update(ctx, took)
+				return w.set.Turns.Update(ctx, took)
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -312,28 +303,28 @@ func runTurns2(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 		if want := []string{vh.ID, n1.ID, n2.ID, low.ID}; !slices.Equal(order, want) {
 			t.Fatalf("line order: want %v, got %v", want, order)
 		}
-		wl, ok, err := w.h.Turns.TakeWaitlisted(ctx, w.runID)
+		wl, ok, err := w.set.Turns.TakeWaitlisted(ctx, w.runID)
 		if err != nil || !ok || wl.ID != wl1.ID {
 			t.Fatalf("waitlist order: want %s, got %s %v", wl1.ID, wl.ID, err)
 		}
 		_ = wl2
-		occ, err := w.h.Turns.Occupancy(ctx, w.runID)
+		occ, err := w.set.Turns.Occupancy(ctx, w.runID)
 		if err != nil || occ != (turns.Occupancy{Active: 5, Waitlisted: 2}) { // 4 called and 1 held; 2 waitlisted
 			t.Fatalf("occupancy: want 5 active and 2 waitlisted, got %+v %v", occ, err)
 		}
 	})
 
-	if h := newHarness(t); h.Concurrent {
+	if concurrent {
 		t.Run("take skips turns other transactions hold", func(t *testing.T) {
-			w := newTurnsWorld(t, h)
+			w := newTurnsWorld(t, newSet(t))
 			a := w.turn(t, nil)
 			b := w.turn(t, nil)
 			held := make(chan struct{})
 			release := make(chan struct{})
 			done := make(chan error, 1)
 			go func() {
-				done <- w.h.UoW.Do(ctx, func(ctx context.Context) error {
-					got, ok, err := w.h.Turns.TakeNext(ctx, w.runID)
+				done <- w.set.UoW.Do(ctx, func(ctx context.Context) error {
+					got, ok, err := w.set.Turns.TakeNext(ctx, w.runID)
 					if err != nil || !ok || got.ID != a.ID {
 						close(held)
 						return errors.New("first taker did not get the head")
@@ -344,7 +335,7 @@ func runTurns2(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 				})
 			}()
 			<-held
-			got, ok, err := w.h.Turns.TakeNext(ctx, w.runID)
+			got, ok, err := w.set.Turns.TakeNext(ctx, w.runID)
 			close(release)
 			if err != nil || !ok || got.ID != b.ID {
 				t.Fatalf("second taker: want %s, got %s %v %v", b.ID, got.ID, ok, err)
@@ -359,10 +350,10 @@ func runTurns2(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 // runTurns3 is part 3 of RunTurns: list filters and pages by id; line
 // version and waiting line; old line changes are pruned, recent ones kept;
 // recent service times, newest first, of the queue.
-func runTurns3(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
+func runTurns3(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	t.Run("list filters and pages by id", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		a := w.turn(t, nil)
 		at := w.now
 		b := w.turn(t, func(tu *turns.Turn) { tu.Status, tu.ArrivedAt = turns.Called, &at })
@@ -377,26 +368,26 @@ func runTurns3(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 			}
 			return out
 		}
-		if got := ids(w.h.Turns.List(ctx, w.runID, nil, platform.PageRequest{Limit: 50})); !slices.Equal(got, []string{a.ID, b.ID, c.ID}) {
+		if got := ids(w.set.Turns.List(ctx, w.runID, nil, platform.PageRequest{Limit: 50})); !slices.Equal(got, []string{a.ID, b.ID, c.ID}) {
 			t.Fatalf("all: %v", got)
 		}
-		if got := ids(w.h.Turns.List(ctx, w.runID, []turns.Status{turns.Waiting, turns.Completed}, platform.PageRequest{Limit: 50})); !slices.Equal(got, []string{a.ID, c.ID}) {
+		if got := ids(w.set.Turns.List(ctx, w.runID, []turns.Status{turns.Waiting, turns.Completed}, platform.PageRequest{Limit: 50})); !slices.Equal(got, []string{a.ID, c.ID}) {
 			t.Fatalf("filtered: %v", got)
 		}
-		if got := ids(w.h.Turns.List(ctx, w.runID, nil, platform.PageRequest{Limit: 1, After: a.ID})); !slices.Equal(got, []string{b.ID, c.ID}) {
+		if got := ids(w.set.Turns.List(ctx, w.runID, nil, platform.PageRequest{Limit: 1, After: a.ID})); !slices.Equal(got, []string{b.ID, c.ID}) {
 			t.Fatalf("page (limit+1): %v", got)
 		}
-		if got := ids(w.h.Turns.ListArrivals(ctx, w.runID, platform.PageRequest{Limit: 50})); !slices.Equal(got, []string{b.ID}) {
+		if got := ids(w.set.Turns.ListArrivals(ctx, w.runID, platform.PageRequest{Limit: 50})); !slices.Equal(got, []string{b.ID}) {
 			t.Fatalf("arrivals: %v", got)
 		}
 	})
 
 	t.Run("line version and waiting line", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
-		if v, err := w.h.Turns.LineVersion(ctx, w.runID); err != nil || v != 0 {
+		w := newTurnsWorld(t, newSet(t))
+		if v, err := w.set.Turns.LineVersion(ctx, w.runID); err != nil || v != 0 {
 			t.Fatalf("fresh run: %d %v", v, err)
 		}
-		v, keys, err := w.h.Turns.WaitingLine(ctx, w.runID)
+		v, keys, err := w.set.Turns.WaitingLine(ctx, w.runID)
 		if err != nil || v != 0 || len(keys) != 0 {
 			t.Fatalf("empty line: %d %v %v", v, keys, err)
 		}
@@ -406,43 +397,43 @@ func runTurns3(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 		first := turns.LineChange{Added: []turns.LineKey{b.Key(), a.Key()}}
 		second := turns.LineChange{Removed: []turns.LineKey{{Rank: 3, Seq: 1 << 40}}, Reset: true}
 		for i, c := range []turns.LineChange{first, second} {
-			got, err := w.h.Turns.BumpLine(ctx, w.runID, c)
+			got, err := w.set.Turns.BumpLine(ctx, w.runID, c)
 			if err != nil || got != int64(i+1) {
 				t.Fatalf("bump %d: version %d %v", i, got, err)
 			}
 		}
-		v, keys, err = w.h.Turns.WaitingLine(ctx, w.runID)
+		v, keys, err = w.set.Turns.WaitingLine(ctx, w.runID)
 		if err != nil || v != 2 || !slices.Equal(keys, []turns.LineKey{a.Key(), b.Key()}) {
 			t.Fatalf("line: %d %v %v", v, keys, err)
 		}
-		changes, err := w.h.Turns.LineChanges(ctx, w.runID, 0, 2)
+		changes, err := w.set.Turns.LineChanges(ctx, w.runID, 0, 2)
 		if err != nil || len(changes) != 2 || changes[0].Version != 1 || changes[1].Version != 2 ||
 			!slices.Equal(changes[0].Added, first.Added) || len(changes[0].Removed) != 0 ||
 			!slices.Equal(changes[1].Removed, second.Removed) || !changes[1].Reset || changes[0].Reset {
 			t.Fatalf("changes: %+v %v", changes, err)
 		}
-		if later, _ := w.h.Turns.LineChanges(ctx, w.runID, 1, 2); len(later) != 1 || later[0].Version != 2 {
+		if later, _ := w.set.Turns.LineChanges(ctx, w.runID, 1, 2); len(later) != 1 || later[0].Version != 2 {
 			t.Fatalf("changes after 1: %+v", later)
 		}
 		// A bump rolled back is no bump, and records nothing.
-		_ = w.h.UoW.Do(ctx, func(ctx context.Context) error {
-			_, _ = w.h.Turns.BumpLine(ctx, w.runID, turns.LineChange{})
+		_ = w.set.UoW.Do(ctx, func(ctx context.Context) error {
+			_, _ = w.set.Turns.BumpLine(ctx, w.runID, turns.LineChange{})
 			return errors.New("boom")
 		})
-		if v, _ := w.h.Turns.LineVersion(ctx, w.runID); v != 2 {
+		if v, _ := w.set.Turns.LineVersion(ctx, w.runID); v != 2 {
 			t.Fatalf("after rollback: %d", v)
 		}
-		if all, _ := w.h.Turns.LineChanges(ctx, w.runID, 0, 10); len(all) != 2 {
+		if all, _ := w.set.Turns.LineChanges(ctx, w.runID, 0, 10); len(all) != 2 {
 			t.Fatalf("a rolled-back change was recorded: %+v", all)
 		}
 	})
 
 	t.Run("old line changes are pruned, recent ones kept", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		const n = turns.LineChangesKept + 600
-		err := w.h.UoW.Do(ctx, func(ctx context.Context) error {
+		err := w.set.UoW.Do(ctx, func(ctx context.Context) error {
 			for range n {
-				if _, err := w.h.Turns.BumpLine(ctx, w.runID, turns.LineChange{}); err != nil {
+				if _, err := w.set.Turns.BumpLine(ctx, w.runID, turns.LineChange{}); err != nil {
 					return err
 				}
 			}
@@ -451,27 +442,27 @@ func runTurns3(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		recent, err := w.h.Turns.LineChanges(ctx, w.runID, n-turns.LineChangesKept, n)
+		recent, err := w.set.Turns.LineChanges(ctx, w.runID, n-turns.LineChangesKept, n)
 		if err != nil || len(recent) != turns.LineChangesKept {
 			t.Fatalf("the latest %d changes: got %d %v", turns.LineChangesKept, len(recent), err)
 		}
-		if all, _ := w.h.Turns.LineChanges(ctx, w.runID, 0, n); len(all) >= n {
+		if all, _ := w.set.Turns.LineChanges(ctx, w.runID, 0, n); len(all) >= n {
 			t.Fatalf("nothing was pruned: %d changes kept", len(all))
 		}
 	})
 
 	t.Run("recent service times, newest first, of the queue", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		for i, s := range []float64{10, 20, 30} {
 			at, secs := w.now.Add(time.Duration(i)*time.Minute), s
 			w.turn(t, func(tu *turns.Turn) { tu.Status, tu.FinishedAt, tu.ServiceSeconds = turns.Completed, &at, &secs })
 		}
 		w.turn(t, func(tu *turns.Turn) { tu.Status = turns.Cancelled })
-		got, err := w.h.Turns.RecentServiceSeconds(ctx, w.owned.QueueID, 2)
+		got, err := w.set.Turns.RecentServiceSeconds(ctx, w.owned.QueueID, 2)
 		if err != nil || !slices.Equal(got, []float64{30, 20}) {
 			t.Fatalf("want [30 20], got %v %v", got, err)
 		}
-		if got, _ := w.h.Turns.RecentServiceSeconds(ctx, w.owned.QueueID2, 5); len(got) != 0 {
+		if got, _ := w.set.Turns.RecentServiceSeconds(ctx, w.owned.QueueID2, 5); len(got) != 0 {
 			t.Fatalf("another queue: %v", got)
 		}
 	})
@@ -480,29 +471,29 @@ func runTurns3(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 // runTurns4 is part 4 of RunTurns: a turn's view context is what the
 // separate reads return; deleting the entity deletes its turns; deleting a
 // station unassigns it.
-func runTurns4(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
+func runTurns4(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	t.Run("a turn's view context is what the separate reads return", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
-		vs := w.h.Turns
+		w := newTurnsWorld(t, newSet(t))
+		vs := w.set.Turns
 		var done turns.Turn
 		for i, s := range []float64{10, 20, 30} {
 			at, secs := w.now.Add(time.Duration(i)*time.Minute), s
 			done = w.turn(t, func(tu *turns.Turn) { tu.Status, tu.FinishedAt, tu.ServiceSeconds = turns.Completed, &at, &secs })
 		}
 		waiting := w.turn(t, nil)
-		if _, err := w.h.Turns.BumpLine(ctx, w.runID, turns.LineChange{Added: []turns.LineKey{waiting.Key()}}); err != nil {
+		if _, err := w.set.Turns.BumpLine(ctx, w.runID, turns.LineChange{Added: []turns.LineKey{waiting.Key()}}); err != nil {
 			t.Fatal(err)
 		}
 		got, vc, err := vs.GetForView(ctx, waiting.ID)
 		if err != nil || !sameTurn(got, waiting) {
 			t.Fatalf("turn: %+v %v", got, err)
 		}
-		q, err := w.h.Owners.Queues.GetQueue(ctx, w.owned.QueueID)
+		q, err := OwnersOf(w.set).Queues.GetQueue(ctx, w.owned.QueueID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sts, err := w.h.Owners.Queues.ListStations(ctx, w.owned.QueueID)
+		sts, err := OwnersOf(w.set).Queues.ListStations(ctx, w.owned.QueueID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -530,23 +521,23 @@ func runTurns4(t *testing.T, newHarness func(t *testing.T) TurnsHarness) {
 	})
 
 	t.Run("deleting the entity deletes its turns", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		a := w.turn(t, nil)
-		if err := w.h.UoW.Do(ctx, func(ctx context.Context) error { return w.h.Entities.Delete(ctx, w.owned.EntityID) }); err != nil {
+		if err := w.set.UoW.Do(ctx, func(ctx context.Context) error { return w.set.Entities.Delete(ctx, w.owned.EntityID) }); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.h.Turns.Get(ctx, a.ID); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := w.set.Turns.Get(ctx, a.ID); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("turn survived its entity: %v", err)
 		}
 	})
 
 	t.Run("deleting a station unassigns it", func(t *testing.T) {
-		w := newTurnsWorld(t, newHarness(t))
+		w := newTurnsWorld(t, newSet(t))
 		a := w.turn(t, func(tu *turns.Turn) { tu.StationID = &w.station })
-		if err := w.h.UoW.Do(ctx, func(ctx context.Context) error { return w.h.Owners.Queues.DeleteStation(ctx, w.station) }); err != nil {
+		if err := w.set.UoW.Do(ctx, func(ctx context.Context) error { return OwnersOf(w.set).Queues.DeleteStation(ctx, w.station) }); err != nil {
 			t.Fatal(err)
 		}
-		got, err := w.h.Turns.Get(ctx, a.ID)
+		got, err := w.set.Turns.Get(ctx, a.ID)
 		if err != nil || got.StationID != nil {
 			t.Fatalf("after the station's deletion: %v %v", got.StationID, err)
 		}

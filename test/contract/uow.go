@@ -4,26 +4,30 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/qms-dev/qms/adapters/adapterset"
+	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/platform"
 )
 
-// UnitOfWorkHarness is one adapter's unit of work, with probes to watch it.
-type UnitOfWorkHarness struct {
+// uowProbe is a set's unit of work with probes to watch it (newUoWProbe).
+type uowProbe struct {
 	UoW platform.UnitOfWork
-	// AfterCommit is the adapter's hook registration (Store.AfterCommit,
-	// DB.AfterCommit).
+	// AfterCommit is the unit of work's hook registration
+	// (platform.UnitOfWork.AfterCommit).
 	AfterCommit func(ctx context.Context, f func())
-	// Record writes v to the adapter's storage in ctx's transaction, and
-	// Recorded reads what is committed (Exercise probes through the
-	// accounts repository, on every backend).
+	// Record writes v to the set's storage in ctx's transaction, and
+	// Recorded reads what is committed (through the accounts repository,
+	// on every backend).
 	Record   func(ctx context.Context, v string) error
 	Recorded func(ctx context.Context) ([]string, error)
 }
 
-// uowRecorded is what the harness's storage probe recorded, sorted.
-func uowRecorded(t *testing.T, ctx context.Context, h UnitOfWorkHarness) []string {
+// uowRecorded is what the probe recorded, sorted.
+func uowRecorded(t *testing.T, ctx context.Context, h uowProbe) []string {
 	t.Helper()
 	vs, err := h.Recorded(ctx)
 	if err != nil {
@@ -33,29 +37,21 @@ func uowRecorded(t *testing.T, ctx context.Context, h UnitOfWorkHarness) []strin
 	return vs
 }
 
-func uowNeedStorage(t *testing.T, h UnitOfWorkHarness) {
-	t.Helper()
-	if h.Record == nil {
-		t.Fatal("the harness has no storage probe: Record and Recorded are required")
-	}
-}
-
 // RunUnitOfWork checks the platform.UnitOfWork contract.
-func RunUnitOfWork(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarness) {
-	runUnitOfWork1(t, newHarness)
-	runUnitOfWork2(t, newHarness)
+func RunUnitOfWork(t *testing.T, newSet NewSet) {
+	runUnitOfWork1(t, newSet)
+	runUnitOfWork2(t, newSet)
 }
 
 // runUnitOfWork1 is part 1 of RunUnitOfWork: commit keeps the writes; an
 // error rolls back and is returned as is; a panic rolls back and goes on; a
 // nested Do joins the outer one.
-func runUnitOfWork1(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarness) {
+func runUnitOfWork1(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	errFail := platform.Conflict("CONTRACT_FAIL", "the use case failed", nil)
 	t.Run("commit keeps the writes", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
-		uowNeedStorage(t, h)
+		h := newUoWProbe(t, newSet(t))
 		err := h.UoW.Do(ctx, func(ctx context.Context) error {
 			if err := h.Record(ctx, "a"); err != nil {
 				return err
@@ -72,7 +68,7 @@ func runUnitOfWork1(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarnes
 
 	t.Run("an error rolls back and is returned as is", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
+		h := newUoWProbe(t, newSet(t))
 		err := h.UoW.Do(ctx, func(ctx context.Context) error {
 			if h.Record != nil {
 				if err := h.Record(ctx, "dropped"); err != nil {
@@ -93,7 +89,7 @@ func runUnitOfWork1(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarnes
 
 	t.Run("a panic rolls back and goes on", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
+		h := newUoWProbe(t, newSet(t))
 		func() {
 			defer func() {
 				if r := recover(); r != "boom" {
@@ -122,8 +118,7 @@ func runUnitOfWork1(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarnes
 
 	t.Run("a nested Do joins the outer one", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
-		uowNeedStorage(t, h)
+		h := newUoWProbe(t, newSet(t))
 		err := h.UoW.Do(ctx, func(ctx context.Context) error {
 			if err := h.UoW.Do(ctx, func(ctx context.Context) error { return h.Record(ctx, "inner") }); err != nil {
 				return err
@@ -156,12 +151,12 @@ func runUnitOfWork1(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarnes
 // runUnitOfWork2 is part 2 of RunUnitOfWork: after-commit hooks run after
 // the commit, in order; after-commit hooks never run on rollback; after-
 // commit outside a unit of work runs at once.
-func runUnitOfWork2(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarness) {
+func runUnitOfWork2(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	errFail := platform.Conflict("CONTRACT_FAIL", "the use case failed", nil)
 	t.Run("after-commit hooks run after the commit, in order", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
+		h := newUoWProbe(t, newSet(t))
 		var ran []string
 		var seen []string
 		err := h.UoW.Do(ctx, func(ctx context.Context) error {
@@ -200,7 +195,7 @@ func runUnitOfWork2(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarnes
 
 	t.Run("after-commit hooks never run on rollback", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
+		h := newUoWProbe(t, newSet(t))
 		ran := false
 		err := h.UoW.Do(ctx, func(ctx context.Context) error {
 			h.AfterCommit(ctx, func() { ran = true })
@@ -223,11 +218,60 @@ func runUnitOfWork2(t *testing.T, newHarness func(t *testing.T) UnitOfWorkHarnes
 
 	t.Run("after-commit outside a unit of work runs at once", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
+		h := newUoWProbe(t, newSet(t))
 		ran := false
 		h.AfterCommit(ctx, func() { ran = true })
 		if !ran {
 			t.Fatal("hook did not run")
 		}
 	})
+}
+
+// newUoWProbe probes a set's unit of work through its accounts repository:
+// Record stores an account named after v, Recorded lists those committed.
+func newUoWProbe(t *testing.T, s adapterset.Set) uowProbe {
+	var (
+		mu    sync.Mutex
+		tried []string
+	)
+	prefix := platform.NewID(platform.PrefixAccount) + "_"
+	return uowProbe{
+		UoW:         s.UoW,
+		AfterCommit: s.UoW.AfterCommit,
+		Record: func(ctx context.Context, v string) error {
+			mu.Lock()
+			tried = append(tried, v)
+			mu.Unlock()
+			now := time.Now().UTC()
+			return s.Accounts.CreateAccount(ctx, accounts.Account{ID: prefix + v, Name: v, Plan: "free", CreatedAt: now, UpdatedAt: now})
+		},
+		Recorded: func(ctx context.Context) ([]string, error) {
+			mu.Lock()
+			vs := append([]string(nil), tried...)
+			mu.Unlock()
+			var out []string
+			for _, v := range vs {
+				_, err := s.Accounts.GetAccount(ctx, prefix+v)
+				if platform.IsCode(err, platform.CodeNotFound) {
+					continue
+				}
+				if err != nil {
+					return nil, err
+				}
+				if !contains(out, v) {
+					out = append(out, v)
+				}
+			}
+			return out, nil
+		},
+	}
+}
+
+func contains(vs []string, v string) bool {
+	for _, x := range vs {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }

@@ -10,19 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/adapters/adapterset"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
 	"github.com/qms-dev/qms/core/webhooks"
 	"github.com/qms-dev/qms/ports"
 )
-
-// WebhooksHarness is one adapter's webhooks repository with its unit of
-// work and a way to create accounts (Postgres has foreign keys to them).
-type WebhooksHarness struct {
-	Repo       webhooks.Repository
-	UoW        platform.UnitOfWork
-	NewAccount func(t *testing.T, id string)
-}
 
 // WebhookEndpoint is an endpoint of account subscribed to events.
 func WebhookEndpoint(id, account string, events ...string) webhooks.Endpoint {
@@ -41,30 +34,30 @@ func WebhookDelivery(id, account, endpointID string) webhooks.Delivery {
 }
 
 // RunWebhooks runs the webhooks.Repository contract.
-func RunWebhooks(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
-	runWebhooks1(t, newHarness)
-	runWebhooks2(t, newHarness)
-	runWebhooks3(t, newHarness)
+func RunWebhooks(t *testing.T, newSet NewSet) {
+	runWebhooks1(t, newSet)
+	runWebhooks2(t, newSet)
+	runWebhooks3(t, newSet)
 }
 
 // runWebhooks1 is part 1 of RunWebhooks: endpoints; deliveries.
-func runWebhooks1(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
+func runWebhooks1(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	t.Run("endpoints", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
-		h.NewAccount(t, "acc_a")
-		h.NewAccount(t, "acc_b")
+		set := newSet(t)
+		newAccountID(t, set, "acc_a")
+		newAccountID(t, set, "acc_b")
 		a1 := WebhookEndpoint("whe_1", "acc_a", "queue.closed")
 		a2 := WebhookEndpoint("whe_2", "acc_a", "queue.opened", "queue.closed")
 		a3 := WebhookEndpoint("whe_3", "acc_a", "turn.created")
 		b1 := WebhookEndpoint("whe_4", "acc_b", "queue.closed")
 		for _, e := range []webhooks.Endpoint{a1, a2, a3, b1} {
-			if err := h.Repo.CreateEndpoint(ctx, e); err != nil {
+			if err := set.Webhooks.CreateEndpoint(ctx, e); err != nil {
 				t.Fatal(err)
 			}
 		}
-		got, err := h.Repo.GetEndpoint(ctx, "whe_2")
+		got, err := set.Webhooks.GetEndpoint(ctx, "whe_2")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,17 +65,17 @@ func runWebhooks1(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
 			got.AccountID != "acc_a" || !got.CreatedAt.Equal(a2.CreatedAt) {
 			t.Fatalf("GetEndpoint = %+v", got)
 		}
-		if _, err := h.Repo.GetEndpoint(ctx, "whe_nope"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.Webhooks.GetEndpoint(ctx, "whe_nope"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("missing endpoint: %v", err)
 		}
-		if n, err := h.Repo.CountEndpoints(ctx, "acc_a"); err != nil || n != 3 {
+		if n, err := set.Webhooks.CountEndpoints(ctx, "acc_a"); err != nil || n != 3 {
 			t.Fatalf("CountEndpoints = %d, %v", n, err)
 		}
-		page, err := h.Repo.ListEndpoints(ctx, "acc_a", platform.PageRequest{Limit: 1})
+		page, err := set.Webhooks.ListEndpoints(ctx, "acc_a", platform.PageRequest{Limit: 1})
 		if err != nil || len(page) != 2 || page[0].ID != "whe_1" || page[1].ID != "whe_2" {
 			t.Fatalf("first page %+v, %v", page, err)
 		}
-		page, _ = h.Repo.ListEndpoints(ctx, "acc_a", platform.PageRequest{Limit: 5, After: "whe_1"})
+		page, _ = set.Webhooks.ListEndpoints(ctx, "acc_a", platform.PageRequest{Limit: 5, After: "whe_1"})
 		if len(page) != 2 || page[0].ID != "whe_2" || page[1].ID != "whe_3" {
 			t.Fatalf("second page %+v", page)
 		}
@@ -91,36 +84,36 @@ func runWebhooks1(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
 				t.Fatal("a list carries secrets")
 			}
 		}
-		subs, err := h.Repo.SubscribedEndpoints(ctx, "acc_a", "queue.closed")
+		subs, err := set.Webhooks.SubscribedEndpoints(ctx, "acc_a", "queue.closed")
 		if err != nil || len(subs) != 2 || subs[0].ID != "whe_1" || subs[1].ID != "whe_2" || subs[0].Secret != "" {
 			t.Fatalf("SubscribedEndpoints = %+v, %v", subs, err)
 		}
-		if subs, _ := h.Repo.SubscribedEndpoints(ctx, "acc_b", "turn.created"); len(subs) != 0 {
+		if subs, _ := set.Webhooks.SubscribedEndpoints(ctx, "acc_b", "turn.created"); len(subs) != 0 {
 			t.Fatalf("acc_b subscribed to turn.created: %+v", subs)
 		}
 	})
 
 	t.Run("deliveries", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
-		h.NewAccount(t, "acc_a")
-		h.NewAccount(t, "acc_b")
+		set := newSet(t)
+		newAccountID(t, set, "acc_a")
+		newAccountID(t, set, "acc_b")
 		for _, e := range []webhooks.Endpoint{WebhookEndpoint("whe_1", "acc_a", "queue.closed"), WebhookEndpoint("whe_2", "acc_b", "queue.closed")} {
-			if err := h.Repo.CreateEndpoint(ctx, e); err != nil {
+			if err := set.Webhooks.CreateEndpoint(ctx, e); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for i := range 35 {
 			id := fmt.Sprintf("dlv_%02d", i)
-			if err := h.Repo.CreateDelivery(ctx, WebhookDelivery(id, "acc_a", "whe_1")); err != nil {
+			if err := set.Webhooks.CreateDelivery(ctx, WebhookDelivery(id, "acc_a", "whe_1")); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := h.Repo.CreateDelivery(ctx, WebhookDelivery("dlv_b", "acc_b", "whe_2")); err != nil {
+		if err := set.Webhooks.CreateDelivery(ctx, WebhookDelivery("dlv_b", "acc_b", "whe_2")); err != nil {
 			t.Fatal(err)
 		}
 		want := WebhookDelivery("dlv_00", "acc_a", "whe_1")
-		got, err := h.Repo.GetDelivery(ctx, "dlv_00")
+		got, err := set.Webhooks.GetDelivery(ctx, "dlv_00")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,59 +128,59 @@ func runWebhooks1(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
 		now := time.Date(2026, 3, 1, 9, 0, 1, 0, time.UTC)
 		next := now.Add(5 * time.Second)
 		status, msg := 500, "the receiver answered 500"
-		err = h.UoW.Do(ctx, func(ctx context.Context) error {
-			d, err := h.Repo.GetDeliveryForUpdate(ctx, "dlv_00")
+		err = set.UoW.Do(ctx, func(ctx context.Context) error {
+			d, err := set.Webhooks.GetDeliveryForUpdate(ctx, "dlv_00")
 			if err != nil {
 				return err
 			}
 			d.Status, d.Attempts, d.LastResponseStatus, d.LastError = webhooks.StatusFailed, 1, &status, &msg
 			d.LastAttemptAt, d.NextAttemptAt, d.RetryToken = &now, &next, "tok_2"
 			d.Body = []byte("must not be stored")
-			return h.Repo.UpdateDelivery(ctx, d)
+			return set.Webhooks.UpdateDelivery(ctx, d)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _ = h.Repo.GetDelivery(ctx, "dlv_00")
+		got, _ = set.Webhooks.GetDelivery(ctx, "dlv_00")
 		if got.Status != webhooks.StatusFailed || got.Attempts != 1 || *got.LastResponseStatus != 500 || *got.LastError != msg ||
 			!got.LastAttemptAt.Equal(now) || !got.NextAttemptAt.Equal(next) || got.RetryToken != "tok_2" || !bytes.Equal(got.Body, want.Body) {
 			t.Fatalf("after UpdateDelivery: %+v", got)
 		}
 
-		recent, err := h.Repo.RecentDeliveries(ctx, "acc_a", webhooks.RecentDeliveries)
+		recent, err := set.Webhooks.RecentDeliveries(ctx, "acc_a", webhooks.RecentDeliveries)
 		if err != nil || len(recent) != 30 || recent[0].ID != "dlv_34" || recent[29].ID != "dlv_05" {
 			t.Fatalf("RecentDeliveries: %d, first %v, %v", len(recent), recent[0].ID, err)
 		}
-		if recent, _ := h.Repo.RecentDeliveries(ctx, "acc_b", 30); len(recent) != 1 || recent[0].ID != "dlv_b" {
+		if recent, _ := set.Webhooks.RecentDeliveries(ctx, "acc_b", 30); len(recent) != 1 || recent[0].ID != "dlv_b" {
 			t.Fatalf("acc_b's log: %+v", recent)
 		}
 
 		// Deleting the endpoint deletes its deliveries, and only those.
-		if err := h.Repo.DeleteEndpoint(ctx, "whe_1"); err != nil {
+		if err := set.Webhooks.DeleteEndpoint(ctx, "whe_1"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.Repo.GetDelivery(ctx, "dlv_00"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.Webhooks.GetDelivery(ctx, "dlv_00"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("a delivery outlived its endpoint: %v", err)
 		}
-		if recent, _ := h.Repo.RecentDeliveries(ctx, "acc_a", 30); len(recent) != 0 {
+		if recent, _ := set.Webhooks.RecentDeliveries(ctx, "acc_a", 30); len(recent) != 0 {
 			t.Fatalf("%d deliveries outlived their endpoint", len(recent))
 		}
-		if _, err := h.Repo.GetDelivery(ctx, "dlv_b"); err != nil {
+		if _, err := set.Webhooks.GetDelivery(ctx, "dlv_b"); err != nil {
 			t.Fatalf("another endpoint's delivery went too: %v", err)
 		}
 	})
 }
 
 // runWebhooks2 is part 2 of RunWebhooks: fan-out and success.
-func runWebhooks2(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
+func runWebhooks2(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	t.Run("fan-out and success", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
-		h.NewAccount(t, "acc_a")
+		set := newSet(t)
+		newAccountID(t, set, "acc_a")
 		e1, e2 := WebhookEndpoint("whe_1", "acc_a", "queue.closed"), WebhookEndpoint("whe_2", "acc_a", "queue.closed")
 		for _, e := range []webhooks.Endpoint{e1, e2} {
-			if err := h.Repo.CreateEndpoint(ctx, e); err != nil {
+			if err := set.Webhooks.CreateEndpoint(ctx, e); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -199,8 +192,8 @@ func runWebhooks2(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
 
 		// All or none, with the unit of work.
 		boom := errors.New("boom")
-		err := h.UoW.Do(ctx, func(ctx context.Context) error {
-			if err := h.Repo.CreateDeliveries(ctx, ds); err != nil {
+		err := set.UoW.Do(ctx, func(ctx context.Context) error {
+			if err := set.Webhooks.CreateDeliveries(ctx, ds); err != nil {
 				return err
 			}
 			return boom
@@ -208,14 +201,14 @@ func runWebhooks2(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
 		if !errors.Is(err, boom) {
 			t.Fatal(err)
 		}
-		if _, err := h.Repo.GetDelivery(ctx, "dlv_1"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.Webhooks.GetDelivery(ctx, "dlv_1"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("a delivery outlived its rollback: %v", err)
 		}
-		if err := h.UoW.Do(ctx, func(ctx context.Context) error { return h.Repo.CreateDeliveries(ctx, ds) }); err != nil {
+		if err := set.UoW.Do(ctx, func(ctx context.Context) error { return set.Webhooks.CreateDeliveries(ctx, ds) }); err != nil {
 			t.Fatal(err)
 		}
 		for _, want := range ds {
-			got, ep, err := h.Repo.GetDeliveryToSend(ctx, want.ID)
+			got, ep, err := set.Webhooks.GetDeliveryToSend(ctx, want.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,58 +226,58 @@ func runWebhooks2(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
 				t.Fatalf("GetDeliveryToSend's endpoint = %+v, want %+v", ep, wantEp)
 			}
 		}
-		if got, _ := h.Repo.GetDelivery(ctx, "dlv_3"); *got.LastError != failed || *got.LastResponseStatus != 500 || !got.LastAttemptAt.Equal(at) {
+		if got, _ := set.Webhooks.GetDelivery(ctx, "dlv_3"); *got.LastError != failed || *got.LastResponseStatus != 500 || !got.LastAttemptAt.Equal(at) {
 			t.Fatalf("dlv_3 = %+v", got)
 		}
-		if _, _, err := h.Repo.GetDeliveryToSend(ctx, "dlv_nope"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, _, err := set.Webhooks.GetDeliveryToSend(ctx, "dlv_nope"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("GetDeliveryToSend of no delivery: %v", err)
 		}
 
 		// A success ends the schedule and clears the failure, whatever
 		// came before.
 		done := time.Date(2026, 3, 1, 9, 0, 9, 0, time.UTC)
-		if err := h.Repo.RecordSuccess(ctx, "dlv_3", done, 204); err != nil {
+		if err := set.Webhooks.RecordSuccess(ctx, "dlv_3", done, 204); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := h.Repo.GetDelivery(ctx, "dlv_3")
+		got, _ := set.Webhooks.GetDelivery(ctx, "dlv_3")
 		if got.Status != webhooks.StatusSucceeded || got.Attempts != 2 || got.LastResponseStatus == nil || *got.LastResponseStatus != 204 ||
 			got.LastError != nil || got.LastAttemptAt == nil || !got.LastAttemptAt.Equal(done) || got.NextAttemptAt != nil ||
 			got.RetryToken != "" || !bytes.Equal(got.Body, ds[2].Body) {
 			t.Fatalf("after RecordSuccess: %+v", got)
 		}
-		if err := h.Repo.RecordSuccess(ctx, "dlv_nope", done, 200); !platform.IsCode(err, platform.CodeNotFound) {
+		if err := set.Webhooks.RecordSuccess(ctx, "dlv_nope", done, 200); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("RecordSuccess of no delivery: %v", err)
 		}
 
-		successesRaceFailures(t, ctx, h, failed, done)
-		manySuccessesAtOnce(t, ctx, h, done)
+		successesRaceFailures(t, ctx, set, failed, done)
+		manySuccessesAtOnce(t, ctx, set, done)
 
 		// Gone with its endpoint.
-		if err := h.Repo.DeleteEndpoint(ctx, "whe_2"); err != nil {
+		if err := set.Webhooks.DeleteEndpoint(ctx, "whe_2"); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := h.Repo.GetDeliveryToSend(ctx, "dlv_2"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, _, err := set.Webhooks.GetDeliveryToSend(ctx, "dlv_2"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("GetDeliveryToSend after the endpoint's deletion: %v", err)
 		}
-		if err := h.Repo.RecordSuccess(ctx, "dlv_2", done, 200); !platform.IsCode(err, platform.CodeNotFound) {
+		if err := set.Webhooks.RecordSuccess(ctx, "dlv_2", done, 200); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("RecordSuccess after the endpoint's deletion: %v", err)
 		}
 	})
 }
 
 // runWebhooks3 is part 3 of RunWebhooks: rollback.
-func runWebhooks3(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
+func runWebhooks3(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	t.Run("rollback", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t)
-		h.NewAccount(t, "acc_a")
+		set := newSet(t)
+		newAccountID(t, set, "acc_a")
 		boom := errors.New("boom")
-		err := h.UoW.Do(ctx, func(ctx context.Context) error {
-			if err := h.Repo.CreateEndpoint(ctx, WebhookEndpoint("whe_1", "acc_a", "queue.closed")); err != nil {
+		err := set.UoW.Do(ctx, func(ctx context.Context) error {
+			if err := set.Webhooks.CreateEndpoint(ctx, WebhookEndpoint("whe_1", "acc_a", "queue.closed")); err != nil {
 				return err
 			}
-			if err := h.Repo.CreateDelivery(ctx, WebhookDelivery("dlv_1", "acc_a", "whe_1")); err != nil {
+			if err := set.Webhooks.CreateDelivery(ctx, WebhookDelivery("dlv_1", "acc_a", "whe_1")); err != nil {
 				return err
 			}
 			return boom
@@ -292,10 +285,10 @@ func runWebhooks3(t *testing.T, newHarness func(t *testing.T) WebhooksHarness) {
 		if !errors.Is(err, boom) {
 			t.Fatal(err)
 		}
-		if _, err := h.Repo.GetEndpoint(ctx, "whe_1"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.Webhooks.GetEndpoint(ctx, "whe_1"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("endpoint after rollback: %v", err)
 		}
-		if _, err := h.Repo.GetDelivery(ctx, "dlv_1"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.Webhooks.GetDelivery(ctx, "dlv_1"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("delivery after rollback: %v", err)
 		}
 	})
@@ -377,7 +370,7 @@ func RunEventFanOut(t *testing.T, newSet NewSet) {
 
 // successesRaceFailures: successes recorded while failures are (each a
 // locked read and an update in a unit of work) of dlv_1: none is lost.
-func successesRaceFailures(t *testing.T, ctx context.Context, h WebhooksHarness, failed string, done time.Time) {
+func successesRaceFailures(t *testing.T, ctx context.Context, set adapterset.Set, failed string, done time.Time) {
 	t.Helper()
 	const n = 8
 	var wg sync.WaitGroup
@@ -386,18 +379,18 @@ func successesRaceFailures(t *testing.T, ctx context.Context, h WebhooksHarness,
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			errs <- h.Repo.RecordSuccess(ctx, "dlv_1", done, 200)
+			errs <- set.Webhooks.RecordSuccess(ctx, "dlv_1", done, 200)
 		}()
 		go func() {
 			defer wg.Done()
-			errs <- h.UoW.Do(ctx, func(ctx context.Context) error {
-				d, err := h.Repo.GetDeliveryForUpdate(ctx, "dlv_1")
+			errs <- set.UoW.Do(ctx, func(ctx context.Context) error {
+				d, err := set.Webhooks.GetDeliveryForUpdate(ctx, "dlv_1")
 				if err != nil {
 					return err
 				}
 				d.Attempts++
 				d.Status, d.LastError, d.LastAttemptAt = webhooks.StatusFailed, &failed, &done
-				return h.Repo.UpdateDelivery(ctx, d)
+				return set.Webhooks.UpdateDelivery(ctx, d)
 			})
 		}()
 	}
@@ -408,7 +401,7 @@ func successesRaceFailures(t *testing.T, ctx context.Context, h WebhooksHarness,
 			t.Fatal(err)
 		}
 	}
-	if got, _ := h.Repo.GetDelivery(ctx, "dlv_1"); got.Attempts != 2*n {
+	if got, _ := set.Webhooks.GetDelivery(ctx, "dlv_1"); got.Attempts != 2*n {
 		t.Fatalf("attempts after %d successes and %d failures recorded at once: %d", n, n, got.Attempts)
 	}
 }
@@ -416,13 +409,13 @@ func successesRaceFailures(t *testing.T, ctx context.Context, h WebhooksHarness,
 // manySuccessesAtOnce: many successes at once, one of a delivery that does
 // not exist: each hears its own outcome (Postgres writes them in shared
 // statements).
-func manySuccessesAtOnce(t *testing.T, ctx context.Context, h WebhooksHarness, done time.Time) {
+func manySuccessesAtOnce(t *testing.T, ctx context.Context, set adapterset.Set, done time.Time) {
 	t.Helper()
 	many := make([]webhooks.Delivery, 40)
 	for i := range many {
 		many[i] = WebhookDelivery(fmt.Sprintf("dlv_m%02d", i), "acc_a", "whe_1")
 	}
-	if err := h.Repo.CreateDeliveries(ctx, many); err != nil {
+	if err := set.Webhooks.CreateDeliveries(ctx, many); err != nil {
 		t.Fatal(err)
 	}
 	outcomes := make([]error, len(many)+1)
@@ -435,7 +428,7 @@ func manySuccessesAtOnce(t *testing.T, ctx context.Context, h WebhooksHarness, d
 			if i < len(many) {
 				id = many[i].ID
 			}
-			outcomes[i] = h.Repo.RecordSuccess(ctx, id, done, 200+i%3)
+			outcomes[i] = set.Webhooks.RecordSuccess(ctx, id, done, 200+i%3)
 		}()
 	}
 	mwg.Wait()
@@ -443,7 +436,7 @@ func manySuccessesAtOnce(t *testing.T, ctx context.Context, h WebhooksHarness, d
 		if outcomes[i] != nil {
 			t.Fatalf("RecordSuccess(%s): %v", d.ID, outcomes[i])
 		}
-		got, _ := h.Repo.GetDelivery(ctx, d.ID)
+		got, _ := set.Webhooks.GetDelivery(ctx, d.ID)
 		if got.Status != webhooks.StatusSucceeded || got.Attempts != 1 || *got.LastResponseStatus != 200+i%3 || got.RetryToken != "" {
 			t.Fatalf("%s after RecordSuccess: %+v", d.ID, got)
 		}

@@ -11,21 +11,8 @@ import (
 	"github.com/qms-dev/qms/core/workflow"
 )
 
-// WorkflowHarness is a fresh workflow repository (links and forwards), the
-// unit of work it joins, the owners its rows reference, and a way to
-// delete an entity with its queues.
-type WorkflowHarness struct {
-	Repo interface {
-		workflow.Repository
-		workflow.ForwardRepository
-	}
-	UoW          platform.UnitOfWork
-	Owners       Owners
-	DeleteEntity func(ctx context.Context, id string) error
-}
-
 // RunWorkflow runs the workflow.Repository contract (links).
-func RunWorkflow(t *testing.T, newHarness func(t *testing.T) WorkflowHarness) {
+func RunWorkflow(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	str := func(s string) *string { return &s }
@@ -36,83 +23,83 @@ func RunWorkflow(t *testing.T, newHarness func(t *testing.T) WorkflowHarness) {
 	}
 
 	t.Run("stores, updates and deletes a link", func(t *testing.T) {
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
 		l := mk(o, o.QueueID, o.QueueID2)
 		l.KeepNumber, l.KeepFormResponse = true, true
 		l.Conditions = []workflow.Condition{
 			{Source: str("answer"), Key: str("reason"), Operator: str("contains"), Value: str("parcel")},
 			{Source: str("priority"), Operator: str("eq"), Value: str("HIGH")},
 		}
-		if err := h.Repo.CreateLink(ctx, l); err != nil {
+		if err := set.Workflow.CreateLink(ctx, l); err != nil {
 			t.Fatal(err)
 		}
-		got, err := h.Repo.GetLink(ctx, l.ID)
+		got, err := set.Workflow.GetLink(ctx, l.ID)
 		if err != nil || !reflect.DeepEqual(got, l) {
 			t.Fatalf("GetLink:\n got %+v\nwant %+v (%v)", got, l, err)
 		}
 		l.Trigger, l.Conditions, l.UpdatedAt = workflow.TriggerManual, []workflow.Condition{}, now.Add(time.Minute)
 		l.FromQueueDefinitionID, l.ToQueueDefinitionID = o.QueueID2, o.QueueID
-		if err := h.Repo.UpdateLink(ctx, l); err != nil {
+		if err := set.Workflow.UpdateLink(ctx, l); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := h.Repo.GetLink(ctx, l.ID); !reflect.DeepEqual(got, l) {
+		if got, _ := set.Workflow.GetLink(ctx, l.ID); !reflect.DeepEqual(got, l) {
 			t.Fatalf("after UpdateLink:\n got %+v\nwant %+v", got, l)
 		}
-		if err := h.Repo.DeleteLink(ctx, l.ID); err != nil {
+		if err := set.Workflow.DeleteLink(ctx, l.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.Repo.GetLink(ctx, l.ID); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.Workflow.GetLink(ctx, l.ID); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("after DeleteLink: %v", err)
 		}
 	})
 
 	t.Run("lists by account and by source queue", func(t *testing.T) {
-		h := newHarness(t)
-		a, b := h.Owners.Seed(t), h.Owners.Seed(t)
+		set := newSet(t)
+		a, b := OwnersOf(set).Seed(t), OwnersOf(set).Seed(t)
 		l1, l2, l3 := mk(a, a.QueueID, a.QueueID2), mk(a, a.QueueID2, a.QueueID), mk(a, a.QueueID, a.QueueID2)
 		for _, l := range []workflow.Link{l1, l2, l3, mk(b, b.QueueID, b.QueueID2)} {
-			if err := h.Repo.CreateLink(ctx, l); err != nil {
+			if err := set.Workflow.CreateLink(ctx, l); err != nil {
 				t.Fatal(err)
 			}
 		}
-		page, err := h.Repo.ListLinks(ctx, a.AccountID, platform.PageRequest{Limit: 2})
+		page, err := set.Workflow.ListLinks(ctx, a.AccountID, platform.PageRequest{Limit: 2})
 		if err != nil || len(page) != 3 || page[0].ID != l1.ID {
 			t.Fatalf("ListLinks: %d %v", len(page), err)
 		}
-		page, _ = h.Repo.ListLinks(ctx, a.AccountID, platform.PageRequest{Limit: 2, After: l2.ID})
+		page, _ = set.Workflow.ListLinks(ctx, a.AccountID, platform.PageRequest{Limit: 2, After: l2.ID})
 		if len(page) != 1 || page[0].ID != l3.ID {
 			t.Fatalf("ListLinks after: %+v", page)
 		}
-		from, err := h.Repo.LinksFrom(ctx, a.QueueID)
+		from, err := set.Workflow.LinksFrom(ctx, a.QueueID)
 		if err != nil || len(from) != 2 || from[0].ID != l1.ID || from[1].ID != l3.ID {
 			t.Fatalf("LinksFrom: %+v %v", from, err)
 		}
 	})
 
 	t.Run("deleting a queue deletes its links", func(t *testing.T) {
-		h := newHarness(t)
-		a, b := h.Owners.Seed(t), h.Owners.Seed(t)
+		set := newSet(t)
+		a, b := OwnersOf(set).Seed(t), OwnersOf(set).Seed(t)
 		gone, kept := mk(a, a.QueueID, a.QueueID2), mk(b, b.QueueID, b.QueueID2)
 		for _, l := range []workflow.Link{gone, kept} {
-			if err := h.Repo.CreateLink(ctx, l); err != nil {
+			if err := set.Workflow.CreateLink(ctx, l); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := h.DeleteEntity(ctx, a.EntityID); err != nil {
+		if err := deleteEntity(set)(ctx, a.EntityID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.Repo.GetLink(ctx, gone.ID); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.Workflow.GetLink(ctx, gone.ID); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("link of a deleted queue: %v", err)
 		}
-		if _, err := h.Repo.GetLink(ctx, kept.ID); err != nil {
+		if _, err := set.Workflow.GetLink(ctx, kept.ID); err != nil {
 			t.Fatalf("other link: %v", err)
 		}
 	})
 }
 
 // RunForwards runs the workflow.ForwardRepository contract.
-func RunForwards(t *testing.T, newHarness func(t *testing.T) WorkflowHarness) {
+func RunForwards(t *testing.T, newSet NewSet) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	mk := func(o Owned, turnID, linkID string) workflow.Forward {
@@ -122,22 +109,22 @@ func RunForwards(t *testing.T, newHarness func(t *testing.T) WorkflowHarness) {
 	}
 
 	t.Run("one forward per turn and link", func(t *testing.T) {
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
-		tu := h.Owners.Turn(t, o, o.QueueID)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
+		tu := OwnersOf(set).Turn(t, o, o.QueueID)
 		first := mk(o, tu.ID, "lnk_1")
-		created, err := h.Repo.CreateForward(ctx, first)
+		created, err := set.Forwards.CreateForward(ctx, first)
 		if err != nil || !created {
 			t.Fatalf("first: %v %v", created, err)
 		}
-		created, err = h.Repo.CreateForward(ctx, mk(o, tu.ID, "lnk_1"))
+		created, err = set.Forwards.CreateForward(ctx, mk(o, tu.ID, "lnk_1"))
 		if err != nil || created {
 			t.Fatalf("second for the same pair: %v %v", created, err)
 		}
-		if created, _ := h.Repo.CreateForward(ctx, mk(o, tu.ID, "lnk_2")); !created {
+		if created, _ := set.Forwards.CreateForward(ctx, mk(o, tu.ID, "lnk_2")); !created {
 			t.Fatal("another link of the same turn")
 		}
-		got, err := h.Repo.ForwardOfForUpdate(ctx, tu.ID, "lnk_1")
+		got, err := set.Forwards.ForwardOfForUpdate(ctx, tu.ID, "lnk_1")
 		if err != nil || got.ID != first.ID {
 			t.Fatalf("ForwardOfForUpdate: %+v %v", got, err)
 		}
@@ -145,36 +132,36 @@ func RunForwards(t *testing.T, newHarness func(t *testing.T) WorkflowHarness) {
 		got.Status, got.ToTurnID, got.ForwardedAt, got.Attempts, got.UpdatedAt = workflow.ForwardDone, &tu.ID, &exp, 2, exp
 		code, msg := "X", "y"
 		got.ErrorCode, got.ErrorMessage = &code, &msg
-		if err := h.Repo.UpdateForward(ctx, got); err != nil {
+		if err := set.Forwards.UpdateForward(ctx, got); err != nil {
 			t.Fatal(err)
 		}
-		again, err := h.Repo.GetForward(ctx, first.ID)
+		again, err := set.Forwards.GetForward(ctx, first.ID)
 		if err != nil || !reflect.DeepEqual(again, got) {
 			t.Fatalf("after UpdateForward:\n got %+v\nwant %+v (%v)", again, got, err)
 		}
-		all, err := h.Repo.ForwardsOfTurn(ctx, tu.ID)
+		all, err := set.Forwards.ForwardsOfTurn(ctx, tu.ID)
 		if err != nil || len(all) != 2 {
 			t.Fatalf("ForwardsOfTurn: %d %v", len(all), err)
 		}
-		page, err := h.Repo.ForwardsOfLink(ctx, "lnk_1", platform.PageRequest{Limit: 10})
+		page, err := set.Forwards.ForwardsOfLink(ctx, "lnk_1", platform.PageRequest{Limit: 10})
 		if err != nil || len(page) != 1 || page[0].ID != first.ID {
 			t.Fatalf("ForwardsOfLink: %+v %v", page, err)
 		}
-		if _, err := h.Repo.GetForward(ctx, "fwd_missing"); !platform.IsCode(err, platform.CodeNotFound) {
+		if _, err := set.Forwards.GetForward(ctx, "fwd_missing"); !platform.IsCode(err, platform.CodeNotFound) {
 			t.Fatalf("missing: %v", err)
 		}
 	})
 
 	t.Run("concurrent creates of one pair store one", func(t *testing.T) {
-		h := newHarness(t)
-		o := h.Owners.Seed(t)
-		tu := h.Owners.Turn(t, o, o.QueueID)
+		set := newSet(t)
+		o := OwnersOf(set).Seed(t)
+		tu := OwnersOf(set).Turn(t, o, o.QueueID)
 		var wg sync.WaitGroup
 		won := make([]bool, 10)
 		for i := range won {
 			wg.Go(func() {
-				_ = h.UoW.Do(ctx, func(ctx context.Context) error {
-					created, err := h.Repo.CreateForward(ctx, mk(o, tu.ID, "lnk_1"))
+				_ = set.UoW.Do(ctx, func(ctx context.Context) error {
+					created, err := set.Forwards.CreateForward(ctx, mk(o, tu.ID, "lnk_1"))
 					won[i] = created
 					return err
 				})

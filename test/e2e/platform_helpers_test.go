@@ -63,10 +63,12 @@ func pfErr(t *testing.T, r *apptest.Response, status int, code string) pfEnvelop
 // pfFields asserts a VALIDATION_ERROR and returns its fields.
 func pfFields(t *testing.T, r *apptest.Response) []pfField {
 	t.Helper()
-	env := pfErr(t, r, http.StatusBadRequest, "VALIDATION_ERROR")
-	raw, _ := json.Marshal(env.Error.Details["fields"])
+	pfErr(t, r, http.StatusBadRequest, "VALIDATION_ERROR")
 	var fields []pfField
-	if err := json.Unmarshal(raw, &fields); err != nil || len(fields) == 0 {
+	for _, f := range r.FieldErrors() {
+		fields = append(fields, pfField{Path: f.Path, Rule: f.Rule, Message: f.Message})
+	}
+	if len(fields) == 0 {
 		t.Fatalf("details.fields: %s", r.Body)
 	}
 	return fields

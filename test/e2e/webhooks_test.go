@@ -252,20 +252,11 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 		{map[string]any{"url": "http://100.100.1.1/h", "events": []string{"queue.closed"}}, "url", "public_host"},
 	} {
 		r := a.API(http.MethodPost, "/webhook-endpoints", tc.body)
-		var env struct {
-			Error struct {
-				Code    string `json:"code"`
-				Details struct {
-					Fields []struct{ Path, Rule string } `json:"fields"`
-				} `json:"details"`
-			} `json:"error"`
-		}
-		_ = json.Unmarshal(r.Body, &env)
 		found := false
-		for _, f := range env.Error.Details.Fields {
+		for _, f := range r.FieldErrors() {
 			found = found || (f.Path == tc.path && f.Rule == tc.rule)
 		}
-		if r.Status != http.StatusBadRequest || env.Error.Code != "VALIDATION_ERROR" || !found {
+		if r.Status != http.StatusBadRequest || r.ErrorCode() != "VALIDATION_ERROR" || !found {
 			t.Errorf("%v: want 400 %s/%s, got %d %s", tc.body, tc.path, tc.rule, r.Status, r.Body)
 		}
 	}

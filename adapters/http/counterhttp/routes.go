@@ -110,6 +110,13 @@ type pressed struct {
 	Console counter.Console `json:"console"`
 }
 
+// answered is the answer to a help request's answer: the request, and the
+// console after it (the request gone from its list).
+type answered struct {
+	HelpRequest counter.HelpRequest `json:"helpRequest"`
+	Console     counter.Console     `json:"console"`
+}
+
 // runEvents are the events that change a console: every turn and queue
 // event (core/events' registry).
 var runEvents = events.OfSubjects("turn", "queue")
@@ -186,6 +193,28 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 			status = fiber.StatusOK
 		}
 		return c.Status(status).JSON(pressed{Result: res, Console: con})
+	})
+	// The clerk answers a customer's help request (docs/counter.md, "Help
+	// requests"): the answer and the console after it, as a press.
+	app.Post(Prefix+"/:token/help-requests/:helpRequestId/answer", limit, func(c *fiber.Ctx) error {
+		securityHeaders(c)
+		l, err := resolve(c)
+		if err != nil {
+			return err
+		}
+		var in counter.HelpAnswerInput
+		if err := httpx.Decode(c, &in); err != nil {
+			return err
+		}
+		h, err := svc.AnswerHelp(c.UserContext(), l, c.Params("helpRequestId"), in)
+		if err != nil {
+			return err
+		}
+		con, err := svc.Console(c.UserContext(), l)
+		if err != nil {
+			return err
+		}
+		return c.Status(fiber.StatusCreated).JSON(answered{HelpRequest: h, Console: con})
 	})
 	app.Get(Prefix+"/:token/turns/:turnId/presses", limit, func(c *fiber.Ctx) error {
 		securityHeaders(c)

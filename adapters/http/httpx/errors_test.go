@@ -83,7 +83,7 @@ func TestValidationDetailsCarryFields(t *testing.T) {
 		t.Fatalf("fields = %v", e.Error.Details)
 	}
 	f := fields[0]
-	if f["path"] != "name" || f["rule"] != "min_length" || f["message"] == "" {
+	if f.Path != "name" || f.Rule != "min_length" || f.Message == "" {
 		t.Errorf("field = %v", f)
 	}
 }

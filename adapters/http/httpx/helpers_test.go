@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp/fasthttputil"
 
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/ports"
@@ -136,17 +137,12 @@ type errorEnvelope struct {
 	} `json:"error"`
 }
 
-// fields is the failing fields of a VALIDATION_ERROR envelope, as sent
-// (each with path, rule and message): the tests' one reader of
+// fields is the failing fields of a VALIDATION_ERROR envelope, as sent,
+// read by the SDK's accessor (client.Error.FieldErrors): the one reader of
 // details.fields on the wire.
-func (e errorEnvelope) fields() []map[string]any {
-	raw, _ := e.Error.Details["fields"].([]any)
-	out := make([]map[string]any, 0, len(raw))
-	for _, f := range raw {
-		m, _ := f.(map[string]any)
-		out = append(out, m)
-	}
-	return out
+func (e errorEnvelope) fields() []client.FieldError {
+	ce := client.Error{Code: e.Error.Code, Details: e.Error.Details}
+	return ce.FieldErrors()
 }
 
 // envelopeOf parses an error body strictly: the envelope has exactly the

@@ -137,7 +137,7 @@ func TestPageLimit(t *testing.T) {
 		_, r := getPage(t, app, "/api/v1/queues?"+q, "reader")
 		e := expectError(t, r, 400, "VALIDATION_ERROR")
 		fields := e.fields()
-		if len(fields) != 1 || fields[0]["path"] != "limit" {
+		if len(fields) != 1 || fields[0].Path != "limit" {
 			t.Errorf("%q: details = %v", q, e.Error.Details)
 		}
 	}

@@ -110,7 +110,7 @@ func TestQueryAndPathText(t *testing.T) {
 		var env errorEnvelope
 		decodeResponse(t, resp, &env)
 		fields := env.fields()
-		if resp.StatusCode != 400 || len(fields) != 1 || fields[0]["path"] != c.path || fields[0]["rule"] != c.rule {
+		if resp.StatusCode != 400 || len(fields) != 1 || fields[0].Path != c.path || fields[0].Rule != c.rule {
 			t.Errorf("%s: %d %+v", c.url, resp.StatusCode, env.Error)
 		}
 	}
@@ -145,7 +145,7 @@ func TestQueryAndPathText(t *testing.T) {
 			continue // fasthttp ends the path at a control byte: no route, no handler
 		}
 		if fields := env.fields(); resp.StatusCode != 400 || len(fields) != 1 ||
-			fields[0]["path"] != "queueId" || fields[0]["rule"] != rule {
+			fields[0].Path != "queueId" || fields[0].Rule != rule {
 			t.Errorf("%q: %d %+v", seg, resp.StatusCode, env.Error)
 		}
 	}

@@ -193,8 +193,11 @@
 
   function overSLA(r) {
     var sla = con.queue.sla || {};
-    if (r.status === "WAITING" && sla.maxWaitMinutes != null) { return minutes(r.createdAt) > sla.maxWaitMinutes; }
-    if (r.status === "IN_SERVICE" && sla.maxServiceMinutes != null) { return minutes(r.startedAt) > sla.maxServiceMinutes; }
+    // Past the target once it has been waited (served) that long: the
+    // board's and turn.sla_breached's rule, so the marks agree.
+    function past(from, m) { return !!from && Date.now() - new Date(from).getTime() >= m * 60000; }
+    if (r.status === "WAITING" && sla.maxWaitMinutes != null) { return past(r.createdAt, sla.maxWaitMinutes); }
+    if (r.status === "IN_SERVICE" && sla.maxServiceMinutes != null) { return past(r.startedAt, sla.maxServiceMinutes); }
     return false;
   }
 
@@ -445,14 +448,91 @@
     renderHelpRequests();
   }
 
-  // Help requests arrive with issue 31's queue help (console.helpRequests):
-  // shown when the server sends any.
+  // The customers asking for help on their ticket page (the queue's help,
+  // console.helpRequests), the one waiting longest first. Each has the
+  // queue's quick replies as buttons; an answer goes to the customer's
+  // page and takes the request off every console. A request that arrives
+  // while the console is open is announced.
+  var helpSeen = null;   // the request ids shown so far (null: none drawn yet)
+  var answering = {};    // request id -> true while its answer is on its way
   function renderHelpRequests() {
     var list = con.helpRequests || [];
-    $("help-requests").hidden = !list.length;
+    var replies = (con.queue.help && con.queue.help.quickReplies) || [];
+    var box = $("help-requests");
+    box.hidden = !list.length;
+    // Drawn again on every frame: the focus stays on the button it was on.
+    var act = document.activeElement;
+    var keep = act && act.dataset && act.dataset.helpId ? { id: act.dataset.helpId, reply: act.dataset.reply } : null;
     var ul = $("help-list");
     ul.textContent = "";
-    list.forEach(function (h) { ul.appendChild(el("li", null, (h.displayCode || "") + (h.message ? ": " + h.message : ""))); });
+    var seen = {};
+    var refocus = null;
+    list.forEach(function (h) {
+      seen[h.id] = true;
+      if (helpSeen && !helpSeen[h.id]) { announce(t("counter.helpAsked", { code: h.displayCode })); }
+      var li = el("li");
+      li.dataset.helpId = h.id;
+      li.dataset.turnId = h.turnId;
+      var who = el("p", "who");
+      who.appendChild(el("span", "help-code", h.displayCode));
+      who.appendChild(el("span", "since", t("counter.helpSince", { time: ago(h.requestedAt) })));
+      li.appendChild(who);
+      if (!replies.length) {
+        li.appendChild(el("p", "hint", t("counter.helpNoReplies")));
+      } else {
+        var group = el("div", "replies");
+        group.setAttribute("role", "group");
+        group.setAttribute("aria-label", t("counter.helpAnswer", { code: h.displayCode }));
+        replies.forEach(function (r) {
+          var b = el("button", "reply", r);
+          b.type = "button";
+          b.dataset.helpId = h.id;
+          b.dataset.reply = r;
+          if (answering[h.id]) { b.setAttribute("aria-busy", "true"); }
+          b.addEventListener("click", function () { answerHelp(h, r); });
+          group.appendChild(b);
+          if (keep && keep.id === h.id && keep.reply === r) { refocus = b; }
+        });
+        li.appendChild(group);
+      }
+      ul.appendChild(li);
+    });
+    // The request whose button had the focus was answered (here or at
+    // another counter): a keyboard user goes on from the next request's
+    // first reply, else from "Call next", never from nowhere.
+    if (keep) { (refocus || ul.querySelector("button.reply") || $("btn-next")).focus(); }
+    helpSeen = seen;
+    probe.helpRequests = list.map(function (h) { return h.displayCode; });
+  }
+
+  function answerHelp(h, reply) {
+    if (answering[h.id]) { probe.ignored++; return; }
+    answering[h.id] = true;
+    clearError();
+    renderHelpRequests();
+    fetch(base + "/help-requests/" + encodeURIComponent(h.id) + "/answer", {
+      method: "POST", cache: "no-store", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ reply: reply })
+    }).then(function (r) {
+      return r.json().then(function (data) { return { ok: r.ok, status: r.status, data: data }; },
+        function () { return { ok: false, status: r.status, data: {} }; });
+    }, function () { return { ok: false, status: 0, data: {} }; }).then(function (res) {
+      delete answering[h.id];
+      if (res.ok) {
+        if (apply(res.data.console) === false && con) { render(); }
+        announce(t("counter.helpAnswered", { code: h.displayCode, reply: reply }));
+        return;
+      }
+      var err = (res.data && res.data.error) || {};
+      if (err.code === "COUNTER_LINK_REVOKED") { message("counter.revokedTitle", "counter.revokedText"); return; }
+      // Answered meanwhile at another counter (or gone): say so, and show
+      // the list as it is now.
+      var msg = err.code === "HELP_ALREADY_ANSWERED" || err.code === "NOT_FOUND" ? t("counter.err.helpAnswered", { code: h.displayCode })
+        : err.code === "RATE_LIMITED" ? t("counter.err.slowDown")
+        : res.status === 0 ? t("counter.err.network") : err.message || t("counter.err.network");
+      showError(msg, err.code || "HTTP_" + res.status);
+      announce(msg);
+      return refresh();
+    }).then(function () { if (con) { renderHelpRequests(); } });
   }
 
   // --- acting ------------------------------------------------------------
@@ -774,7 +854,7 @@
   });
 
   // The times waited move on without any event.
-  setInterval(function () { if (con && probe.state === "live") { renderLists(); renderFocus(); } }, 20000);
+  setInterval(function () { if (con && probe.state === "live") { renderLists(); renderFocus(); renderHelpRequests(); } }, 20000);
 
   i18n.load(i18n.lang).then(function () { setState("connecting"); connect(); }, function () { connect(); });
 })();

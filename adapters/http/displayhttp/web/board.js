@@ -194,14 +194,40 @@
     } else {
       el.appendChild(cell("span", t("board.waitUnknown"), "wait-unknown"));
     }
+    // Over the queue's wait target (sla.maxWaitMinutes): how many, in
+    // words with a warning sign, and the next-up codes among them marked
+    // the same way (a sign and words for screen readers, never colour
+    // alone), so staff and the waiting room see who has waited too long.
+    var minutes = w.maxWaitMinutes == null ? "" : i18n.number(w.maxWaitMinutes);
+    if (w.overSla > 0) {
+      var over = cell("span", "", "over-sla");
+      over.appendChild(cell("span", " · ", "sep"));
+      var mark = cell("span", "", "sla-mark");
+      mark.appendChild(cell("span", "\u26a0", "sign"));
+      mark.appendChild(document.createTextNode(" " + t("board.overSla", { count: i18n.number(w.overSla), minutes: minutes })));
+      over.appendChild(mark);
+      el.appendChild(over);
+    }
+    var late = w.nextOverSla || [];
     var codes = (w.next || []).slice(0, nextUp);
     if (codes.length > 0) {
       var span = cell("span", "", "next");
       span.appendChild(cell("span", " · ", "sep"));
       span.appendChild(document.createTextNode(t("board.next") + " "));
-      codes.forEach(function (c, i) { if (i > 0) { span.appendChild(document.createTextNode(" ")); } span.appendChild(cell("strong", c, "code")); });
+      codes.forEach(function (c, i) {
+        if (i > 0) { span.appendChild(document.createTextNode(" ")); }
+        var code = cell("strong", c, "code");
+        if (late.indexOf(c) >= 0) {
+          code.className = "code over";
+          code.title = t("board.overSlaMark", { minutes: minutes });
+          code.insertBefore(cell("span", "\u26a0", "sign"), code.firstChild);
+          code.appendChild(cell("span", " (" + t("board.overSlaMark", { minutes: minutes }) + ")", "sr-only"));
+        }
+        span.appendChild(code);
+      });
       el.appendChild(span);
     }
+    window.qmsBoard.overSla = { count: w.overSla == null ? null : w.overSla, next: late.filter(function (c) { return codes.indexOf(c) >= 0; }) };
   }
   // How many next-up codes to list (at most 5) and whether to speak: the
   // token's options (board.options), unless the board's link overrides
