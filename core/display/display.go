@@ -82,6 +82,21 @@ func ValidLanguage(s string) bool {
 	return false
 }
 
+// TokenChanged is the internal event (events.Internal: never sent to a
+// client, never a webhook) raised in the transaction that revokes a token
+// or changes its options. It reaches the boards the token opened through
+// the event log, in every process, as the run's events do: a revoked
+// board ends at once, a changed one shows its new options, and no board
+// re-reads its token while it waits (issue 32).
+type TokenChanged struct {
+	TokenID string  `json:"tokenId"`
+	Revoked bool    `json:"revoked"`
+	Options Options `json:"options"`
+}
+
+// EventName is the internal event's name.
+func (TokenChanged) EventName() string { return "display_token.changed" }
+
 // Revoked reports whether the token was revoked.
 func (t Token) Revoked() bool { return t.RevokedAt != nil }
 

@@ -70,7 +70,7 @@ func newService(t *testing.T, ts fakeTurns, calls fakeCalls) (*display.Service, 
 	set, store := testkit.MemorySet(t, clock)
 	q := queues.Queue{ID: "que_1", AccountID: "acc_1", Name: "Pickup", ArrivalBoard: &queues.ArrivalBoard{
 		Columns: []queues.BoardColumn{{Key: str("plate"), Label: str("Plate")}}}}
-	return display.NewService(set.DisplayTokens, fakeQueues{q}, ts, calls, store, clock), clock
+	return display.NewService(set.DisplayTokens, fakeQueues{q}, ts, calls, store, testkit.Bus(set), clock), clock
 }
 
 func TestTokensAreShownOnceStoredHashedAndRevocable(t *testing.T) {

@@ -17,6 +17,7 @@ type Service struct {
 	turns  Turns
 	calls  Calls
 	uow    platform.UnitOfWork
+	events platform.EventSink
 	clock  platform.Clock
 	// joining, when set, counts appointments waiting to join (UseJoining).
 	joining Joining
@@ -27,8 +28,21 @@ type Service struct {
 func (s *Service) UseJoining(j Joining) { s.joining = j }
 
 // NewService builds the service.
-func NewService(repo Repository, qs Queues, ts Turns, calls Calls, uow platform.UnitOfWork, clock platform.Clock) *Service {
-	return &Service{repo: repo, queues: qs, turns: ts, calls: calls, uow: uow, clock: clock}
+// events hears of a token's revocation and changes (TokenChanged), so
+// the boards it opened, in every process, end or follow at once.
+func NewService(repo Repository, qs Queues, ts Turns, calls Calls, uow platform.UnitOfWork, events platform.EventSink,
+	clock platform.Clock) *Service {
+	return &Service{repo: repo, queues: qs, turns: ts, calls: calls, uow: uow, events: events, clock: clock}
+}
+
+// changed raises TokenChanged for t, in the transaction that changed it.
+func (s *Service) changed(ctx context.Context, t Token) error {
+	e, err := platform.NewEvent(t.AccountID, TokenChanged{TokenID: t.ID, Revoked: t.Revoked(), Options: t.Options}, s.clock.Now())
+	if err != nil {
+		return err
+	}
+	e.QueueID, e.RunID = t.QueueID, t.RunID
+	return s.events.Emit(ctx, e)
 }
 
 // Create makes a display token for one of the account's runs. The value is
@@ -87,9 +101,10 @@ func (s *Service) List(ctx context.Context, accountID, runID string, page platfo
 	return platform.PageOf(items, page.Limit, func(t Token) string { return t.ID }), nil
 }
 
-// Revoke revokes a token: the board it opened stops at its next check (a
-// few seconds) and the link shows that it was revoked. Revoking a revoked
-// token changes nothing.
+// Revoke revokes a token: the boards it opened stop as soon as the
+// revocation commits (TokenChanged reaches them through the event log, in
+// every process) and the link shows that it was revoked. Revoking a
+// revoked token changes nothing.
 func (s *Service) Revoke(ctx context.Context, accountID, id string) (Token, error) {
 	var out Token
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
@@ -106,6 +121,9 @@ func (s *Service) Revoke(ctx context.Context, accountID, id string) (Token, erro
 			if err := s.repo.Update(ctx, t); err != nil {
 				return err
 			}
+			if err := s.changed(ctx, t); err != nil {
+				return err
+			}
 		}
 		out = t
 		return nil
@@ -114,7 +132,7 @@ func (s *Service) Revoke(ctx context.Context, accountID, id string) (Token, erro
 }
 
 // Update changes a token's label and options (PATCH
-// /display-tokens/{tokenId}); an open board follows at its next change.
+// /display-tokens/{tokenId}); an open board follows at once (TokenChanged).
 // A revoked token can still be updated: it changes nothing it can open.
 func (s *Service) Update(ctx context.Context, accountID, id string, in UpdateInput) (Token, error) {
 	var v platform.Validator
@@ -159,6 +177,9 @@ func (s *Service) Update(ctx context.Context, accountID, id string, in UpdateInp
 			t.Language = patchPtr(in.Language)
 		}
 		if err := s.repo.Update(ctx, t); err != nil {
+			return err
+		}
+		if err := s.changed(ctx, t); err != nil {
 			return err
 		}
 		out = t

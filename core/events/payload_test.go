@@ -108,7 +108,7 @@ func TestNamesAreUniqueAndShaped(t *testing.T) {
 // docs would not know the event exists.
 func TestEveryPayloadIsRegistered(t *testing.T) {
 	registered := map[string]bool{}
-	for _, p := range events.Payloads() {
+	for _, p := range append(events.Payloads(), events.InternalPayloads()...) {
 		ty := reflect.TypeOf(p)
 		registered[strings.TrimPrefix(ty.PkgPath(), "github.com/qms-dev/qms/")+"."+ty.Name()] = true
 	}

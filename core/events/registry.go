@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/queues"
@@ -34,6 +35,29 @@ var registry = []platform.Payload{
 	turns.TurnSLABreached{},
 	notify.StatusChanged{},
 }
+
+// internal are the events the application raises for itself, not for
+// clients: they go through the bus and the log like the others (so they
+// reach every process, in order with the run's events), but no webhook
+// endpoint can subscribe to them, no client stream sends them
+// (stream.ReadScope knows no module of theirs), and they are no part of
+// the API's contract. A screen's run group asks for them by name
+// (stream.Filter.Internal).
+var internal = []platform.Payload{
+	display.TokenChanged{},
+}
+
+// Internal returns the names of the internal events.
+func Internal() []string {
+	out := make([]string, len(internal))
+	for i, p := range internal {
+		out[i] = p.EventName()
+	}
+	return out
+}
+
+// InternalPayloads returns a zero value of every internal payload type.
+func InternalPayloads() []platform.Payload { return slices.Clone(internal) }
 
 // names are the registry's event names, in its order.
 var names = func() []string {

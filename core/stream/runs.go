@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,11 +35,13 @@ type Runs[V any] struct {
 	groups map[runKey]*runGroup[V]
 }
 
-// BuildFunc builds a run's view as the run is now: after its events es
-// (nil when the group starts). es holds more than one event when several
+// BuildFunc builds a run's view as the run is now: after its events es,
+// given prev, the view before them (es and prev are nil and the zero V
+// when the group starts), so that what only the events change is carried
+// over rather than read again. es holds more than one event when several
 // arrived while the previous view was being built: one build then serves
 // them all, so a group never falls more than a build behind its run.
-type BuildFunc[V any] func(ctx context.Context, accountID, runID string, es []Entry) (V, error)
+type BuildFunc[V any] func(ctx context.Context, accountID, runID string, prev V, es []Entry) (V, error)
 
 // RunsOptions tune Runs. Zero values take the defaults.
 type RunsOptions struct {
@@ -51,6 +54,12 @@ type RunsOptions struct {
 	Linger time.Duration
 	// Logger hears about builds that failed; nil is slog.Default().
 	Logger *slog.Logger
+	// Internal are the internal events of the run (a display token
+	// revoked or changed: events.Internal) that the group hands to its
+	// members as they are, with the view it has: they change no view, so
+	// they cost no build. Each member looks for its own (its token's) and
+	// ignores the others'.
+	Internal []string
 }
 
 // Update is one view of a run, shared by every member of the run: Entry is
@@ -60,12 +69,24 @@ type RunsOptions struct {
 type Update[V any] struct {
 	Entry *Entry
 	View  V
+	// Internal, in the update Join returns only, are the latest internal
+	// events the group handed out before the member joined (at most
+	// recentInternal of them): a screen that checked its token before
+	// joining finds here a revocation that committed in between, which
+	// it would otherwise never hear of.
+	Internal []Entry
 }
 
 type runKey struct{ account, run string }
 
 // maxCoalesce bounds the events one build serves.
 const maxCoalesce = 64
+
+// recentInternal is how many of its latest internal events a group keeps
+// for the members that join after them (Update.Internal). A revocation
+// older than that committed long before any join still in flight checked
+// its token.
+const recentInternal = 64
 
 // NewRuns builds a Runs over hub: a group follows its run's events named
 // names, read with scopes, and builds its view with build.
@@ -81,6 +102,25 @@ func NewRuns[V any](hub *Hub, scopes accounts.ScopeSet, names []string, build Bu
 		log = slog.Default()
 	}
 	return &Runs[V]{hub: hub, scopes: scopes, names: names, build: build, opts: opts, log: log, groups: map[runKey]*runGroup[V]{}}
+}
+
+// Latest is the run's latest view when this process follows the run now
+// (a group with members, or lingering after them), without joining it: a
+// page's first paint is drawn from it instead of a read of storage. ok is
+// false when no group follows the run, or its first view is not built yet.
+func (r *Runs[V]) Latest(accountID, runID string) (v V, ok bool) {
+	r.mu.Lock()
+	g := r.groups[runKey{accountID, runID}]
+	r.mu.Unlock()
+	if g == nil {
+		return v, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || g.last == nil {
+		return v, false
+	}
+	return g.last.View, true
 }
 
 // Groups is the number of runs followed now (tests, metrics).
@@ -127,6 +167,11 @@ func (r *Runs[V]) Join(ctx context.Context, accountID, runID string) (*Member[V]
 			g.linger = nil
 		}
 		first := g.last
+		if len(g.internal) > 0 {
+			withRecent := *first
+			withRecent.Internal = slices.Clone(g.internal)
+			first = &withRecent
+		}
 		g.mu.Unlock()
 		return m, first, nil
 	}
@@ -142,9 +187,11 @@ type runGroup[V any] struct {
 	mu      sync.Mutex
 	members map[*Member[V]]struct{}
 	last    *Update[V]
-	err     error
-	closed  bool
-	linger  *time.Timer
+	// internal are the latest internal events handed out (Update.Internal).
+	internal []Entry
+	err      error
+	closed   bool
+	linger   *time.Timer
 }
 
 // run subscribes to the run's events, builds the first view, then one view
@@ -164,10 +211,11 @@ func (g *runGroup[V]) run() {
 	// Subscribe before the first build: a change in between arrives as an
 	// event, never falls between the two.
 	sub, err := r.hub.Subscribe(ctx, Request{AccountID: g.key.account,
-		Filter: Filter{Scopes: r.scopes, RunID: g.key.run, Names: r.names}})
+		Filter: Filter{Scopes: r.scopes, RunID: g.key.run, Names: r.names, Internal: r.opts.Internal}})
 	var first V
 	if err == nil {
-		first, err = g.buildRetrying(ctx, nil)
+		var none V
+		first, err = g.buildRetrying(ctx, none, nil)
 		if err != nil {
 			sub.Close()
 		}
@@ -203,12 +251,26 @@ func (g *runGroup[V]) run() {
 			}
 			es = append(es, more)
 		}
-		v, err := g.buildRetrying(ctx, es)
-		if err != nil {
-			g.end(err)
-			return
+		// Internal events alone change no view: the last one serves.
+		g.mu.Lock()
+		v := g.last.View
+		g.mu.Unlock()
+		if slices.ContainsFunc(es, func(e Entry) bool { return !slices.Contains(r.opts.Internal, e.Event.Name) }) {
+			v, err = g.buildRetrying(ctx, v, es)
+			if err != nil {
+				g.end(err)
+				return
+			}
 		}
 		g.mu.Lock()
+		for _, e := range es {
+			if slices.Contains(r.opts.Internal, e.Event.Name) {
+				if len(g.internal) == recentInternal {
+					g.internal = slices.Delete(g.internal, 0, 1)
+				}
+				g.internal = append(g.internal, e)
+			}
+		}
 		for i := range es {
 			u := &Update[V]{Entry: &es[i], View: v}
 			g.last = u
@@ -231,12 +293,12 @@ func (g *runGroup[V]) run() {
 // buildRetrying builds a view, retrying a failed build (storage away for a
 // moment) after 100 ms doubling to 1 s, for up to 10 s: members wait
 // rather than all reconnecting at once.
-func (g *runGroup[V]) buildRetrying(ctx context.Context, es []Entry) (V, error) {
+func (g *runGroup[V]) buildRetrying(ctx context.Context, prev V, es []Entry) (V, error) {
 	wait := errorMin
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		v, err := g.runs.build(bctx, g.key.account, g.key.run, es)
+		v, err := g.runs.build(bctx, g.key.account, g.key.run, prev, es)
 		cancel()
 		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
 			return v, err

@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -19,7 +20,7 @@ type countingBuild struct {
 	fail   atomic.Bool
 }
 
-func (b *countingBuild) build(_ context.Context, accountID, runID string, es []stream.Entry) (string, error) {
+func (b *countingBuild) build(_ context.Context, accountID, runID, _ string, es []stream.Entry) (string, error) {
 	b.builds.Add(1)
 	if b.fail.Load() {
 		return "", errors.New("storage away")
@@ -234,4 +235,56 @@ func TestRunsConcurrentJoinsAndLeaves(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	emitted.Wait()
+}
+
+// TestRunsHandInternalEventsWithoutABuild: an internal event of the run (a
+// display token changed) reaches every member as it is, with the view the
+// group has, at the cost of no build; a member that joins afterwards
+// finds it in its first update's Internal; no client subscription of the
+// account receives it; Latest serves the group's view without a join.
+func TestRunsHandInternalEventsWithoutABuild(t *testing.T) {
+	w := newWorld(t, stream.Options{})
+	var b countingBuild
+	const internal = "display_token.changed"
+	runs := stream.NewRuns(w.hub, allScopes, nil, b.build, stream.RunsOptions{Internal: []string{internal}})
+	if _, ok := runs.Latest("acc_1", "run_1"); ok {
+		t.Fatal("Latest of a run no group follows")
+	}
+	m, first, err := runs.Join(context.Background(), "acc_1", "run_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	api := w.subscribe(stream.Request{AccountID: "acc_1"})
+	called := w.emit(turnCalled("acc_1", "que_1", "run_1"))[0]
+	if u := nextUpdate(t, m); u.Entry.Event.ID != called || u.View != called {
+		t.Fatalf("after the call: %+v", u)
+	}
+	builds := b.builds.Load()
+	changed := w.emit(platform.Event{AccountID: "acc_1", Name: internal, QueueID: "que_1", RunID: "run_1",
+		Data: json.RawMessage(`{"tokenId":"dsp_1","revoked":true}`)})[0]
+	u := nextUpdate(t, m)
+	if u.Entry.Event.ID != changed || u.View != called {
+		t.Fatalf("the internal event's update %+v: want its entry with the view after the call", u)
+	}
+	if n := b.builds.Load(); n != builds {
+		t.Fatalf("an internal event cost %d builds", n-builds)
+	}
+	late, lateFirst, err := runs.Join(context.Background(), "acc_1", "run_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(late.Close)
+	if len(lateFirst.Internal) != 1 || lateFirst.Internal[0].Event.ID != changed || len(first.Internal) != 0 {
+		t.Fatalf("a late joiner's Internal %+v (the first's %+v)", lateFirst.Internal, first.Internal)
+	}
+	if v, ok := runs.Latest("acc_1", "run_1"); !ok || v != called {
+		t.Fatalf("Latest: %q %v", v, ok)
+	}
+	if e, err := api.Next(context.Background(), time.Second); err != nil || e.Event.ID != called {
+		t.Fatalf("the client's stream: %+v %v", e, err)
+	}
+	if e, err := api.Next(context.Background(), 200*time.Millisecond); !errors.Is(err, stream.ErrIdle) {
+		t.Fatalf("a client received an internal event: %+v %v", e, err)
+	}
 }

@@ -24,6 +24,7 @@ package stream
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/qms-dev/qms/core/accounts"
@@ -85,18 +86,27 @@ type Filter struct {
 	RunID   string
 	// Names, when not empty, keeps only the events with these names.
 	Names []string
+	// Internal are names of internal events (events.IsInternal: a token
+	// revoked, its options changed) that the subscriber also receives,
+	// whatever its scopes and Names, within its queue or run. Only a
+	// consumer inside the process asks for them (the screens' run groups);
+	// no client is ever sent one.
+	Internal []string
 }
 
 // Match reports whether the filter lets e through.
 func (f Filter) Match(e platform.Event) bool {
-	scope, ok := ReadScope(e.Name)
-	if !ok || !f.Scopes.Allows(scope) {
-		return false
-	}
 	if f.QueueID != "" && e.QueueID != f.QueueID {
 		return false
 	}
 	if f.RunID != "" && e.RunID != f.RunID {
+		return false
+	}
+	if slices.Contains(f.Internal, e.Name) {
+		return true
+	}
+	scope, ok := ReadScope(e.Name)
+	if !ok || !f.Scopes.Allows(scope) {
 		return false
 	}
 	if len(f.Names) > 0 {

@@ -105,18 +105,29 @@ func (s *Service) Resolve(ctx context.Context, value string) (Link, turns.View, 
 	if err != nil {
 		return Link{}, turns.View{}, fmt.Errorf("ticket: reading a link: %w", err)
 	}
-	t, err := s.turns.Get(ctx, l.AccountID, l.TurnID)
-	if platform.IsCode(err, platform.CodeNotFound) {
-		return Link{}, turns.View{}, invalid // the turn's run was deleted
-	}
+	t, err := s.TurnOf(ctx, l)
 	if err != nil {
-		return Link{}, turns.View{}, fmt.Errorf("ticket: reading the turn: %w", err)
-	}
-	if exp := ExpiresAt(t.FinishedAt, s.after); exp != nil && !s.clock.Now().Before(*exp) {
-		return Link{}, turns.View{}, platform.NewError(platform.KindNotFound, CodeTicketLinkExpired,
-			"this ticket has ended and its link has expired", map[string]any{"expiredAt": *exp})
+		return Link{}, turns.View{}, err
 	}
 	return l, t, nil
+}
+
+// TurnOf reads the turn of a link already resolved (ResolveLink), with
+// Resolve's errors: 404 INVALID_TICKET_LINK when the turn is gone, 404
+// TICKET_LINK_EXPIRED when its link has expired.
+func (s *Service) TurnOf(ctx context.Context, l Link) (turns.View, error) {
+	t, err := s.turns.Get(ctx, l.AccountID, l.TurnID)
+	if platform.IsCode(err, platform.CodeNotFound) {
+		return turns.View{}, invalidLink() // the turn's run was deleted
+	}
+	if err != nil {
+		return turns.View{}, fmt.Errorf("ticket: reading the turn: %w", err)
+	}
+	if exp := ExpiresAt(t.FinishedAt, s.after); exp != nil && !s.clock.Now().Before(*exp) {
+		return turns.View{}, platform.NewError(platform.KindNotFound, CodeTicketLinkExpired,
+			"this ticket has ended and its link has expired", map[string]any{"expiredAt": *exp})
+	}
+	return t, nil
 }
 
 // Ticket reads what the page shows now.
@@ -169,11 +180,47 @@ type RunView struct {
 	// events named, by turn id: a help request changes only with an event
 	// naming its turn.
 	Help map[string]*HelpRequest
+	// allHelp is the latest help request of every turn of the run that
+	// has one, by turn id: read whole when the view starts, then carried
+	// from view to view with Help's changes (never written once built,
+	// so views share it while no help changes). A page that connects
+	// takes its turn's from here, without a read (LatestHelp).
+	allHelp map[string]*HelpRequest
 }
 
-// BuildRun reads a run's view after events naming turnIDs: the queue, run
-// and branch, the waiting line, and the named turns that are not in it.
-func (s *Service) BuildRun(ctx context.Context, accountID, runID string, turnIDs []string) (*RunView, error) {
+// LatestHelp is turn turnID's latest help request as of the view, nil for
+// none.
+func (rv *RunView) LatestHelp(turnID string) *HelpRequest { return rv.allHelp[turnID] }
+
+// runHelp reads the latest help request of each of the run's turns.
+func (s *Service) runHelp(ctx context.Context, runID string) (map[string]*HelpRequest, error) {
+	out := map[string]*HelpRequest{}
+	page := platform.PageRequest{Limit: platform.MaxPageLimit}
+	for {
+		hs, err := s.repo.ListHelp(ctx, runID, "", page)
+		if err != nil {
+			return nil, fmt.Errorf("ticket: reading the run's help requests: %w", err)
+		}
+		more := len(hs) > page.Limit
+		if more {
+			hs = hs[:page.Limit]
+		}
+		for i := range hs {
+			out[hs[i].TurnID] = &hs[i] // by id: the last is the latest
+		}
+		if !more || len(hs) == 0 {
+			return out, nil
+		}
+		page.After = hs[len(hs)-1].ID
+	}
+}
+
+// BuildRun reads a run's view after events naming turnIDs, prev being the
+// view before them (nil for the first): the queue, run and branch, the
+// waiting line, the named turns that are not in it and their help
+// requests; the other turns' help requests are prev's (read whole when
+// prev is nil).
+func (s *Service) BuildRun(ctx context.Context, accountID, runID string, prev *RunView, turnIDs []string) (*RunView, error) {
 	run, err := s.places.GetRun(ctx, accountID, runID)
 	if err != nil {
 		return nil, fmt.Errorf("ticket: reading the run: %w", err)
@@ -228,6 +275,32 @@ func (s *Service) BuildRun(ctx context.Context, accountID, runID string, turnIDs
 			rv.Changed[id] = v
 		}
 	}
+	if prev == nil {
+		if rv.allHelp, err = s.runHelp(ctx, runID); err != nil {
+			return nil, err
+		}
+		return rv, nil
+	}
+	rv.allHelp = prev.allHelp
+	// A copy only when a named turn has or had a help request: most
+	// events (calls, joins) touch none, and share prev's.
+	changed := false
+	for id, h := range rv.Help {
+		changed = changed || h != nil || prev.allHelp[id] != nil
+	}
+	if changed {
+		rv.allHelp = make(map[string]*HelpRequest, len(prev.allHelp)+len(rv.Help))
+		for id, h := range prev.allHelp {
+			rv.allHelp[id] = h
+		}
+		for id, h := range rv.Help {
+			if h == nil {
+				delete(rv.allHelp, id)
+			} else {
+				rv.allHelp[id] = h
+			}
+		}
+	}
 	return rv, nil
 }
 
@@ -263,6 +336,16 @@ func (rv *RunView) OwnHelp(turnID string, last *HelpRequest) *HelpRequest {
 func (s *Service) Expired(t turns.View) bool {
 	exp := ExpiresAt(t.FinishedAt, s.after)
 	return exp != nil && !s.clock.Now().Before(*exp)
+}
+
+// ExpiresIn is how long until the link of turn t expires; ok is false
+// while the turn has not finished (no expiry yet).
+func (s *Service) ExpiresIn(t turns.View) (d time.Duration, ok bool) {
+	exp := ExpiresAt(t.FinishedAt, s.after)
+	if exp == nil {
+		return 0, false
+	}
+	return exp.Sub(s.clock.Now()), true
 }
 
 // ResolveLink returns the link whose value is given, without its turn:

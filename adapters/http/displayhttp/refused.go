@@ -2,6 +2,7 @@ package displayhttp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"html"
 	"io/fs"
@@ -94,10 +95,10 @@ func catalogue(lang string) map[string]string {
 // it opens the stream. So the page shows the real board at once (and a
 // headless `chromium --screenshot` of it captures the board, not
 // "Connecting…"), and the stream only keeps it current.
-func pageFor(c *fiber.Ctx, svc *display.Service, log *slog.Logger, page []byte) error {
+func pageFor(c *fiber.Ctx, svc *display.Service, boardOf boardFunc, log *slog.Logger, page []byte) error {
 	tok, err := svc.Resolve(c.UserContext(), strings.Clone(c.Params("token")))
 	if err == nil {
-		return c.Send(withFirstPaint(c, svc, log, tok, page))
+		return c.Send(withFirstPaint(c, boardOf, log, tok, page))
 	}
 	status, titleKey, textKey, ok := refusal(err)
 	if !ok {
@@ -118,10 +119,14 @@ type firstPaint struct {
 	Board   display.Board     `json:"board"`
 }
 
+// boardFunc is the board a token's screen shows now.
+type boardFunc func(ctx context.Context, t display.Token) (display.Board, error)
+
 // withFirstPaint puts the board and its language's strings into page; the
-// page as it is when the board cannot be read (the stream brings it).
-func withFirstPaint(c *fiber.Ctx, svc *display.Service, log *slog.Logger, tok display.Token, page []byte) []byte {
-	b, err := svc.Board(c.UserContext(), tok)
+// page as it is when the board cannot be read (the stream brings it). The
+// board comes from the run's built view when its group is live (boardOf).
+func withFirstPaint(c *fiber.Ctx, boardOf boardFunc, log *slog.Logger, tok display.Token, page []byte) []byte {
+	b, err := boardOf(c.UserContext(), tok)
 	if err != nil {
 		log.Warn("display: reading a board for its first paint failed; the stream brings it", "err", err)
 		return page

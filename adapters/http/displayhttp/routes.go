@@ -36,9 +36,9 @@ const Prefix = "/display"
 
 // Options tune the board's stream.
 type Options struct {
-	// Heartbeat is how often an idle board stream sends a heartbeat and
-	// checks that its token still stands: a revoked board stops within
-	// it. Default 5 s.
+	// Heartbeat is how often an idle board stream sends a heartbeat; it
+	// reads nothing (a revocation reaches the board as an event).
+	// Default streamhttp.DefaultHeartbeat (15 s).
 	Heartbeat time.Duration
 }
 
@@ -124,7 +124,7 @@ var boardScopes = accounts.NewScopeSet([]accounts.Scope{accounts.ScopeTurnsRead,
 // address for the whole waiting room); the assets have none.
 func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit fiber.Handler, log *slog.Logger, opts Options) {
 	if opts.Heartbeat <= 0 {
-		opts.Heartbeat = 5 * time.Second
+		opts.Heartbeat = streamhttp.DefaultHeartbeat
 	}
 	web, err := fs.Sub(webFiles, "web")
 	if err != nil {
@@ -138,6 +138,24 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 	// they are not rate limited.
 	assets := httpx.NewAssets(web, ".", Prefix+"/assets/")
 	page = i18nweb.Assets().Versioned(assets.Versioned(page))
+	runs := stream.NewRuns(hub, boardScopes, boardEvents,
+		func(ctx context.Context, accountID, runID string, _ *runBoard, _ []stream.Entry) (*runBoard, error) {
+			b, err := svc.RunBoard(ctx, accountID, runID)
+			if err != nil {
+				return nil, err
+			}
+			return &runBoard{board: b}, nil
+		}, stream.RunsOptions{Logger: log, Internal: tokenEvents})
+	// A board as it is now: from the view the run's group built when this
+	// process follows the run (a board of it is open, or was a moment
+	// ago), else read. A screen's page load and its JSON read then cost
+	// the token's lookup only.
+	boardOf := func(ctx context.Context, t display.Token) (display.Board, error) {
+		if v, ok := runs.Latest(t.AccountID, t.RunID); ok {
+			return v.board.For(t), nil
+		}
+		return svc.Board(ctx, t)
+	}
 	// Assets first: /display/assets/board.js must not be taken for a
 	// token's board read.
 	app.Get(Prefix+"/assets/:file", assets.Handler())
@@ -152,7 +170,7 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 		c.Set("X-Robots-Tag", "noindex")
 		c.Set("X-Content-Type-Options", "nosniff")
 		c.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'")
-		return pageFor(c, svc, log, page)
+		return pageFor(c, svc, boardOf, log, page)
 	})
 	app.Get(Prefix+"/:token/board", limit, func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderCacheControl, "no-store")
@@ -160,22 +178,14 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 		if err != nil {
 			return err
 		}
-		b, err := svc.Board(c.UserContext(), t)
+		b, err := boardOf(c.UserContext(), t)
 		if err != nil {
 			return err
 		}
 		return httpx.OK(c, b)
 	})
-	runs := stream.NewRuns(hub, boardScopes, boardEvents,
-		func(ctx context.Context, accountID, runID string, _ []stream.Entry) (*runBoard, error) {
-			b, err := svc.RunBoard(ctx, accountID, runID)
-			if err != nil {
-				return nil, err
-			}
-			return &runBoard{board: b}, nil
-		}, stream.RunsOptions{Logger: log})
 	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
-		return serveBoard(c, svc, runs, strings.Clone(c.Params("token")), log, opts)
+		return serveBoard(c, svc, runs, strings.Clone(c.Params("token")), opts)
 	})
 }
 
@@ -183,6 +193,33 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 // run's boards in this process (stream.Runs).
 type runBoard struct {
 	board display.Board
+}
+
+// tokenEvents are the internal events a board's run group follows besides
+// the run's: its tokens revoked or changed.
+var tokenEvents = []string{platform.EventName[display.TokenChanged]()}
+
+// tokenChange is what an update says of token t: ok false when it is not
+// a change of t (a run's event, or another token's change).
+func tokenChange(e *stream.Entry, t display.Token) (ch display.TokenChanged, ok bool) {
+	if e == nil || e.Event.Name != tokenEvents[0] {
+		return ch, false
+	}
+	if err := e.Event.Decode(&ch); err != nil || ch.TokenID != t.ID {
+		return ch, false
+	}
+	return ch, true
+}
+
+// revokedBefore reports whether the group handed out t's revocation
+// before this board joined it (the token was checked before the join).
+func revokedBefore(first *stream.Update[*runBoard], t display.Token) bool {
+	for i := range first.Internal {
+		if ch, ok := tokenChange(&first.Internal[i], t); ok && ch.Revoked {
+			return true
+		}
+	}
+	return false
 }
 
 // triggerOf is the event that changed a board, as the page is told it.
@@ -199,9 +236,11 @@ func triggerOf(e *stream.Entry) *trigger {
 
 // serveBoard streams a token's board: the whole board when it connects,
 // then again after every change of the run, drawn from the board the
-// run's group built once. The token is checked again at every heartbeat
-// (a revocation raises no event): a revoked board ends within it.
-func serveBoard(c *fiber.Ctx, svc *display.Service, runs *stream.Runs[*runBoard], value string, log *slog.Logger, opts Options) error {
+// run's group built once. The token is read once, when the board
+// connects: its revocation and its changes reach the board as an event of
+// its run (display.TokenChanged) from whichever process made them, so a
+// revoked board ends at once and an idle one reads nothing.
+func serveBoard(c *fiber.Ctx, svc *display.Service, runs *stream.Runs[*runBoard], value string, opts Options) error {
 	ctx := c.UserContext()
 	t, err := svc.Resolve(ctx, value)
 	if err != nil {
@@ -210,6 +249,10 @@ func serveBoard(c *fiber.Ctx, svc *display.Service, runs *stream.Runs[*runBoard]
 	m, first, err := runs.Join(ctx, t.AccountID, t.RunID)
 	if err != nil {
 		return err
+	}
+	if revokedBefore(first, t) {
+		m.Close()
+		return platform.NewError(platform.KindGone, display.CodeDisplayTokenRevoked, "this display link has been revoked", nil)
 	}
 	firstBoard := &boardMessage{Board: first.View.board.For(t)}
 	streamhttp.OpenLoop(c, 0, opts.Heartbeat, streamhttp.Loop{
@@ -229,22 +272,22 @@ func serveBoard(c *fiber.Ctx, svc *display.Service, runs *stream.Runs[*runBoard]
 				case u == nil:
 					return false
 				}
+				if ch, ok := tokenChange(u.Entry, t); ok {
+					if ch.Revoked {
+						w.Event("", "revoked", map[string]any{"message": "this display link has been revoked"})
+						return true
+					}
+					t.Options = ch.Options
+					w.Event("", "board", boardMessage{Board: u.View.board.For(t)})
+					continue
+				}
+				if u.Entry.Event.Name == tokenEvents[0] {
+					continue // another token's change
+				}
 				w.Event(u.Entry.Event.ID, "board", boardMessage{Board: u.View.board.For(t), Trigger: triggerOf(u.Entry)})
 			}
 		},
 		Beat: func(w *streamhttp.Writer) bool {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			fresh, err := svc.Resolve(ctx, value)
-			cancel()
-			if platform.IsCode(err, display.CodeDisplayTokenRevoked) || platform.IsCode(err, display.CodeInvalidDisplayToken) {
-				w.Event("", "revoked", map[string]any{"message": "this display link has been revoked"})
-				return true
-			}
-			if err != nil {
-				log.Warn("display: checking a token failed; the board goes on", "err", err)
-			} else {
-				t = fresh // its options, changed meanwhile, show at the next change
-			}
 			w.Comment("heartbeat")
 			return false
 		},

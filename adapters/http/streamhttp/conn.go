@@ -111,9 +111,15 @@ type Loop struct {
 	Pending func() bool
 	// Step writes what is pending; done ends the stream (after a flush).
 	Step func(w *Writer) (done bool)
-	// Beat runs when the heartbeat interval passed with nothing written:
-	// it writes the heartbeat, or ends the stream (done).
+	// Beat runs when the heartbeat interval passed with nothing written,
+	// and at Due: it writes the heartbeat, or ends the stream (done).
 	Beat func(w *Writer) (done bool)
+	// Due, when set, is a time at which Beat must run even if the
+	// heartbeat is not due (a ticket link's expiry); zero for none. It is
+	// asked again after every Step and Beat, so it may move. The
+	// connection's read deadline is its timer: no timer of its own, and
+	// no poll.
+	Due func() time.Time
 	// Close runs when the stream ends, whatever ended it.
 	Close func()
 }
@@ -139,6 +145,7 @@ func OpenLoop(c *fiber.Ctx, retry, heartbeat time.Duration, l Loop) {
 		_, _ = w.w.WriteString("retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "\n: connected\n\n")
 		l.Bind(func() { _ = raw.SetReadDeadline(past) })
 		last := time.Now()
+		var beatAt time.Time // when Beat last ran
 		var b [1]byte
 		for {
 			done := l.Step(w)
@@ -151,14 +158,27 @@ func OpenLoop(c *fiber.Ctx, retry, heartbeat time.Duration, l Loop) {
 			if done {
 				return
 			}
-			if time.Since(last) >= heartbeat {
+			// A due time makes Beat run once: if Beat lets it pass (the
+			// stream goes on), it is not due again, never a busy loop.
+			var due time.Time
+			if l.Due != nil {
+				if d := l.Due(); d.After(beatAt) {
+					due = d
+				}
+			}
+			if now := time.Now(); now.Sub(last) >= heartbeat || (!due.IsZero() && !now.Before(due)) {
 				done := l.Beat(w)
 				if !w.Flush() || done {
 					return
 				}
 				last = time.Now()
+				beatAt, due = last, time.Time{}
 			}
-			_ = raw.SetReadDeadline(last.Add(heartbeat))
+			wakeAt := last.Add(heartbeat)
+			if !due.IsZero() && due.Before(wakeAt) {
+				wakeAt = due
+			}
+			_ = raw.SetReadDeadline(wakeAt)
 			// After the deadline is set: what came before it is seen here,
 			// what comes after moves it.
 			if l.Pending() {

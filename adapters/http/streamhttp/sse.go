@@ -261,4 +261,8 @@ func writeEvent(w *bufio.Writer, id, name string, data any) {
 	w.WriteString("\n\n")
 }
 
-func oneLine(s string) string { return strings.NewReplacer("\n", "", "\r", "").Replace(s) }
+func oneLine(s string) string { return lineBreaks.Replace(s) }
+
+// lineBreaks drops line breaks; built once (a Replacer builds its tables
+// on first use, which was paid for every event written).
+var lineBreaks = strings.NewReplacer("\n", "", "\r", "")

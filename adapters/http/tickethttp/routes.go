@@ -199,7 +199,7 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 		return c.Send(b)
 	})
 	runs := stream.NewRuns(hub, streamScopes, runEvents,
-		func(ctx context.Context, accountID, runID string, es []stream.Entry) (*ticket.RunView, error) {
+		func(ctx context.Context, accountID, runID string, prev *ticket.RunView, es []stream.Entry) (*ticket.RunView, error) {
 			var turnIDs []string
 			for _, e := range es {
 				if turns.IsEvent(e.Event.Name) {
@@ -210,22 +210,26 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 					turnIDs = append(turnIDs, ref.TurnID)
 				}
 			}
-			return svc.BuildRun(ctx, accountID, runID, turnIDs)
+			return svc.BuildRun(ctx, accountID, runID, prev, turnIDs)
 		}, stream.RunsOptions{Logger: log})
+	links := newLinkCache(svc.ResolveLink)
 	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
-		return serveTicket(c, svc, runs, strings.Clone(c.Params("token")), opts)
+		return serveTicket(c, svc, runs, links, strings.Clone(c.Params("token")), opts)
 	})
 }
 
 // serveTicket streams a link's ticket: the ticket when it connects, then
 // again after every event of its run, each drawn from the run's view that
 // stream.Runs built once for every ticket page of the run in this process
-// (no read of storage per page and event). The link is read once, when it
-// connects; its expiry is a time (its turn's finish plus ExpireAfter),
-// checked at every event and heartbeat without a read.
-func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.RunView], value string, opts Options) error {
+// (no read of storage per page and event). The link is read when it
+// first connects (linkCache: a reconnect reads nothing while its run is
+// followed); its expiry is a time (its turn's finish plus ExpireAfter),
+// checked at every event without a read, and the stream's own timer (its
+// connection's read deadline, OpenLoop's Due) ends it at that time: no
+// poll.
+func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.RunView], links *linkCache, value string, opts Options) error {
 	ctx := c.UserContext()
-	l, err := svc.ResolveLink(ctx, value)
+	l, err := links.resolve(ctx, value)
 	if err != nil {
 		return err
 	}
@@ -235,8 +239,9 @@ func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.Ru
 	}
 	own, ok := first.View.Waiting[l.TurnID]
 	if !ok {
-		// Not waiting: its own view (called, finished: maybe expired).
-		if _, own, err = svc.Resolve(ctx, value); err != nil {
+		// Not waiting: its own view (called, finished: maybe expired),
+		// the link being known.
+		if own, err = svc.TurnOf(ctx, l); err != nil {
 			m.Close()
 			return err
 		}
@@ -246,11 +251,7 @@ func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.Ru
 		m.Close()
 		return svc.ExpiredError(own)
 	}
-	help, err := svc.LastHelp(ctx, l.TurnID)
-	if err != nil {
-		m.Close()
-		return err
-	}
+	help := first.View.LatestHelp(l.TurnID)
 	ft := svc.TicketOf(l, own, first.View, help)
 	firstTicket := &ft
 	expired := func(w *streamhttp.Writer) bool {
@@ -291,6 +292,12 @@ func serveTicket(c *fiber.Ctx, svc *ticket.Service, runs *stream.Runs[*ticket.Ru
 			}
 			w.Comment("heartbeat")
 			return false
+		},
+		Due: func() time.Time {
+			if d, ok := svc.ExpiresIn(own); ok {
+				return time.Now().Add(d)
+			}
+			return time.Time{}
 		},
 		Close: m.Close,
 	})
