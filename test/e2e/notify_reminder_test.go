@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qms-dev/qms/adapters/http/notifyhttp"
 	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/test/apptest"
 	"github.com/qms-dev/qms/test/fakeprovider"
@@ -208,6 +209,49 @@ func TestNotifyAppointmentReminder(t *testing.T) {
 		}
 		if testing.Verbose() {
 			fmt.Println(fake.Conversation())
+		}
+	})
+}
+
+// TestNotifyReminderWaitsOutQuietHours: an account whose quiet hours
+// cover now books an appointment inside the lead time. Its reminder is
+// due at once but stays QUEUED, saying until when, and reaches the
+// provider only after the quiet hours end (the next whole minute, at
+// least 15 s away); a turn's live moment (joined) of the same account goes
+// at once (only reminders wait).
+func TestNotifyReminderWaitsOutQuietHours(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		t.Parallel() // each waits for a minute's boundary: side by side
+		fake := fakeprovider.NewTwilio(ntSID, ntToken)
+		defer fake.Close()
+		w := turnStart(t, start, ntTwilio(fake.URL()))
+
+		end := ntNextMinute(15 * time.Second)
+		w.app.API(http.MethodPut, notifyhttp.SettingsPath, map[string]any{"quietHours": map[string]any{
+			"timezone": "UTC", "start": end.Add(-2 * time.Hour).Format("15:04"), "end": end.Format("15:04"),
+		}}).Must(http.StatusOK, nil)
+
+		_, run, slots := ntSlots(t, w, ntNextMinute(time.Minute), map[string]any{"moments": []string{"appointment_reminder"}})
+		var a client.Appointment
+		w.app.API(http.MethodPost, "/queue-runs/"+run+"/appointments", map[string]any{
+			"slotId": slots[0].ID, "phone": "+34600123456",
+		}).Must(http.StatusCreated, &a)
+		held := ntAppointmentWait(t, w.app, a.ID, "held for the quiet hours", 10*time.Second, func(ms []ntMessage) bool {
+			return len(ms) == 1 && ms[0].Status == "QUEUED" && ms[0].Error != nil && strings.Contains(*ms[0].Error, "quiet hours")
+		})[0]
+		if len(fake.Messages()) != 0 {
+			t.Fatalf("sent inside the quiet hours: %+v (message %+v)", fake.Messages(), held)
+		}
+
+		sent := ntAppointmentWait(t, w.app, a.ID, "sent after the quiet hours", time.Until(end)+20*time.Second, func(ms []ntMessage) bool {
+			return len(ms) == 1 && ms[0].Status == "SENT"
+		})[0]
+		got := fake.Messages()
+		if len(got) != 1 || got[0].To != "+34600123456" || got[0].Body != sent.Body {
+			t.Fatalf("the provider got %+v", got)
+		}
+		if got[0].At.Before(end) {
+			t.Fatalf("the reminder reached the provider at %s, before the quiet hours ended at %s", got[0].At, end)
 		}
 	})
 }

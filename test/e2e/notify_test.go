@@ -33,6 +33,7 @@ type ntMessage struct {
 	ProviderMessageID *string `json:"providerMessageId"`
 	Status            string  `json:"status"`
 	ErrorCode         *string `json:"errorCode"`
+	Error             *string `json:"error"`
 	Attempts          int     `json:"attempts"`
 }
 
