@@ -980,7 +980,10 @@ type JoinInput struct {
 	FormResponse map[string]string `json:"formResponse,omitempty"`
 	// IdempotencyKey: Made by the page once per form; a repeat takes no second
 	// turn.
-	IdempotencyKey *string         `json:"idempotencyKey,omitempty"`
+	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+	// Language: The language the page showed; the turn's messages
+	// (docs/notifications.md) go in it.
+	Language       *string         `json:"language,omitempty"`
 	Location       *DevicePosition `json:"location,omitempty"`
 	NotifyWhatsapp *bool           `json:"notifyWhatsapp,omitempty"`
 	PeopleCount    *int            `json:"peopleCount,omitempty"`
@@ -1513,6 +1516,83 @@ type Notification struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
+// NotificationAccountSettings is a schema of the API.
+type NotificationAccountSettings struct {
+	Callbacks     *NotificationAccountSettingsCallbacks     `json:"callbacks,omitempty"`
+	Own           bool                                      `json:"own"`
+	QuietHours    QuietHours                                `json:"quietHours"`
+	SendRate      *int                                      `json:"sendRate"`
+	Sms           NotificationProvider                      `json:"sms"`
+	Templates     []NotificationTemplate                    `json:"templates"`
+	Twilio        *NotificationAccountSettingsTwilio        `json:"twilio"`
+	UpdatedAt     *time.Time                                `json:"updatedAt"`
+	Whatsapp      NotificationProvider                      `json:"whatsapp"`
+	WhatsappCloud *NotificationAccountSettingsWhatsappCloud `json:"whatsappCloud"`
+}
+
+// NotificationAccountSettingsCallbacks is a schema of the API.
+type NotificationAccountSettingsCallbacks struct {
+	TwilioInbound *string `json:"twilioInbound,omitempty"`
+	TwilioStatus  *string `json:"twilioStatus,omitempty"`
+	Whatsapp      *string `json:"whatsapp,omitempty"`
+}
+
+// NotificationAccountSettingsInput is a schema of the API.
+type NotificationAccountSettingsInput struct {
+	QuietHours    *QuietHours                                             `json:"quietHours,omitempty"`
+	SendRate      Nullable[int]                                           `json:"sendRate,omitzero"`
+	Sms           *NotificationProvider                                   `json:"sms,omitempty"`
+	Templates     Nullable[[]NotificationTemplate]                        `json:"templates,omitzero"`
+	Twilio        Nullable[NotificationAccountSettingsInputTwilio]        `json:"twilio,omitzero"`
+	Whatsapp      *NotificationProvider                                   `json:"whatsapp,omitempty"`
+	WhatsappCloud Nullable[NotificationAccountSettingsInputWhatsappCloud] `json:"whatsappCloud,omitzero"`
+}
+
+// NotificationAccountSettingsInputTwilio is a schema of the API.
+type NotificationAccountSettingsInputTwilio struct {
+	AccountSid          Nullable[string] `json:"accountSid,omitzero"`
+	AuthToken           Nullable[string] `json:"authToken,omitzero"`
+	From                Nullable[string] `json:"from,omitzero"`
+	MessagingServiceSid Nullable[string] `json:"messagingServiceSid,omitzero"`
+	WhatsappFrom        Nullable[string] `json:"whatsappFrom,omitzero"`
+}
+
+// NotificationAccountSettingsInputWhatsappCloud is a schema of the API.
+type NotificationAccountSettingsInputWhatsappCloud struct {
+	AppSecret     Nullable[string] `json:"appSecret,omitzero"`
+	PhoneNumberID Nullable[string] `json:"phoneNumberId,omitzero"`
+	Token         Nullable[string] `json:"token,omitzero"`
+	VerifyToken   Nullable[string] `json:"verifyToken,omitzero"`
+}
+
+// NotificationAccountSettingsTwilio is a schema of the API.
+type NotificationAccountSettingsTwilio struct {
+	AccountSid          string  `json:"accountSid"`
+	AuthTokenSet        bool    `json:"authTokenSet"`
+	From                *string `json:"from"`
+	MessagingServiceSid *string `json:"messagingServiceSid"`
+	WhatsappFrom        *string `json:"whatsappFrom"`
+}
+
+// NotificationAccountSettingsWhatsappCloud is a schema of the API.
+type NotificationAccountSettingsWhatsappCloud struct {
+	AppSecretSet   bool   `json:"appSecretSet"`
+	PhoneNumberID  string `json:"phoneNumberId"`
+	TokenSet       bool   `json:"tokenSet"`
+	VerifyTokenSet bool   `json:"verifyTokenSet"`
+}
+
+// NotificationProvider is an enumeration of the API.
+type NotificationProvider string
+
+// Values of NotificationProvider.
+const (
+	NotificationProviderTwilio NotificationProvider = "twilio"
+	NotificationProviderCloud  NotificationProvider = "cloud"
+	NotificationProviderLog    NotificationProvider = "log"
+	NotificationProviderNone   NotificationProvider = "none"
+)
+
 // NotificationSettings is a schema of the API.
 type NotificationSettings struct {
 	Language         string   `json:"language"`
@@ -1536,6 +1616,17 @@ type NotificationSettingsInput struct {
 	ReminderMinutes     Nullable[int]  `json:"reminderMinutes,omitzero"`
 	Sms                 Nullable[bool] `json:"sms,omitzero"`
 	WhatsappFallbackSms Nullable[bool] `json:"whatsappFallbackSms,omitzero"`
+}
+
+// NotificationTemplate is a schema of the API.
+type NotificationTemplate struct {
+	Language string `json:"language"`
+	Moment   string `json:"moment"`
+	// SmsText: The moment's placeholders only ({queue}, {code}, {link}, {ahead},
+	// {minutes}, {station}, {time}).
+	SmsText          Nullable[string] `json:"smsText,omitzero"`
+	WhatsappLanguage Nullable[string] `json:"whatsappLanguage,omitzero"`
+	WhatsappTemplate Nullable[string] `json:"whatsappTemplate,omitzero"`
 }
 
 // Offers is a schema of the API.
@@ -1808,6 +1899,15 @@ type QueueView struct {
 	Queue
 	Runs     []Run     `json:"runs"`
 	Stations []Station `json:"stations"`
+}
+
+// QuietHours is a schema of the API.
+type QuietHours struct {
+	// End: Before start: the hours span midnight.
+	End   string `json:"end"`
+	Start string `json:"start"`
+	// Timezone: An IANA timezone (Europe/Madrid).
+	Timezone string `json:"timezone"`
 }
 
 // Run: An instance of a queue. Turns are taken while it is OPEN and
@@ -2157,8 +2257,12 @@ type TurnCreate struct {
 	// pre-attention questions.
 	FormResponse   map[string]string `json:"formResponse,omitempty"`
 	IdempotencyKey *string           `json:"idempotencyKey,omitempty"`
-	NotifyWhatsapp *bool             `json:"notifyWhatsapp,omitempty"`
-	PeopleCount    *int              `json:"peopleCount,omitempty"`
+	// Language: The customer's language (declared by the notify module): the
+	// turn's messages go in it rather than in the queue's notification language.
+	// Kept only for a turn with a phone.
+	Language       *string `json:"language,omitempty"`
+	NotifyWhatsapp *bool   `json:"notifyWhatsapp,omitempty"`
+	PeopleCount    *int    `json:"peopleCount,omitempty"`
 	// Phone: Stored and returned for the integrator's own notifications; qms
 	// sends no messages.
 	Phone *string `json:"phone,omitempty"`
@@ -2672,6 +2776,28 @@ func (c *Client) AnswerHelpRequest(ctx context.Context, helpRequestID string, bo
 func (c *Client) RevokeJoinLink(ctx context.Context, linkID string) (*JoinLink, error) {
 	r := request{op: "revokeJoinLink", method: "DELETE", path: "/api/v1/join-links/" + url.PathEscape(linkID)}
 	var out JoinLink
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetNotificationAccountSettings: The account's own messaging settings (GET
+// /api/v1/notification-settings, scope webhooks:read).
+func (c *Client) GetNotificationAccountSettings(ctx context.Context) (*NotificationAccountSettings, error) {
+	r := request{op: "getNotificationAccountSettings", method: "GET", path: "/api/v1/notification-settings"}
+	var out NotificationAccountSettings
+	if err := c.do(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// PutNotificationAccountSettings: Set the account's own messaging settings
+// (PUT /api/v1/notification-settings, scope webhooks:write).
+func (c *Client) PutNotificationAccountSettings(ctx context.Context, body NotificationAccountSettingsInput) (*NotificationAccountSettings, error) {
+	r := request{op: "putNotificationAccountSettings", method: "PUT", path: "/api/v1/notification-settings", body: &body}
+	var out NotificationAccountSettings
 	if err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}
@@ -3594,6 +3720,10 @@ func (c *Client) GetTicket(ctx context.Context, token string) (*Ticket, error) {
 
 // operations lists the document's operations and the SDK methods that call them.
 var operations = []Operation{
+	{ID: "accountTwilioInbound", Method: "POST", Path: "/notify/twilio/inbound/{accountId}", GoMethods: []string(nil)},
+	{ID: "accountTwilioStatusCallback", Method: "POST", Path: "/notify/twilio/status/{accountId}", GoMethods: []string(nil)},
+	{ID: "accountWhatsappVerify", Method: "GET", Path: "/notify/whatsapp/{accountId}", GoMethods: []string(nil)},
+	{ID: "accountWhatsappWebhook", Method: "POST", Path: "/notify/whatsapp/{accountId}", GoMethods: []string(nil)},
 	{ID: "adminCreateAPIKey", Method: "POST", Path: "/admin/v1/accounts/{accountId}/api-keys", GoMethods: []string{"Admin.CreateAPIKey"}},
 	{ID: "adminCreateAccount", Method: "POST", Path: "/admin/v1/accounts", GoMethods: []string{"Admin.CreateAccount"}},
 	{ID: "adminGetAccount", Method: "GET", Path: "/admin/v1/accounts/{accountId}", GoMethods: []string{"Admin.GetAccount"}},
@@ -3627,6 +3757,7 @@ var operations = []Operation{
 	{ID: "createTurn", Method: "POST", Path: "/api/v1/queue-runs/{runId}/turns", GoMethods: []string{"Client.CreateTurn"}},
 	{ID: "createWebhookEndpoint", Method: "POST", Path: "/api/v1/webhook-endpoints", GoMethods: []string{"Client.CreateWebhookEndpoint"}},
 	{ID: "deleteEntity", Method: "DELETE", Path: "/api/v1/entities/{entityId}", GoMethods: []string{"Client.DeleteEntity"}},
+	{ID: "deleteNotificationAccountSettings", Method: "DELETE", Path: "/api/v1/notification-settings", GoMethods: []string{"Client.DeleteNotificationSettings"}},
 	{ID: "deleteQueueLink", Method: "DELETE", Path: "/api/v1/queue-links/{linkId}", GoMethods: []string{"Client.DeleteQueueLink"}},
 	{ID: "deleteStation", Method: "DELETE", Path: "/api/v1/stations/{stationId}", GoMethods: []string{"Client.DeleteStation"}},
 	{ID: "deleteWebhookEndpoint", Method: "DELETE", Path: "/api/v1/webhook-endpoints/{webhookId}", GoMethods: []string{"Client.DeleteWebhookEndpoint"}},
@@ -3654,6 +3785,7 @@ var operations = []Operation{
 	{ID: "getJoinQRCodeSVG", Method: "GET", Path: "/join/{token}/qr.svg", GoMethods: []string(nil)},
 	{ID: "getJoinState", Method: "GET", Path: "/join/{token}/state", GoMethods: []string{"Client.GetJoinState"}},
 	{ID: "getMetrics", Method: "GET", Path: "/metrics", GoMethods: []string(nil)},
+	{ID: "getNotificationAccountSettings", Method: "GET", Path: "/api/v1/notification-settings", GoMethods: []string{"Client.GetNotificationAccountSettings"}},
 	{ID: "getOpenAPIDocument", Method: "GET", Path: "/api/v1/openapi.json", GoMethods: []string{"Client.GetOpenAPIDocument"}},
 	{ID: "getPageStrings", Method: "GET", Path: "/i18n/{file}", GoMethods: []string(nil)},
 	{ID: "getPhonePoints", Method: "GET", Path: "/api/v1/queues/{queueId}/points", GoMethods: []string{"Client.GetPhonePoints"}},
@@ -3698,6 +3830,7 @@ var operations = []Operation{
 	{ID: "openRun", Method: "POST", Path: "/api/v1/queue-runs/{runId}/open", GoMethods: []string{"Client.OpenRun"}},
 	{ID: "openRunIntake", Method: "POST", Path: "/api/v1/queue-runs/{runId}/open-intake", GoMethods: []string{"Client.OpenRunIntake"}},
 	{ID: "pressCounterButton", Method: "POST", Path: "/counter/{token}/press", GoMethods: []string{"Client.PressCounterButton"}},
+	{ID: "putNotificationAccountSettings", Method: "PUT", Path: "/api/v1/notification-settings", GoMethods: []string{"Client.PutNotificationAccountSettings"}},
 	{ID: "putQueueNotificationSettings", Method: "PUT", Path: "/api/v1/queues/{queueId}/notifications", GoMethods: []string{"Client.PutQueueNotificationSettings"}},
 	{ID: "redeliverWebhookDelivery", Method: "POST", Path: "/api/v1/webhook-deliveries/{deliveryId}/redeliver", GoMethods: []string{"Client.RedeliverWebhookDelivery"}},
 	{ID: "releaseTurn", Method: "POST", Path: "/api/v1/turns/{turnId}/release", GoMethods: []string{"Client.ReleaseTurn"}},

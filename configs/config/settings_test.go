@@ -194,7 +194,7 @@ func maps(m map[string]string) map[string]string {
 var notSettings = []string{
 	"QMS_URL", "QMS_PPROF_ADDR", "QMS_API_KEY", "QMS_WEBHOOK_SECRET",
 	"QMS_CHROMIUM", "QMS_ARTIFACTS_DIR", "QMS_TEST_PG_BIN", "QMS_TEST_DATABASE_URL",
-	"QMS_WEBHOOK_BENCH_WORKERS", "QMS_WEBHOOK_BENCH_MAX_CONNS",
+	"QMS_WEBHOOK_BENCH_WORKERS", "QMS_WEBHOOK_BENCH_MAX_CONNS", "QMS_WEBHOOK_BENCH_MAX_IN_FLIGHT", "QMS_WEBHOOK_P99",
 }
 
 // TestDocumentedVariablesAreSettings reads every QMS_ variable the README,

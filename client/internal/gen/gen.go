@@ -19,34 +19,39 @@ import (
 // Excluded operations have no SDK method, each for the reason given. The
 // coverage test checks this list against the document too.
 var Excluded = map[string]string{
-	"getDisplayPage":       "the board's HTML page, for a browser",
-	"getDisplayAsset":      "the board page's script and style sheet, for a browser",
-	"getMetrics":           "Prometheus text for a scraper, not for integrators",
-	"getTicketPage":        "the customer's ticket page, for a browser",
-	"getTicketAsset":       "the ticket page's script and style sheet, for a browser",
-	"getPageStrings":       "the waiting-room pages' strings and the script choosing them, for a browser",
-	"getTicketQRCodeSVG":   "an image to print or show, not JSON",
-	"getTicketQRCodePNG":   "an image to print or show, not JSON",
-	"streamTicket":         "the customer's ticket page's stream, for a browser (GetTicket reads the same ticket)",
-	"getJoinPage":          "the join page's HTML, for a customer's browser",
-	"getJoinAsset":         "the join page's scripts and style sheets, for a browser",
-	"getJoinQRCodeSVG":     "an image to print or show, not JSON",
-	"getJoinQRCodePNG":     "an image to print or show, not JSON",
-	"getJoinPoster":        "a poster to print, HTML",
-	"twilioStatusCallback": "Twilio's signed status callback, called by Twilio",
-	"twilioInbound":        "Twilio's signed incoming-message webhook, called by Twilio",
-	"whatsappVerify":       "Meta's webhook verification handshake, called by Meta",
-	"whatsappWebhook":      "the WhatsApp Cloud API's signed webhook, called by Meta",
-	"getCounterPage":       "the staff console's HTML page, for a browser",
-	"getCounterAsset":      "the staff console's script and style sheet, for a browser",
-	"streamCounterConsole": "the staff console's stream, for a browser (GetCounterConsole reads the same console)",
+	"getDisplayPage":              "the board's HTML page, for a browser",
+	"getDisplayAsset":             "the board page's script and style sheet, for a browser",
+	"getMetrics":                  "Prometheus text for a scraper, not for integrators",
+	"getTicketPage":               "the customer's ticket page, for a browser",
+	"getTicketAsset":              "the ticket page's script and style sheet, for a browser",
+	"getPageStrings":              "the waiting-room pages' strings and the script choosing them, for a browser",
+	"getTicketQRCodeSVG":          "an image to print or show, not JSON",
+	"getTicketQRCodePNG":          "an image to print or show, not JSON",
+	"streamTicket":                "the customer's ticket page's stream, for a browser (GetTicket reads the same ticket)",
+	"getJoinPage":                 "the join page's HTML, for a customer's browser",
+	"getJoinAsset":                "the join page's scripts and style sheets, for a browser",
+	"getJoinQRCodeSVG":            "an image to print or show, not JSON",
+	"getJoinQRCodePNG":            "an image to print or show, not JSON",
+	"getJoinPoster":               "a poster to print, HTML",
+	"twilioStatusCallback":        "Twilio's signed status callback, called by Twilio",
+	"twilioInbound":               "Twilio's signed incoming-message webhook, called by Twilio",
+	"whatsappVerify":              "Meta's webhook verification handshake, called by Meta",
+	"whatsappWebhook":             "the WhatsApp Cloud API's signed webhook, called by Meta",
+	"accountTwilioStatusCallback": "an account's own Twilio status callback, called by Twilio",
+	"accountTwilioInbound":        "an account's own Twilio incoming-message webhook, called by Twilio",
+	"accountWhatsappVerify":       "an account's own Meta webhook verification handshake, called by Meta",
+	"accountWhatsappWebhook":      "an account's own WhatsApp Cloud API webhook, called by Meta",
+	"getCounterPage":              "the staff console's HTML page, for a browser",
+	"getCounterAsset":             "the staff console's script and style sheet, for a browser",
+	"streamCounterConsole":        "the staff console's stream, for a browser (GetCounterConsole reads the same console)",
 }
 
 // Handwritten operations have methods written by hand in the client
 // package (streams), named here; the generator emits none for them.
 var Handwritten = map[string][]string{
-	"streamEvents":       {"Client.SubscribeEvents", "Client.PollEvents"},
-	"streamDisplayBoard": {"Client.SubscribeDisplayBoard"},
+	"streamEvents":                      {"Client.SubscribeEvents", "Client.PollEvents"},
+	"streamDisplayBoard":                {"Client.SubscribeDisplayBoard"},
+	"deleteNotificationAccountSettings": {"Client.DeleteNotificationSettings"},
 }
 
 // reserved are the names of the client package's hand-written
@@ -476,6 +481,9 @@ func (g *generator) component(name string) error {
 		}
 		fmt.Fprintf(&b, "type %s string\n\n// Values of %s.\nconst (\n", name, name)
 		for _, v := range enum {
+			if v == nil {
+				continue // a nullable enum's null: a nil pointer in Go, no constant
+			}
 			fmt.Fprintf(&b, "\t%s%s %s = %q\n", name, exported(strings.ToLower(fmt.Sprint(v))), name, v)
 		}
 		b.WriteString(")\n")
