@@ -528,9 +528,13 @@ func (s *Service) JoinDue(ctx context.Context) (int, error) {
 
 // join admits the appointment's turn into its run and links the two. The
 // turn takes the run's next number and joins at the end of the NORMAL
-// priority, as a walk-in arriving now would.
+// priority, as a walk-in arriving now would, with the booking's phone.
 func (s *Service) join(ctx context.Context, a *Appointment) error {
-	t, err := s.line.Admit(ctx, a.AccountID, a.RunID, turns.Admission{PeopleCount: 1, AppointmentID: &a.ID})
+	// The customer's phone goes with them into the line: the turn's
+	// moments (joined, called...) reach the number the booking left, as a
+	// walk-in's would.
+	t, err := s.line.Admit(ctx, a.AccountID, a.RunID, turns.Admission{PeopleCount: 1, AppointmentID: &a.ID,
+		Phone: a.Phone, NotifyWhatsapp: a.NotifyWhatsapp})
 	if err != nil {
 		return err
 	}

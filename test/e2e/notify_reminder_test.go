@@ -255,3 +255,67 @@ func TestNotifyReminderWaitsOutQuietHours(t *testing.T) {
 		}
 	})
 }
+
+// TestNotifyHybridCheckInCarriesThePhone: on a HYBRID queue, an
+// appointment booked with a phone and checked in early joins the line at
+// its slot's start as a turn with that phone, so the customer hears the
+// turn's moments (joined with the ticket link, then called) like a
+// walk-in; an appointment booked without one gets nothing.
+func TestNotifyHybridCheckInCarriesThePhone(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		t.Parallel() // each waits for a minute's boundary: side by side
+		fake := fakeprovider.NewTwilio(ntSID, ntToken)
+		defer fake.Close()
+		w := turnStart(t, start, ntTwilio(fake.URL()))
+		var q client.QueueView
+		w.app.API(http.MethodPost, "/queues", map[string]any{"entityId": w.entity, "name": "Clinic", "type": "HYBRID",
+			"stations": []any{map[string]any{"label": "Desk 1"}}}).Must(http.StatusCreated, &q)
+		w.app.API(http.MethodPut, "/queues/"+q.ID+"/notifications", map[string]any{"moments": []string{"joined", "called"}}).Must(http.StatusOK, nil)
+		run := q.Runs[0].ID
+		at := ntNextMinute(15 * time.Second)
+		var slots struct{ Slots []client.Slot }
+		w.app.API(http.MethodPost, "/queue-runs/"+run+"/slots", map[string]any{
+			"date": at.Format(time.DateOnly), "startTime": at.Format("15:04"), "endTime": at.Add(2 * time.Minute).Format("15:04"),
+			"slotMinutes": 1, "capacity": 5,
+		}).Must(http.StatusCreated, &slots)
+		var withPhone, without client.Appointment
+		w.app.API(http.MethodPost, "/queue-runs/"+run+"/appointments", map[string]any{"slotId": slots.Slots[0].ID, "phone": "+34600999888"}).
+			Must(http.StatusCreated, &withPhone)
+		w.app.API(http.MethodPost, "/queue-runs/"+run+"/appointments", map[string]any{"slotId": slots.Slots[0].ID}).
+			Must(http.StatusCreated, &without)
+		for _, id := range []string{withPhone.ID, without.ID} {
+			w.app.API(http.MethodPost, "/appointments/"+id+"/check-in", nil).Must(http.StatusCreated, nil)
+		}
+		turnOf := func(id string) string {
+			t.Helper()
+			end := time.Now().Add(time.Until(at) + 20*time.Second)
+			for {
+				var a client.Appointment
+				w.app.API(http.MethodGet, "/appointments/"+id, nil).Must(http.StatusOK, &a)
+				if a.TurnID != nil {
+					return *a.TurnID
+				}
+				if time.Now().After(end) {
+					t.Fatalf("appointment %s never joined the line (slot at %s)", id, at)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		tp, tn := turnOf(withPhone.ID), turnOf(without.ID)
+		j := ntFind(t, ntWait(t, w.app, tp, "joined", func(ms []ntMessage) bool { return ntHas(ms, "joined", "SENT") }), "joined")
+		if j.To != "+34*******88" || !strings.Contains(j.Body, w.app.BaseURL+"/ticket/") {
+			t.Fatalf("the checked-in appointment's joined message: %+v", j)
+		}
+		w.app.API(http.MethodPost, "/turns/"+tp+"/call", map[string]any{"stationId": q.Stations[0].ID}).Must(http.StatusCreated, nil)
+		c := ntFind(t, ntWait(t, w.app, tp, "called", func(ms []ntMessage) bool { return ntHas(ms, "called", "SENT") }), "called")
+		if !strings.Contains(c.Body, "Desk 1") {
+			t.Fatalf("called: %+v", c)
+		}
+		if ms := ntMessages(t, w.app, tn); len(ms) != 0 {
+			t.Fatalf("an appointment without a phone: %+v", ms)
+		}
+		if got := fake.Messages(); len(got) != 2 || got[0].To != "+34600999888" || got[1].To != "+34600999888" {
+			t.Fatalf("the provider got %+v", got)
+		}
+	})
+}
