@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -95,17 +96,35 @@ func (l *guarded) Accept() (net.Conn, error) {
 // refuse answers a connection past the cap and closes it. The answer fits
 // a fresh socket's send buffer, so the write does not wait; the deadline
 // bounds it anyway.
+//
+// The close is graceful: the answer, then a FIN, then whatever the client
+// sent (its request) is read and dropped for at most refuseDrain before
+// the socket closes. Closing at once with the request unread (or with
+// linger 0) makes the kernel send a reset, and a reset that reaches the
+// client before it reads the 503 loses the answer; it can even fail the
+// client's connect. The drain is bounded in time and bytes, and the cap
+// sits below the file limit, so refused sockets have room to linger.
 func (l *guarded) refuse(c net.Conn) {
 	n := l.refused.Add(1)
 	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	_, _ = c.Write(refusal)
-	if tc, ok := c.(*net.TCPConn); ok {
-		// Close without waiting for unread data: a reset is fine here.
-		_ = tc.SetLinger(0)
-	}
-	_ = c.Close()
 	l.warn("http: connection cap reached; new connections get 503", "max", l.max, "refusedSoFar", n)
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		_ = c.Close()
+		return
+	}
+	_ = tc.CloseWrite()
+	go func() {
+		_ = tc.SetReadDeadline(time.Now().Add(refuseDrain))
+		_, _ = io.Copy(io.Discard, io.LimitReader(tc, 64<<10))
+		_ = tc.Close()
+	}()
 }
+
+// refuseDrain bounds how long a refused connection is read before it
+// closes.
+const refuseDrain = 250 * time.Millisecond
 
 // warn logs at most once a second: an accept loop failing or refusing in
 // a storm must not flood the log.
