@@ -169,6 +169,23 @@ func validLanguage(l string) bool {
 	return false
 }
 
+// carryLanguage gives a turn that continues another (a forward, a
+// transfer) its customer's language, when one was recorded: the messages
+// of the new queue then speak it too, not the new queue's.
+func (s *Service) carryLanguage(ctx context.Context, accountID, from, to string) error {
+	if s.acc.repo == nil {
+		return nil
+	}
+	l, err := s.acc.repo.TurnLanguage(ctx, from)
+	if err != nil {
+		return fmt.Errorf("notify: language of turn %s: %w", from, err)
+	}
+	if !validLanguage(l) {
+		return nil
+	}
+	return s.acc.repo.PutTurnLanguage(ctx, accountID, to, l)
+}
+
 // languageOf is the language of a turn's messages: its customer's, else
 // the queue's (fallback).
 func (s *Service) languageOf(ctx context.Context, turnID, fallback string) (string, error) {

@@ -35,6 +35,9 @@ type TurnChange struct {
 	Reason string
 	// Forwarded: a new turn that another queue sent here.
 	Forwarded bool
+	// From is the turn a new one continues (forward, transfer): its
+	// customer's language goes on with them.
+	From string
 	// LineMoved: the change moved the run's waiting line (someone left
 	// it or moved in it), so turns may now be near the front.
 	LineMoved bool
@@ -173,6 +176,11 @@ func (s *Service) TurnChanged(ctx context.Context, c TurnChange) error {
 	}
 	if !hasPhone {
 		return nil
+	}
+	if c.Before == "" && c.From != "" {
+		if err := s.carryLanguage(ctx, c.AccountID, c.From, c.TurnID); err != nil {
+			return err
+		}
 	}
 	if c.MovedBack {
 		// Re-armed: told again when it comes near the front again.

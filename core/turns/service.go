@@ -40,6 +40,10 @@ type Watched struct {
 	// Forwarded: a new turn another queue sent here (Admit, not an
 	// appointment's check-in).
 	Forwarded bool
+	// From is the turn a forwarded or transferred turn continues (its
+	// customer's), empty otherwise: watchers carry what they keep per
+	// customer (a notification language) to the new turn.
+	From string
 	// Line is what the change did to the run's waiting line.
 	Line LineChange
 	// View is a new turn's view (its position and wait) when the intake
@@ -533,6 +537,9 @@ type Admission struct {
 	// line (a HYBRID queue): it is admitted whatever the run's intake and
 	// capacity, since its seat was booked, and the appointment follows it.
 	AppointmentID *string
+	// From is the turn this one continues (a forward's or transfer's
+	// source), told to the watchers.
+	From string
 }
 
 // Admit creates a turn in a run of the account from another module, in the
@@ -566,7 +573,7 @@ func (s *Service) Admit(ctx context.Context, accountID, runID string, a Admissio
 		if t, lc, err = s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Forwarded: true}, d); err != nil {
 			return err
 		}
-		return s.watch(ctx, Watched{Queue: q, After: t, Op: OpCreate, Forwarded: a.AppointmentID == nil, Line: lc})
+		return s.watch(ctx, Watched{Queue: q, After: t, Op: OpCreate, Forwarded: a.AppointmentID == nil, From: a.From, Line: lc})
 	})
 	return t, err
 }

@@ -270,7 +270,7 @@ func (f *Forwarder) deliver(ctx context.Context, fw *Forward, link *Link) error 
 	}
 	// The same customer goes on: the party size and priority carry over;
 	// the phone only where the destination captures phones.
-	a := turns.Admission{PeopleCount: src.PeopleCount, Priority: src.Priority}
+	a := turns.Admission{PeopleCount: src.PeopleCount, Priority: src.Priority, From: src.ID}
 	if dest.WhatsappCapture {
 		a.Phone, a.NotifyWhatsapp = src.Phone, src.NotifyWhatsapp
 	}

@@ -116,7 +116,7 @@ func (f *Forwarder) Transfer(ctx context.Context, accountID, turnID string, in T
 		if err != nil {
 			return err
 		}
-		a := turns.Admission{PeopleCount: src.PeopleCount, Priority: src.Priority,
+		a := turns.Admission{PeopleCount: src.PeopleCount, Priority: src.Priority, From: src.ID,
 			FormResponse: maps.Clone(src.FormResponse), Number: src.Number, DisplayCode: src.DisplayCode}
 		if dest.WhatsappCapture {
 			a.Phone, a.NotifyWhatsapp = src.Phone, src.NotifyWhatsapp

@@ -179,7 +179,7 @@ func (w watcher) TurnChanged(ctx context.Context, c turns.Watched) error {
 		AccountID: t.AccountID, TurnID: t.ID, QueueID: t.QueueID, RunID: t.RunID, QueueName: c.Queue.Name,
 		DisplayCode: t.DisplayCode, Phone: t.Phone, WhatsApp: t.NotifyWhatsapp,
 		Before: string(c.Before.Status), After: string(t.Status), BeforeCalls: c.Before.CallCount, Calls: t.CallCount,
-		Station: station, Reason: c.Reason, Forwarded: c.Forwarded, LineMoved: moved, MovedBack: back,
+		Station: station, Reason: c.Reason, Forwarded: c.Forwarded, From: c.From, LineMoved: moved, MovedBack: back,
 	})
 }
 

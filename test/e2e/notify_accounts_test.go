@@ -14,6 +14,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/notifyhttp"
 	"github.com/qms-dev/qms/adapters/postgres"
+	"github.com/qms-dev/qms/client"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/test/apptest"
 	"github.com/qms-dev/qms/test/fakeprovider"
@@ -552,6 +553,34 @@ func TestNotifyLanguageFromTheJoinPageInChromium(t *testing.T) {
 		got := fake.Wait(1, 20*time.Second)
 		if len(got) != 1 || got[0].To != "+34600123456" || !strings.Contains(got[0].Body, "su turno") {
 			t.Fatalf("the joined SMS of a customer who read the page in Spanish: %+v", got)
+		}
+	})
+}
+
+// TestNotifyForwardKeepsTheCustomersLanguage: a customer who took a turn
+// in Spanish on an English queue and is forwarded along a manual link
+// hears the destination's "forwarded" message in Spanish too: the
+// language goes on with the customer, not with the queue.
+func TestNotifyForwardKeepsTheCustomersLanguage(t *testing.T) {
+	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
+		fake := fakeprovider.NewTwilio(ntSID, ntToken)
+		defer fake.Close()
+		w := turnStart(t, start, ntTwilio(fake.URL()))
+		from := w.queue(map[string]any{"whatsappCapture": true})
+		to := w.queue(map[string]any{"whatsappCapture": true})
+		var link struct{ ID string }
+		w.app.API(http.MethodPost, "/queue-links", map[string]any{"fromQueueDefinitionId": from.ID, "toQueueDefinitionId": to.ID,
+			"trigger": "manual"}).Must(http.StatusCreated, &link)
+		src := w.take(from.Runs[0].ID, map[string]any{"phone": "+34600300008", "language": "es"})
+		ntWait(t, w.app, src.ID, "joined", func(ms []ntMessage) bool { return ntHas(ms, "joined", "SENT") })
+		var fw client.QueueForward
+		w.app.API(http.MethodPost, "/turns/"+src.ID+"/forward", map[string]any{"linkId": link.ID}).Must(http.StatusCreated, &fw)
+		if fw.ToTurnID == nil {
+			t.Fatalf("the forward made no turn: %+v", fw)
+		}
+		m := ntFind(t, ntWait(t, w.app, *fw.ToTurnID, "forwarded", func(ms []ntMessage) bool { return ntHas(ms, "forwarded", "SENT") }), "forwarded")
+		if !strings.Contains(m.Body, "le hemos pasado a esta cola") {
+			t.Fatalf("forwarded in Spanish, told: %q", m.Body)
 		}
 	})
 }
