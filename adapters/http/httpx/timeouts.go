@@ -33,17 +33,35 @@ type Timeouts struct {
 // ReadHeader. Once the headers are in, HeaderReceived moves the deadline to
 // Read for the body and picks the write deadline: Write, or none for an
 // event stream, which sets a deadline before each of its own writes.
+//
+// A request without a body (no Content-Length or 0, not chunked: every
+// GET) keeps the header's deadline: fasthttp reads nothing more of it, and
+// the next request starts with deadlines of its own. Moving it cost a
+// clock read and a timer update per request for nothing (about 1 % of a
+// memory-mode GET's CPU, issue 30: four deadlines a request, a clock read
+// being ~100 ns on this VM).
 func applyTimeouts(s *fasthttp.Server, t Timeouts) {
 	s.ReadTimeout = t.ReadHeader
 	s.IdleTimeout = t.Idle
 	s.WriteTimeout = 0 // per request, below
 	s.HeaderReceived = func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 		rc := fasthttp.RequestConfig{ReadTimeout: t.Read, WriteTimeout: t.Write}
+		if !hasBody(h) {
+			rc.ReadTimeout = 0 // fasthttp leaves the deadline as it is
+		}
 		if IsEventStream(h) {
 			rc.WriteTimeout = 0
 		}
 		return rc
 	}
+}
+
+// hasBody tells whether fasthttp will read a body after h: a positive
+// Content-Length, or chunked (-1). Without either (0, or -2: none given)
+// a request has no body (RFC 9112 section 6.3).
+func hasBody(h *fasthttp.RequestHeader) bool {
+	n := h.ContentLength()
+	return n > 0 || n == -1
 }
 
 // ignoreLostConnections keeps fasthttp from answering, and the error

@@ -33,13 +33,24 @@ func TestEventStreamsAreExemptFromTheWriteTimeout(t *testing.T) {
 	if s.ReadTimeout != 1 || s.IdleTimeout != 4 || s.WriteTimeout != 0 {
 		t.Fatalf("server: read %v idle %v write %v", s.ReadTimeout, s.IdleTimeout, s.WriteTimeout)
 	}
-	var plain, stream fasthttp.RequestHeader
+	var plain, chunked, bodyless, stream fasthttp.RequestHeader
 	plain.SetRequestURI("/api/v1/queues")
+	plain.SetContentLength(10)
+	chunked.SetRequestURI("/api/v1/queues")
+	chunked.SetContentLength(-1)
+	bodyless.SetRequestURI("/api/v1/queues")
 	stream.SetRequestURI("/api/v1/events/stream")
 	if rc := s.HeaderReceived(&plain); rc.ReadTimeout != 2 || rc.WriteTimeout != 3 {
-		t.Errorf("a request: %+v", rc)
+		t.Errorf("a request with a body: %+v", rc)
 	}
-	if rc := s.HeaderReceived(&stream); rc.ReadTimeout != 2 || rc.WriteTimeout != 0 {
+	if rc := s.HeaderReceived(&chunked); rc.ReadTimeout != 2 || rc.WriteTimeout != 3 {
+		t.Errorf("a chunked request: %+v", rc)
+	}
+	// Nothing more to read: the header's deadline stays (no new one).
+	if rc := s.HeaderReceived(&bodyless); rc.ReadTimeout != 0 || rc.WriteTimeout != 3 {
+		t.Errorf("a request without a body: %+v", rc)
+	}
+	if rc := s.HeaderReceived(&stream); rc.ReadTimeout != 0 || rc.WriteTimeout != 0 {
 		t.Errorf("an event stream: %+v", rc)
 	}
 }
