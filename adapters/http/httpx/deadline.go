@@ -29,10 +29,22 @@ func withDeadline(parent context.Context, d time.Time) (context.Context, context
 // does not apply to. End it with cancel(context.Canceled): the Deadline
 // middleware does, without the closure of a CancelFunc to allocate.
 func newDeadlineCtx(parent context.Context, d time.Time) *deadlineCtx {
-	if _, has := parent.Deadline(); has || parent.Done() != nil {
+	c := &deadlineCtx{}
+	if !c.init(parent, d) {
 		return nil
 	}
-	return &deadlineCtx{parent: parent, deadline: d}
+	return c
+}
+
+// init makes the zero c withDeadline's context under parent, in place
+// (the Deadline middleware's is part of the request's state: one
+// allocation less); false under a parent it does not apply to.
+func (c *deadlineCtx) init(parent context.Context, d time.Time) bool {
+	if _, has := parent.Deadline(); has || parent.Done() != nil {
+		return false
+	}
+	c.parent, c.deadline = parent, d
+	return true
 }
 
 // deadlineCtx is the context withDeadline returns.

@@ -28,7 +28,7 @@ func Deadline(d time.Duration) fiber.Handler {
 		}
 		// From the access log's start: one reading of the clock less.
 		deadline := RequestStart(c).Add(d)
-		if dc := newDeadlineCtx(c.UserContext(), deadline); dc != nil {
+		if dc := &ensureState(c).deadline; dc.init(c.UserContext(), deadline) {
 			defer dc.cancel(context.Canceled)
 			c.SetUserContext(dc)
 			return c.Next()

@@ -20,6 +20,15 @@ const (
 	HeaderRetryAfter    = "Retry-After"
 )
 
+// The rate headers' keys as fasthttp keeps them (canonical: "RateLimit"
+// becomes "Ratelimit"), set with SetCanonical: SetBytesV normalized each
+// key into a copy, three times a request.
+var (
+	rateLimitKey     = []byte("X-Ratelimit-Limit")
+	rateRemainingKey = []byte("X-Ratelimit-Remaining")
+	rateResetKey     = []byte("X-Ratelimit-Reset")
+)
+
 // RateLimit is the middleware that spends one request of the caller's
 // per-minute budget. It keys the budget by the principal's KeyID (mount it
 // after Auth; without a principal it falls back to the client IP, so it
@@ -98,9 +107,9 @@ func applyDecision(c *fiber.Ctx, d ports.RateDecision, t time.Time) error {
 	// copies header values, and strconv's strings were three of a
 	// GET's allocations (issue 16).
 	var num [20]byte
-	h.SetBytesV(HeaderRateLimit, strconv.AppendInt(num[:0], int64(d.Limit), 10))
-	h.SetBytesV(HeaderRateRemaining, strconv.AppendInt(num[:0], int64(remaining), 10))
-	h.SetBytesV(HeaderRateReset, strconv.AppendInt(num[:0], d.Reset.Unix(), 10))
+	h.SetCanonical(rateLimitKey, strconv.AppendInt(num[:0], int64(d.Limit), 10))
+	h.SetCanonical(rateRemainingKey, strconv.AppendInt(num[:0], int64(remaining), 10))
+	h.SetCanonical(rateResetKey, strconv.AppendInt(num[:0], d.Reset.Unix(), 10))
 	if !d.Allowed {
 		// Round up: retrying at the floor would land in the same window.
 		wait := int64(max((d.Reset.Sub(t)+time.Second-1)/time.Second, 1))

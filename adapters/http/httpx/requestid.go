@@ -2,7 +2,6 @@ package httpx
 
 import (
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -13,6 +12,11 @@ import (
 
 // HeaderRequestID carries the request id, in and out.
 const HeaderRequestID = "X-Request-Id"
+
+// requestIDKey is HeaderRequestID as fasthttp keeps it (its canonical
+// form): set with SetCanonical, the key is not normalized into a copy on
+// every request.
+var requestIDKey = []byte("X-Request-Id")
 
 // Locals keys. Unexported types keep other packages from colliding.
 type localKey int
@@ -35,11 +39,14 @@ type state struct {
 	assigned   bool
 	fallbackID string
 	logger     *slog.Logger
-	start      time.Time // AccessLog's (RequestStart)
+	start      time.Time // the request's (RequestStart), from AssignRequestID
 	principal  accounts.Principal
 	authed     bool
 	// unmatched: no route matched (404, 405).
 	unmatched bool
+	// deadline is the request's context under Deadline, here rather than
+	// an allocation of its own.
+	deadline deadlineCtx
 }
 
 // stateOf is the request's state, nil when no middleware set one.
@@ -63,19 +70,24 @@ func ensureState(c *fiber.Ctx) *state {
 // caller or proxy can correlate its logs with ours; anything else is
 // replaced by a fresh "req_..." id, since an arbitrary header value must not
 // reach our logs. The id is set on the response header.
+//
+// It reads the clock for the whole request: the id's time, and the
+// start that the access log, the deadline and the metrics time the
+// request from (RequestStart).
 func AssignRequestID() fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		id := c.Get(HeaderRequestID)
-		if validRequestID(id) {
-			// fiber's strings alias the request buffer; the id outlives
-			// nothing here, but the logger may keep it.
-			id = strings.Clone(id)
-		} else {
-			id = platform.NewID(platform.PrefixRequest)
-		}
 		st := ensureState(c)
+		st.start = time.Now()
+		var id string
+		// The header's bytes, read in place: c.Get would copy them
+		// (the app is Immutable) before the check.
+		if in := c.Request().Header.Peek(HeaderRequestID); validRequestIDBytes(in) {
+			id = string(in) // the logger may keep it
+		} else {
+			id = platform.NewIDAt(platform.PrefixRequest, st.start)
+		}
 		st.requestID, st.assigned = id, true
-		c.Set(HeaderRequestID, id)
+		c.Response().Header.SetCanonical(requestIDKey, []byte(id))
 		return c.Next()
 	}
 }
@@ -106,18 +118,19 @@ func passedMiddleware(c *fiber.Ctx) bool {
 	return st != nil && st.assigned
 }
 
-func validRequestID(s string) bool {
+func validRequestIDBytes(s []byte) bool {
 	if len(s) == 0 || len(s) > 128 {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		switch {
-		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9',
-			b == '.', b == '_', b == ':', b == '-':
-		default:
+	for _, b := range s {
+		if !requestIDByte(b) {
 			return false
 		}
 	}
 	return true
+}
+
+func requestIDByte(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' ||
+		b == '.' || b == '_' || b == ':' || b == '-'
 }
