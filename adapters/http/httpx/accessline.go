@@ -57,12 +57,19 @@ type AccessHandler interface {
 // only the handler itself spells the line. TestAccessLineAsJSONHandler
 // holds the two to the same bytes.
 func (l AccessLine) AppendJSON(b []byte) ([]byte, bool) {
-	if y := l.Time.Year(); y < 0 || y >= 10000 || l.Time.IsZero() ||
+	if l.Time.IsZero() ||
 		!plainJSON(l.Method) || !plainJSON(l.Route) || !plainJSON(l.RequestID) || !plainJSON(l.Account) || !plainJSON(l.Client) {
 		return b, false
 	}
+	start := len(b)
 	b = append(b, `{"time":"`...)
-	b = l.Time.AppendFormat(b, time.RFC3339Nano)
+	var fast bool
+	if b, fast = AppendRFC3339Nano(b, l.Time); !fast {
+		if y := l.Time.Year(); y < 0 || y >= 10000 {
+			return b[:start], false
+		}
+		b = l.Time.AppendFormat(b, time.RFC3339Nano)
+	}
 	b = append(b, `","level":"`...)
 	b = append(b, l.Level.String()...)
 	b = append(b, `","msg":"`+accessMessage+`","method":"`...)
