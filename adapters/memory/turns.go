@@ -342,7 +342,12 @@ func (r *Turns) GetForView(ctx context.Context, id string) (t turns.Turn, vc tur
 		run, found := qs.runs.rows[t.RunID]
 		vc.RunOpen = found && run.Open()
 		vc.ServiceSeconds = r.recentServiceSeconds(t.QueueID, turns.ServiceSamples)
-		t = cloneTurn(t)
+		if len(t.FormResponse) > 0 {
+			t = cloneTurn(t)
+		}
+		// else the stored empty map is the view's: a view is read,
+		// nothing writes into a turn's form response once made, and a
+		// clone of nothing was an allocation of every GET (issue 30).
 	})
 	return t, vc, err
 }

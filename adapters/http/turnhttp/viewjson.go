@@ -35,8 +35,11 @@ func writeView(c *fiber.Ctx, status int, v *turns.View) error {
 	*bp = b
 	if !ok {
 		// A time json/v2 refuses (a year past 9999): let the encoder
-		// say so, as before.
-		return c.Status(status).JSON(v)
+		// say so, as before. A copy goes to it, so that v does not
+		// escape: the caller's view stays on its stack (an allocation
+		// of every GET, issue 30).
+		cp := *v
+		return c.Status(status).JSON(cp)
 	}
 	c.Status(status)
 	c.Response().SetBody(b) // copied into fasthttp's own buffer
