@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -89,7 +90,12 @@ func (l *guarded) Accept() (net.Conn, error) {
 			continue
 		}
 		l.open.Add(1)
-		return &counted{Conn: c, l: l}, nil
+		cc := &counted{Conn: c, l: l}
+		if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			cc.peer = ta.AddrPort().Addr().Unmap().WithZone("")
+			cc.peerText = cc.peer.String()
+		}
+		return cc, nil
 	}
 }
 
@@ -159,7 +165,14 @@ type counted struct {
 	net.Conn
 	l    *guarded
 	once sync.Once
+	// peer is the remote address, and peerText its spelling, worked out
+	// once for all the connection's requests (httpx.PeerAddresser).
+	peer     netip.Addr
+	peerText string
 }
+
+// PeerAddr is the connection's remote address (httpx.PeerAddresser).
+func (c *counted) PeerAddr() (netip.Addr, string) { return c.peer, c.peerText }
 
 func (c *counted) Close() error {
 	err := c.Conn.Close()

@@ -7,10 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/qms-dev/qms/adapters/http/httpx"
 )
 
 // flaky is a listener whose Accept fails with errs, one per call, before
@@ -160,5 +163,39 @@ func TestConnectionCap(t *testing.T) {
 		if got := connectionCap(files); got != want {
 			t.Errorf("connectionCap(%d) = %d, want %d", files, got, want)
 		}
+	}
+}
+
+// TestAcceptedConnectionsKnowTheirPeer: the address a connection spells
+// once is the one httpx worked out from fasthttp's RemoteIP on every
+// request (an IPv4 peer as such, not IPv4-mapped).
+func TestAcceptedConnectionsKnowTheirPeer(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Logf("%s: %v (skipped)", addr, err)
+			continue
+		}
+		g := newGuarded(ln, 10, quiet())
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := g.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pa, ok := c.(httpx.PeerAddresser)
+		if !ok {
+			t.Fatalf("%s: the accepted connection (%T) does not know its peer", addr, c)
+		}
+		a, text := pa.PeerAddr()
+		want, _ := netip.AddrFromSlice(c.RemoteAddr().(*net.TCPAddr).IP)
+		if want = want.Unmap(); a != want || text != want.String() {
+			t.Errorf("%s: peer %v %q, want %v", addr, a, text, want)
+		}
+		client.Close()
+		c.Close()
+		ln.Close()
 	}
 }
