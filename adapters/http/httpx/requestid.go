@@ -84,7 +84,7 @@ func AssignRequestID() fiber.Handler {
 		if in := c.Request().Header.Peek(HeaderRequestID); validRequestIDBytes(in) {
 			id = string(in) // the logger may keep it
 		} else {
-			id = platform.NewIDAt(platform.PrefixRequest, st.start)
+			id = platform.NewRequestIDAt(st.start)
 		}
 		st.requestID, st.assigned = id, true
 		c.Response().Header.SetCanonical(requestIDKey, []byte(id))
