@@ -32,7 +32,10 @@ var (
 // RateLimit is the middleware that spends one request of the caller's
 // per-minute budget. It keys the budget by the principal's KeyID (mount it
 // after Auth; without a principal it falls back to the client IP, so it
-// still bounds unauthenticated routes). now nil means time.Now.
+// still bounds unauthenticated routes). now nil means the request's start
+// (RequestStart, itself time.Now for a request no platform middleware
+// saw), in UTC to the microsecond as platform.SystemClock: a process on
+// the system clock reads it once per request.
 //
 // It sets X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset
 // (epoch seconds) before calling the rest of the chain, so they stay on
@@ -72,9 +75,6 @@ func spender(l ports.RateLimiter, perMinute int, now func() time.Time) func(c *f
 }
 
 func spenderOf(l ports.RateLimiter, perMinute int, now func() time.Time, budget string) func(c *fiber.Ctx) error {
-	if now == nil {
-		now = time.Now
-	}
 	return func(c *fiber.Ctx) error {
 		var key string
 		if p, ok := principal(c); ok {
@@ -82,7 +82,13 @@ func spenderOf(l ports.RateLimiter, perMinute int, now func() time.Time, budget 
 		} else {
 			key = budget + ":" + ClientIP(c)
 		}
-		t := now()
+		var t time.Time
+		if now != nil {
+			t = now()
+		} else {
+			// As platform.SystemClock spells a time.
+			t = RequestStart(c).UTC().Truncate(time.Microsecond)
+		}
 		d, err := l.Allow(c.UserContext(), key, perMinute, t)
 		if err != nil {
 			limiterFailed(c, err)

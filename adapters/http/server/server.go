@@ -103,8 +103,15 @@ func New(p Params, lc fx.Lifecycle) *Server {
 			PerToken:   p.Config.RateLimit.PerTokenPerMinute, Now: p.Clock.Now}}
 	// The published contract needs no key, so it is mounted before the
 	// authenticated group; it is still rate limited, by client address.
-	app.Get(openapi.Path, httpx.RateLimit(p.Limiter, p.Config.RateLimit.PerMinute, p.Clock.Now), openapi.Handler())
-	srv.API = app.Group("/api/v1", httpx.Guard(p.Auth, p.Limiter, p.Config.RateLimit.PerMinute, p.Clock.Now))
+	// On the system clock, the rate limit takes the request's start
+	// (nil): one reading of the clock less per request (~100 ns on the
+	// project's VM, issue 30). A test's clock is read as before.
+	limitNow := p.Clock.Now
+	if _, system := p.Clock.(platform.SystemClock); system {
+		limitNow = nil
+	}
+	app.Get(openapi.Path, httpx.RateLimit(p.Limiter, p.Config.RateLimit.PerMinute, limitNow), openapi.Handler())
+	srv.API = app.Group("/api/v1", httpx.Guard(p.Auth, p.Limiter, p.Config.RateLimit.PerMinute, limitNow))
 
 	var stopping atomic.Bool
 	lc.Append(fx.Hook{
