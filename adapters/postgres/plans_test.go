@@ -63,7 +63,40 @@ func TestHotStatementPlansUseTheirIndexes(t *testing.T) {
 		}
 		checkPlan(t, c.name, strings.Join(lines, "\n"), c.want)
 	}
+	turnViewsPlans(t, conn)
 	smallDeliveriesPlan(t, conn)
+}
+
+// turnViewsPlans: each statement of a batch of turn views (one per size)
+// reaches every turn, and its line, through their primary keys, whether
+// its ids are all set or some are NULL.
+func turnViewsPlans(t *testing.T, conn *pgx.Conn) {
+	ctx := context.Background()
+	for n := 2; n <= postgres.MaxViewBatchSizeForTest; n *= 2 {
+		sql, size := postgres.TurnViewsSQLForTest(n)
+		if size != n {
+			t.Fatalf("turn views of %d: a statement for %d", n, size)
+		}
+		args := make([]string, n)
+		for i := range args {
+			args[i] = fmt.Sprintf("'turn%d'", i)
+		}
+		args[n-1] = "NULL"
+		stmt := fmt.Sprintf("views%d", n)
+		if _, err := conn.Exec(ctx, "PREPARE "+stmt+" AS "+sql); err != nil {
+			t.Fatalf("turn views of %d: prepare: %v", n, err)
+		}
+		rows, err := conn.Query(ctx, "EXPLAIN EXECUTE "+stmt+" ("+strings.Join(args, ", ")+")")
+		if err != nil {
+			t.Fatalf("turn views of %d: explain: %v", n, err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatalf("turn views of %d: explain: %v", n, err)
+		}
+		checkPlan(t, fmt.Sprintf("turn views of %d", n), strings.Join(lines, "\n"),
+			[]string{"Index Scan using turns_pkey on turns", "Index Cond: (id = k.id)", "turn_lines_pkey"})
+	}
 }
 
 func checkPlan(t *testing.T, name, plan string, want []string) {

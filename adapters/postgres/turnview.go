@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -31,17 +34,59 @@ const turnViewColumns = `t.account_id, t.queue_id, t.run_id, t.number, t.display
 	t.reentries, t.held_from, t.reopen_to, t.service_seconds, t.idempotency_key, t.request_hash, t.arrived_at,
 	t.called_at, t.started_at, t.finished_at, t.created_at, t.updated_at, t.appointment_id`
 
-// turnViewSQL reads a turn ($1) with everything its view needs but the
-// queue's definition, which queueViews keeps per version: one row of each
-// table, by key, from one snapshot. The queue's version is a subquery
-// rather than a join (the queue always exists: deleting it deletes its
-// turns), which PostgreSQL runs for less.
-const turnViewSQL = `SELECT ` + turnViewColumns + `,
+// turnViewLinked is what a turn's (t) view reads besides the turn's
+// columns: everything but the queue's definition, which queueViews keeps
+// per version, one row of each table, by key. The queue's version is a
+// subquery rather than a join (the queue always exists: deleting it
+// deletes its turns), which PostgreSQL runs for less.
+const turnViewLinked = `,
 	(SELECT q.view_version FROM queues AS q WHERE q.id = t.queue_id),
 	coalesce((SELECT l.version FROM turn_lines AS l WHERE l.run_id = t.run_id), 0),
 	(SELECT r.status FROM queue_runs AS r WHERE r.id = t.run_id),
-	coalesce((SELECT st.samples FROM queue_service_times AS st WHERE st.queue_id = t.queue_id), '{}')
+	coalesce((SELECT st.samples FROM queue_service_times AS st WHERE st.queue_id = t.queue_id), '{}')`
+
+// turnViewSQL reads a turn's ($1) view row, from one snapshot.
+const turnViewSQL = `SELECT ` + turnViewColumns + turnViewLinked + `
 FROM turns AS t WHERE t.id = $1`
+
+// turnViewsSQL returns the statement that reads the view rows of up to n
+// distinct turns ($1 to $n; the unused ones NULL) in one statement, so
+// that one executor and one snapshot serve them all (viewbatch.go), and
+// n: a batch's size rounded up to a power of two, from 2 to
+// maxViewBatchSize, so that a few statements serve every batch. Each row
+// is led by its turn's id, which routes it back to its readers; a missing
+// turn (or a NULL) has no row.
+//
+// Each id is looked up as turnViewSQL looks up its one: a lateral
+// subquery the planner may not flatten (OFFSET 0), so that every plan,
+// the generic one made on empty tables included, reaches each turn
+// through its primary key (TestHotStatementPlansUseTheirIndexes; "t.id =
+// ANY($1)" and a join on unnest's ids were planned as sequential scans
+// there). And the ids are n parameters rather than one array: PostgreSQL
+// estimates an array parameter at 10 elements, so the generic plan of a
+// batch of fewer looked dearer than a custom one, and PostgreSQL planned
+// the statement afresh on every execution (200 µs of its CPU each); n
+// parameters are n rows in every plan, and the generic plan is kept.
+func turnViewsSQL(n int) (string, int) {
+	i := max(1, bits.Len(uint(n-1)))
+	return turnViewsSQLs[i], 1 << i
+}
+
+// turnViewsSQLs are turnViewsSQL's statements, for 1<<i ids at index i
+// (index 0 unused: one id is turnViewSQL's).
+var turnViewsSQLs = func() []string {
+	out := make([]string, bits.Len(maxViewBatchSize-1)+1)
+	for i := 1; i < len(out); i++ {
+		params := make([]string, 1<<i)
+		for j := range params {
+			params[j] = "$" + strconv.Itoa(j+1)
+		}
+		out[i] = `SELECT k.id, ` + turnViewColumns + turnViewLinked + `
+FROM unnest(ARRAY[` + strings.Join(params, ", ") + `]::text[]) AS k (id),
+	LATERAL (SELECT * FROM turns WHERE turns.id = k.id OFFSET 0) AS t`
+	}
+	return out
+}()
 
 // turnViewFields are turnViewSQL's result columns as pgx asks for them:
 // each type in its codec's preferred format (text and jsonb as text, the
