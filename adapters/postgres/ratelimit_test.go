@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -472,4 +473,71 @@ func TestRateLimiterAheadAcrossProcesses(t *testing.T) {
 		t.Fatalf("%d allowed in the first minute, want at least %d", first, limit-3*2*10)
 	}
 	t.Logf("%d allowed in the first minute, %d in all, %d refused", first, len(log.at), refused)
+}
+
+// TestRateLimiterLeasesAcrossProcesses counts the lease statements a
+// request costs when the same keys are served by one, two and three
+// processes (a load balancer in front of them: each process sees every key,
+// at a third of the rate), with request counts per key and second drawn
+// from a Poisson distribution (seeded), as test/load/processes.sh sends
+// them: 320 keys at about 7 requests a second each in all. A busy key's
+// slice is leased ahead once a second in each process serving it; what the
+// count must stay under is a lease ahead per key, process and second plus a
+// few leases on the requests' path, when a second brings more requests
+// than the slice ahead holds, or when a key had none the second before.
+func TestRateLimiterLeasesAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	const keys, seconds, perSecond = 32, 12, 7.0
+	for procs := 1; procs <= 3; procs++ {
+		db := pgtest.New(t)
+		var ls []*postgres.RateLimiter
+		for range procs {
+			ls = append(ls, postgres.NewRateLimiter(db))
+		}
+		rng := rand.New(rand.NewPCG(30, uint64(procs)))
+		zero := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+		requests, leasesFrom := 0, int64(0)
+		for sec := range seconds {
+			if sec == 2 { // the steady state: from the third second on
+				for _, l := range ls {
+					l.SettleForTest()
+					leasesFrom += l.LeasesForTest()
+				}
+			}
+			for p, l := range ls {
+				for k := range keys {
+					n := poisson(rng, perSecond/float64(procs))
+					for i := range n {
+						at := zero.Add(time.Duration(sec)*time.Second + time.Duration(i)*time.Second/time.Duration(n+1))
+						if d, err := l.Allow(ctx, fmt.Sprintf("key-%d", k), 1_000_000_000, at); err != nil || !d.Allowed {
+							t.Fatalf("process %d, second %d: %+v, %v", p, sec, d, err)
+						}
+						if sec >= 2 {
+							requests++
+						}
+					}
+				}
+				l.SettleForTest()
+			}
+		}
+		leases := -leasesFrom
+		for _, l := range ls {
+			leases += l.LeasesForTest()
+		}
+		perKeySecond := float64(leases) / float64(keys*procs*(seconds-2))
+		t.Logf("%d process(es): %d requests, %d leases: %.3f a request, %.2f a key, process and second",
+			procs, requests, leases, float64(leases)/float64(requests), perKeySecond)
+	}
+}
+
+// poisson draws from a Poisson distribution of mean m (Knuth's method).
+func poisson(rng *rand.Rand, m float64) int {
+	l, k, p := math.Exp(-m), 0, 1.0
+	for {
+		p *= rng.Float64()
+		if p <= l {
+			return k
+		}
+		k++
+	}
 }
