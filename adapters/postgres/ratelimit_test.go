@@ -496,37 +496,47 @@ func TestRateLimiterLeasesAcrossProcesses(t *testing.T) {
 		}
 		rng := rand.New(rand.NewPCG(30, uint64(procs)))
 		zero := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-		requests, leasesFrom := 0, int64(0)
+		requests, leasesFrom, statementsFrom := 0, int64(0), int64(0)
 		for sec := range seconds {
 			if sec == 2 { // the steady state: from the third second on
 				for _, l := range ls {
 					l.SettleForTest()
 					leasesFrom += l.LeasesForTest()
+					statementsFrom += l.LeaseStatementsForTest()
 				}
 			}
 			for p, l := range ls {
+				type call struct {
+					at  time.Time
+					key string
+				}
+				var calls []call // the process's requests of the second, in time order
 				for k := range keys {
-					n := poisson(rng, perSecond/float64(procs))
-					for i := range n {
-						at := zero.Add(time.Duration(sec)*time.Second + time.Duration(i)*time.Second/time.Duration(n+1))
-						if d, err := l.Allow(ctx, fmt.Sprintf("key-%d", k), 1_000_000_000, at); err != nil || !d.Allowed {
-							t.Fatalf("process %d, second %d: %+v, %v", p, sec, d, err)
-						}
-						if sec >= 2 {
-							requests++
-						}
+					for range poisson(rng, perSecond/float64(procs)) {
+						at := zero.Add(time.Duration(sec)*time.Second + time.Duration(rng.IntN(1000))*time.Millisecond)
+						calls = append(calls, call{at, fmt.Sprintf("key-%d", k)})
+					}
+				}
+				slices.SortStableFunc(calls, func(a, b call) int { return a.at.Compare(b.at) })
+				for _, c := range calls {
+					if d, err := l.Allow(ctx, c.key, 1_000_000_000, c.at); err != nil || !d.Allowed {
+						t.Fatalf("process %d, second %d: %+v, %v", p, sec, d, err)
+					}
+					if sec >= 2 {
+						requests++
 					}
 				}
 				l.SettleForTest()
 			}
 		}
-		leases := -leasesFrom
+		leases, statements := -leasesFrom, -statementsFrom
 		for _, l := range ls {
 			leases += l.LeasesForTest()
+			statements += l.LeaseStatementsForTest()
 		}
 		perKeySecond := float64(leases) / float64(keys*procs*(seconds-2))
-		t.Logf("%d process(es): %d requests, %d leases: %.3f a request, %.2f a key, process and second",
-			procs, requests, leases, float64(leases)/float64(requests), perKeySecond)
+		t.Logf("%d process(es): %d requests, %d leases (%.3f a request, %.2f a key, process and second) in %d statements (%.3f a request)",
+			procs, requests, leases, float64(leases)/float64(requests), perKeySecond, statements, float64(statements)/float64(requests))
 	}
 }
 
@@ -539,5 +549,38 @@ func poisson(rng *rand.Rand, m float64) int {
 			return k
 		}
 		k++
+	}
+}
+
+// TestRateLimiterLeasesAheadGathered calls 450 keys once a second in one
+// process: from the third second each key's slice was leased ahead, none
+// of its requests waits for the database, and the 450 leases ahead of a
+// second went in a few statements (at most aheadBatchMax keys each, so at
+// least three), not 450.
+func TestRateLimiterLeasesAheadGathered(t *testing.T) {
+	ctx := context.Background()
+	l := postgres.NewRateLimiter(pgtest.New(t))
+	const keys = 450
+	zero := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	for sec := range 4 {
+		waits, leases, statements := l.WaitsForTest(), l.LeasesForTest(), l.LeaseStatementsForTest()
+		for k := range keys {
+			at := zero.Add(time.Duration(sec)*time.Second + time.Duration(k)*time.Millisecond)
+			if d, err := l.Allow(ctx, fmt.Sprintf("key-%d", k), 6000, at); err != nil || !d.Allowed {
+				t.Fatalf("second %d, key %d: %+v, %v", sec, k, d, err)
+			}
+		}
+		l.SettleForTest()
+		if sec < 2 {
+			continue
+		}
+		if w := l.WaitsForTest() - waits; w != 0 {
+			t.Fatalf("second %d: %d requests waited for the database, want none", sec, w)
+		}
+		n, s := l.LeasesForTest()-leases, l.LeaseStatementsForTest()-statements
+		if n != keys || s < 3 || s >= keys/10 {
+			t.Fatalf("second %d: %d leases in %d statements, want %d in a few (three or more)", sec, n, s, keys)
+		}
+		t.Logf("second %d: %d leases ahead in %d statements", sec, n, s)
 	}
 }
