@@ -14,6 +14,9 @@ func (db *DB) DeferWriteForTest(ctx context.Context, sql string, args ...any) er
 // LeasesForTest is how many lease statements the limiter has sent.
 func (l *RateLimiter) LeasesForTest() int64 { return l.leases.Load() }
 
+// LeaseStatementsForTest is how many statements sent those leases.
+func (l *RateLimiter) LeaseStatementsForTest() int64 { return l.statements.Load() }
+
 // LeasingForTest reports whether a lease of key is on its way.
 func (l *RateLimiter) LeasingForTest(key string) bool {
 	l.mu.Lock()
@@ -43,7 +46,14 @@ const (
 )
 
 // SettleForTest waits for the limiter's leases ahead on their way.
-func (l *RateLimiter) SettleForTest() { l.aheads.Wait() }
+func (l *RateLimiter) SettleForTest() {
+	l.mu.Lock()
+	if l.gathering {
+		l.hurryAhead()
+	}
+	l.mu.Unlock()
+	l.aheads.Wait()
+}
 
 // WaitsForTest is how many requests waited for the database: sent a
 // lease or waited for one on its way.

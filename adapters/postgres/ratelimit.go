@@ -55,13 +55,42 @@ type RateLimiter struct {
 
 	mu   sync.Mutex
 	keys map[string]*keySlice
-	// leases counts the lease statements sent (benchmarks and tests).
-	leases atomic.Int64
+	// leases counts the keys' leases sent (benchmarks and tests),
+	// statements the statements that sent them (leases ahead go several
+	// in one).
+	leases, statements atomic.Int64
 	// waits counts the requests that waited for the database: sent a
 	// lease, or waited for one on its way (tests).
 	waits atomic.Int64
 	// aheads tracks the leases ahead on their way (tests wait for them).
 	aheads sync.WaitGroup
+	// pending are the leases ahead asked for and not sent yet, gathering
+	// whether a goroutine will send them (aheadGather), hurry cuts its
+	// wait short (tests). Guarded by mu.
+	pending   []aheadLease
+	gathering bool
+	hurry     chan struct{}
+	// gatherFrom is the time (a request's) the first pending lease was
+	// asked at: a request aheadGather later hurries them (the gathering's
+	// wall-clock wait is the other bound). gatherDone is closed when the
+	// pending leases have landed: it is their keys' inflight from the
+	// moment they are asked, so a key's requests wait for its lease ahead
+	// (and hurry it) rather than send another.
+	gatherFrom time.Time
+	gatherDone chan struct{}
+}
+
+// aheadLease is a lease ahead asked for: key's slice of second sec+1, n
+// requests under limit, asked at now (its second sec).
+type aheadLease struct {
+	key   string
+	k     *keySlice
+	sec   int64
+	limit int
+	n     int
+	now   time.Time
+	// ret is what the lease hands back (the key's ret when it was sent).
+	ret [2]rateReturn
 }
 
 // keySlice is this process's slice of one key's budget, guarded by the
@@ -105,12 +134,46 @@ type keySlice struct {
 
 // NewRateLimiter returns a limiter on db's rate_limits table.
 func NewRateLimiter(db *DB) *RateLimiter {
-	return &RateLimiter{db: db, keys: map[string]*keySlice{}}
+	return &RateLimiter{db: db, keys: map[string]*keySlice{}, hurry: make(chan struct{}, 1)}
 }
 
-// leaseAheadSQL is leaseSQL sent by a lease ahead, off any request's
-// path; the comment tells it apart in traces and pg_stat_statements.
-const leaseAheadSQL = "/* rate limit lease ahead */" + leaseSQL
+// leaseAheadSQL is leaseSQL for the leases ahead a process gathered
+// (aheadGather), one key each in unnest's arrays, in one statement: $1
+// the keys, $2 the times they were asked at, $3 the limits, $4 the seconds
+// charged, $5 the oldest live seconds, $6 the sizes, $7-$10 what each hands
+// back. Sent off any request's path; the comment tells it apart in traces
+// and pg_stat_activity. Each key's row is what leaseSQL makes of it (the
+// update finds its key's parameters by its position in $1). The rows are
+// locked in the keys' order, so two processes' statements never wait for
+// each other in a cycle (a lease on a request's path locks one row).
+const leaseAheadSQL = `/* rate limit lease ahead */
+INSERT INTO rate_limits AS r (key, secs, counts, allowed, granted, updated_at)
+SELECT x.key, CASE WHEN g > 0 THEN ARRAY[x.target] ELSE '{}' END, CASE WHEN g > 0 THEN ARRAY[g] ELSE '{}' END, g > 0, g, x.now
+FROM unnest($1::text[], $2::timestamptz[], $3::int[], $4::bigint[], $6::int[]) AS x(key, now, lim, target, n),
+	LATERAL (SELECT greatest(least(x.n, x.lim), 0) AS g) AS fresh
+ORDER BY x.key
+ON CONFLICT (key) DO UPDATE SET (secs, counts, allowed, granted, updated_at) = (
+	WITH p AS (
+		SELECT ($2::timestamptz[])[i] AS now, ($3::int[])[i] AS lim, ($4::bigint[])[i] AS target, ($5::bigint[])[i] AS oldest,
+			($6::int[])[i] AS n, ($7::bigint[])[i] AS r0s, ($8::int[])[i] AS r0n, ($9::bigint[])[i] AS r1s, ($10::int[])[i] AS r1n
+		FROM (SELECT array_position($1::text[], r.key) AS i) AS at
+	), live AS (
+		SELECT s, c - CASE WHEN s = p.r0s THEN least(p.r0n, c) WHEN s = p.r1s THEN least(p.r1n, c) ELSE 0 END AS c
+		FROM p, unnest(r.secs, r.counts) AS b(s, c) WHERE s >= p.oldest
+	), lease AS (
+		SELECT greatest(least(p.n, p.lim - (SELECT coalesce(sum(c), 0) FROM live)), 0)::int AS g FROM p
+	), merged AS (
+		SELECT s, sum(c)::int AS c FROM (
+			SELECT s, c FROM live
+			UNION ALL
+			SELECT p.target, g FROM lease, p
+		) AS b WHERE c > 0 GROUP BY s
+	)
+	SELECT coalesce((SELECT array_agg(s ORDER BY s) FROM merged), '{}'),
+		coalesce((SELECT array_agg(c ORDER BY s) FROM merged), '{}'),
+		g > 0, g, p.now
+	FROM lease, p)
+RETURNING key, granted, secs, counts`
 
 // leaseSQL leases up to $6 requests of a key in one statement: buckets a
 // minute past their second ($5 is the oldest live second) are dropped, the
@@ -185,6 +248,9 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, limit int, now time
 			break
 		}
 		wait := k.inflight
+		if wait == l.gatherDone {
+			l.hurryAhead() // the key's lease ahead, still gathering
+		}
 		k.waiting++
 		l.waits.Add(1)
 		l.mu.Unlock()
@@ -261,18 +327,14 @@ func (l *RateLimiter) lease(ctx context.Context, key string, k *keySlice, limit 
 	l.mu.Unlock()
 
 	l.leases.Add(1)
-	sql := leaseSQL
-	if target > floor {
-		sql = leaseAheadSQL
-	} else {
-		l.waits.Add(1)
-	}
+	l.statements.Add(1)
+	l.waits.Add(1)
 	var (
 		granted int
 		secs    []int64
 		counts  []int32
 	)
-	err := l.db.Pool.QueryRow(ctx, sql, key, now.UTC(), limit, target, floor-ports.RateWindowSeconds, n, ret[0].sec, ret[0].n, ret[1].sec, ret[1].n).
+	err := l.db.Pool.QueryRow(ctx, leaseSQL, key, now.UTC(), limit, target, floor-ports.RateWindowSeconds, n, ret[0].sec, ret[0].n, ret[1].sec, ret[1].n).
 		Scan(&granted, &secs, &counts)
 
 	l.mu.Lock()
@@ -287,50 +349,180 @@ func (l *RateLimiter) lease(ctx context.Context, key string, k *keySlice, limit 
 }
 
 // ahead leases, in the background, the next second's slice of a busy key
-// (one served in the second before sec), sized by what the process used
-// of it in the last second or this one so far, unless a lease of the key
-// is out or the slice is already held. The slice is charged to second
-// sec+1's bucket, and becomes the current slice when that second begins.
+// (one served in the second before sec), unless a lease of the key is out
+// or the slice is already held. The slice is charged to second sec+1's
+// bucket, and becomes the current slice when that second begins. Its size
+// is twice what the process used of the key in the last second or this one
+// so far, plus two (at most sliceCap): a key's requests in a second vary
+// (a load balancer's share of a key is a few requests a second), and a
+// second that brings more than its slice holds sends a lease on a
+// request's path; what the slice does not serve goes back with the next
+// lease, in the same statement. Sized by the last second alone, 0.39
+// leases a request with two processes, 0.59 with three; with the margin
+// 0.30 and 0.50 (TestRateLimiterLeasesAcrossProcesses), and the
+// undershoot bound is unchanged (a slice is at most sliceCap).
 // Called with l.mu held.
 func (l *RateLimiter) ahead(key string, k *keySlice, sec int64, now time.Time) {
+	if l.gathering && now.Sub(l.gatherFrom) >= aheadGather {
+		l.hurryAhead()
+	}
 	if k.prevUsed == 0 || k.inflight != nil || k.refused || k.nextSec == sec+1 {
 		return
 	}
-	limit := k.limit
-	n := min(max(k.prevUsed, k.used), sliceCap(limit))
+	if !l.gathering {
+		l.gathering, l.gatherFrom, l.gatherDone = true, now, make(chan struct{})
+		l.aheads.Add(1)
+		go l.sendAhead()
+	}
+	n := min(2*max(k.prevUsed, k.used)+2, sliceCap(k.limit))
 	k.nextSec, k.nextLeft = sec+1, 0
-	l.aheads.Add(1)
-	go func() {
-		defer l.aheads.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), aheadTimeout)
-		defer cancel()
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if k.inflight != nil || k.sec != sec || k.limit != limit || k.nextSec != sec+1 {
-			if k.nextSec == sec+1 && k.nextLeft == 0 {
+	k.inflight = l.gatherDone
+	l.pending = append(l.pending, aheadLease{key: key, k: k, sec: sec, limit: k.limit, n: n, now: now})
+}
+
+// hurryAhead has the leases ahead gathering sent now. Called with l.mu
+// held, while they gather.
+func (l *RateLimiter) hurryAhead() {
+	select {
+	case l.hurry <- struct{}{}:
+	default: // already hurried
+	}
+}
+
+// aheadGather is how long the leases ahead asked for gather before they
+// are sent together (leaseAheadSQL). A busy key asks once a second in
+// every process serving it, at its first request of the second: 320 keys
+// over three processes sent 960 statements a second, one row each, a cost
+// per key and process that grew with the processes (test/load/processes.sh,
+// docs/scaling.md). Gathered, they are at most 1/aheadGather statements a
+// second per process (aheadBatchMax keys each). A request that finds its
+// slice empty while its key's lease ahead gathers hurries it and waits for
+// it, as for any lease on its way.
+const aheadGather = 40 * time.Millisecond
+
+// aheadBatchMax caps the keys of one lease-ahead statement: each row finds
+// its parameters by its key's position in the statement's arrays (a linear
+// search), so a statement's work grows with the square of its keys.
+const aheadBatchMax = 200
+
+// sendAhead sends, after aheadGather (or when hurried), the leases ahead
+// asked for meanwhile, aheadBatchMax keys a statement. A lease overtaken
+// by its key's requests (a second after its own began, or another limit)
+// is dropped: the request path leases as it needs.
+func (l *RateLimiter) sendAhead() {
+	defer l.aheads.Done()
+	select {
+	case <-time.After(aheadGather):
+	case <-l.hurry:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), aheadTimeout)
+	defer cancel()
+	l.mu.Lock()
+	asked, done := l.pending, l.gatherDone
+	l.pending, l.gatherDone, l.gathering = nil, nil, false
+	select { // a hurry that came after the timer is not for the next gathering
+	case <-l.hurry:
+	default:
+	}
+	var batch []aheadLease
+	for _, a := range asked {
+		k := a.k
+		if k.limit != a.limit || k.sec > a.sec+1 {
+			k.inflight = nil
+			if k.nextSec == a.sec+1 && k.nextLeft == 0 {
 				k.nextSec = 0
 			}
-			return // overtaken: the request path leases as it needs
+			continue
 		}
-		granted, err := l.lease(ctx, key, k, limit, now, sec, sec+1, n)
-		switch {
-		case err != nil:
+		a.ret, k.out = k.ret, k.ret // a failed lease may have handed them back: never twice
+		k.ret = [2]rateReturn{}
+		batch = append(batch, a)
+	}
+	l.mu.Unlock()
+
+	type leased struct {
+		granted int
+		secs    []int64
+		counts  []int32
+	}
+	got := make(map[string]leased, len(batch))
+	for from := 0; from < len(batch); from += aheadBatchMax {
+		chunk := batch[from:min(from+aheadBatchMax, len(batch))]
+		if err := l.sendAheadChunk(ctx, chunk, func(key string, granted int, secs []int64, counts []int32) {
+			got[key] = leased{granted, secs, counts}
+		}); err != nil {
+			break // the rest meet the fault on the request path
+		}
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, a := range batch {
+		k, sec := a.k, a.sec
+		k.inflight = nil
+		k.out = [2]rateReturn{}
+		g, ok := got[a.key]
+		if !ok {
 			// The request path leases as it needs, and meets the fault.
 			if k.nextSec == sec+1 {
 				k.nextSec, k.nextLeft = 0, 0
 			}
-		case k.limit != limit || k.sec > sec+1:
-			k.handBack(sec+1, granted)
+			continue
+		}
+		k.secs, k.counts = g.secs, g.counts
+		switch {
+		case k.limit != a.limit || k.sec > sec+1:
+			k.handBack(sec+1, g.granted)
 		case k.sec == sec+1:
 			// The second began while the lease was out (roll found no
 			// slice to take over): the slice is the current one.
-			k.left += granted
+			k.left += g.granted
 		case k.nextSec == sec+1:
-			k.nextLeft += granted
+			k.nextLeft += g.granted
 		default:
-			k.handBack(sec+1, granted)
+			k.handBack(sec+1, g.granted)
 		}
-	}()
+	}
+	close(done)
+}
+
+// sendAheadChunk sends one statement of leases ahead (leaseAheadSQL) and
+// hands each key's result to got.
+func (l *RateLimiter) sendAheadChunk(ctx context.Context, chunk []aheadLease, got func(key string, granted int, secs []int64, counts []int32)) error {
+	var (
+		keys                        = make([]string, len(chunk))
+		nows                        = make([]time.Time, len(chunk))
+		limits, ns, ret0n, ret1n    = make([]int, len(chunk)), make([]int, len(chunk)), make([]int, len(chunk)), make([]int, len(chunk))
+		targets, oldest, ret0, ret1 = make([]int64, len(chunk)), make([]int64, len(chunk)), make([]int64, len(chunk)), make([]int64, len(chunk))
+	)
+	for i, a := range chunk {
+		keys[i], nows[i], limits[i], ns[i] = a.key, a.now.UTC(), a.limit, a.n
+		targets[i], oldest[i] = a.sec+1, a.sec-ports.RateWindowSeconds
+		ret0[i], ret0n[i], ret1[i], ret1n[i] = a.ret[0].sec, a.ret[0].n, a.ret[1].sec, a.ret[1].n
+	}
+	l.leases.Add(int64(len(chunk)))
+	l.statements.Add(1)
+	rows, err := l.db.Pool.Query(ctx, leaseAheadSQL, keys, nows, limits, targets, oldest, ns, ret0, ret0n, ret1, ret1n)
+	if err != nil {
+		return fmt.Errorf("postgres: rate limit leases ahead: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			key     string
+			granted int
+			secs    []int64
+			counts  []int32
+		)
+		if err := rows.Scan(&key, &granted, &secs, &counts); err != nil {
+			return fmt.Errorf("postgres: rate limit leases ahead: %w", err)
+		}
+		got(key, granted, secs, counts)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres: rate limit leases ahead: %w", err)
+	}
+	return nil
 }
 
 // aheadTimeout bounds a lease ahead: it serves a second that begins within

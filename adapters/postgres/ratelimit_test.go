@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -472,4 +473,114 @@ func TestRateLimiterAheadAcrossProcesses(t *testing.T) {
 		t.Fatalf("%d allowed in the first minute, want at least %d", first, limit-3*2*10)
 	}
 	t.Logf("%d allowed in the first minute, %d in all, %d refused", first, len(log.at), refused)
+}
+
+// TestRateLimiterLeasesAcrossProcesses counts the lease statements a
+// request costs when the same keys are served by one, two and three
+// processes (a load balancer in front of them: each process sees every key,
+// at a third of the rate), with request counts per key and second drawn
+// from a Poisson distribution (seeded), as test/load/processes.sh sends
+// them: 320 keys at about 7 requests a second each in all. A busy key's
+// slice is leased ahead once a second in each process serving it; what the
+// count must stay under is a lease ahead per key, process and second plus a
+// few leases on the requests' path, when a second brings more requests
+// than the slice ahead holds, or when a key had none the second before.
+func TestRateLimiterLeasesAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	const keys, seconds, perSecond = 32, 12, 7.0
+	for procs := 1; procs <= 3; procs++ {
+		db := pgtest.New(t)
+		var ls []*postgres.RateLimiter
+		for range procs {
+			ls = append(ls, postgres.NewRateLimiter(db))
+		}
+		rng := rand.New(rand.NewPCG(30, uint64(procs)))
+		zero := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+		requests, leasesFrom, statementsFrom := 0, int64(0), int64(0)
+		for sec := range seconds {
+			if sec == 2 { // the steady state: from the third second on
+				for _, l := range ls {
+					l.SettleForTest()
+					leasesFrom += l.LeasesForTest()
+					statementsFrom += l.LeaseStatementsForTest()
+				}
+			}
+			for p, l := range ls {
+				type call struct {
+					at  time.Time
+					key string
+				}
+				var calls []call // the process's requests of the second, in time order
+				for k := range keys {
+					for range poisson(rng, perSecond/float64(procs)) {
+						at := zero.Add(time.Duration(sec)*time.Second + time.Duration(rng.IntN(1000))*time.Millisecond)
+						calls = append(calls, call{at, fmt.Sprintf("key-%d", k)})
+					}
+				}
+				slices.SortStableFunc(calls, func(a, b call) int { return a.at.Compare(b.at) })
+				for _, c := range calls {
+					if d, err := l.Allow(ctx, c.key, 1_000_000_000, c.at); err != nil || !d.Allowed {
+						t.Fatalf("process %d, second %d: %+v, %v", p, sec, d, err)
+					}
+					if sec >= 2 {
+						requests++
+					}
+				}
+				l.SettleForTest()
+			}
+		}
+		leases, statements := -leasesFrom, -statementsFrom
+		for _, l := range ls {
+			leases += l.LeasesForTest()
+			statements += l.LeaseStatementsForTest()
+		}
+		perKeySecond := float64(leases) / float64(keys*procs*(seconds-2))
+		t.Logf("%d process(es): %d requests, %d leases (%.3f a request, %.2f a key, process and second) in %d statements (%.3f a request)",
+			procs, requests, leases, float64(leases)/float64(requests), perKeySecond, statements, float64(statements)/float64(requests))
+	}
+}
+
+// poisson draws from a Poisson distribution of mean m (Knuth's method).
+func poisson(rng *rand.Rand, m float64) int {
+	l, k, p := math.Exp(-m), 0, 1.0
+	for {
+		p *= rng.Float64()
+		if p <= l {
+			return k
+		}
+		k++
+	}
+}
+
+// TestRateLimiterLeasesAheadGathered calls 450 keys once a second in one
+// process: from the third second each key's slice was leased ahead, none
+// of its requests waits for the database, and the 450 leases ahead of a
+// second went in a few statements (at most aheadBatchMax keys each, so at
+// least three), not 450.
+func TestRateLimiterLeasesAheadGathered(t *testing.T) {
+	ctx := context.Background()
+	l := postgres.NewRateLimiter(pgtest.New(t))
+	const keys = 450
+	zero := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	for sec := range 4 {
+		waits, leases, statements := l.WaitsForTest(), l.LeasesForTest(), l.LeaseStatementsForTest()
+		for k := range keys {
+			at := zero.Add(time.Duration(sec)*time.Second + time.Duration(k)*time.Millisecond)
+			if d, err := l.Allow(ctx, fmt.Sprintf("key-%d", k), 6000, at); err != nil || !d.Allowed {
+				t.Fatalf("second %d, key %d: %+v, %v", sec, k, d, err)
+			}
+		}
+		l.SettleForTest()
+		if sec < 2 {
+			continue
+		}
+		if w := l.WaitsForTest() - waits; w != 0 {
+			t.Fatalf("second %d: %d requests waited for the database, want none", sec, w)
+		}
+		n, s := l.LeasesForTest()-leases, l.LeaseStatementsForTest()-statements
+		if n != keys || s < 3 || s >= keys/10 {
+			t.Fatalf("second %d: %d leases in %d statements, want %d in a few (three or more)", sec, n, s, keys)
+		}
+		t.Logf("second %d: %d leases ahead in %d statements", sec, n, s)
+	}
 }
