@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -448,11 +449,16 @@ func (l *RateLimiter) sendAhead() {
 	got := make(map[string]leased, len(batch))
 	for from := 0; from < len(batch); from += aheadBatchMax {
 		chunk := batch[from:min(from+aheadBatchMax, len(batch))]
+		rows := make(map[string]leased, len(chunk))
 		if err := l.sendAheadChunk(ctx, chunk, func(key string, granted int, secs []int64, counts []int32) {
-			got[key] = leased{granted, secs, counts}
+			rows[key] = leased{granted, secs, counts}
 		}); err != nil {
-			break // the rest meet the fault on the request path
+			// Nothing of a failed statement counts (its transaction rolled
+			// back, whatever rows came first); it and the rest meet the
+			// fault on the request path.
+			break
 		}
+		maps.Copy(got, rows)
 	}
 
 	l.mu.Lock()
