@@ -34,7 +34,6 @@ const (
 	RunLineEndpointsSQLForTest  = runLineEndpointsSQL
 	TurnLineEndpointsSQLForTest = turnLineEndpointsSQL
 	TurnViewSQLForTest          = turnViewSQL
-
 	TakeSQLForTest              = takeSQL
 	BumpLineSQLForTest          = bumpLineSQL
 	RecordSuccessSQLForTest     = recordSuccessSQL
@@ -48,10 +47,3 @@ func (l *RateLimiter) SettleForTest() { l.aheads.Wait() }
 // WaitsForTest is how many requests waited for the database: sent a
 // lease or waited for one on its way.
 func (l *RateLimiter) WaitsForTest() int64 { return l.waits.Load() }
-
-// TurnViewsSQLForTest is the statement that reads a batch of n turn views,
-// and how many ids it takes.
-func TurnViewsSQLForTest(n int) (string, int) { return turnViewsSQL(n) }
-
-// MaxViewBatchSizeForTest is the most views a batch reads.
-const MaxViewBatchSizeForTest = maxViewBatchSize
