@@ -37,7 +37,6 @@ const (
 	RunLineEndpointsSQLForTest  = runLineEndpointsSQL
 	TurnLineEndpointsSQLForTest = turnLineEndpointsSQL
 	TurnViewSQLForTest          = turnViewSQL
-
 	TakeSQLForTest              = takeSQL
 	BumpLineSQLForTest          = bumpLineSQL
 	RecordSuccessSQLForTest     = recordSuccessSQL
@@ -58,13 +57,6 @@ func (l *RateLimiter) SettleForTest() {
 // WaitsForTest is how many requests waited for the database: sent a
 // lease or waited for one on its way.
 func (l *RateLimiter) WaitsForTest() int64 { return l.waits.Load() }
-
-// TurnViewsSQLForTest is the statement that reads a batch of n turn views,
-// and how many ids it takes.
-func TurnViewsSQLForTest(n int) (string, int) { return turnViewsSQL(n) }
-
-// MaxViewBatchSizeForTest is the most views a batch reads.
-const MaxViewBatchSizeForTest = maxViewBatchSize
 
 // DeferFusableForTest queues a write that may fuse with its neighbours
 // (deferFusable), its failure wrapped as "probe TABLE".

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/test/pgtest"
@@ -164,5 +166,56 @@ func TestTurnViewInAUnitOfWorkSeesItsWrites(t *testing.T) {
 	got, _, err := p.turns.GetForView(ctx, tu.ID)
 	if err != nil || got.CallCount != 0 {
 		t.Fatalf("after the rollback: %d, %v; want 0", got.CallCount, err)
+	}
+}
+
+// TestTurnViewsBatchReadsEachTurnOnce: a batch of several turns, some
+// asked for by several readers, one missing, gives each reader its own
+// turn as Get reads it (a missing one pgx.ErrNoRows), in statements of
+// every size the batch may take (one distinct turn, two, three padded to
+// four).
+func TestTurnViewsBatchReadsEachTurnOnce(t *testing.T) {
+	p := openProcess(t, pgtest.URL(t))
+	ctx := context.Background()
+	owned := p.owners.Seed(t)
+	var want = map[string]turns.Turn{}
+	var ids []string
+	for range 3 {
+		tu := p.owners.Turn(t, owned, owned.QueueID)
+		got, err := p.turns.Get(ctx, tu.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[tu.ID] = got
+		ids = append(ids, tu.ID)
+	}
+	a, b, c := ids[0], ids[1], ids[2]
+	for _, batch := range [][]string{
+		{a, a, a},
+		{a, b, a, b},
+		{a, "turn_missing", b, a, c, b},
+		{"turn_missing", "turn_missing"},
+	} {
+		got, errs := p.db.ReadViewsBatchedForTest(ctx, batch)
+		for i, id := range batch {
+			w, ok := want[id]
+			switch {
+			case !ok:
+				if !errors.Is(errs[i], pgx.ErrNoRows) {
+					t.Errorf("batch %v, reader %d of missing %s: %v, want pgx.ErrNoRows", batch, i, id, errs[i])
+				}
+			case errs[i] != nil:
+				t.Errorf("batch %v, reader %d of %s: %v", batch, i, id, errs[i])
+			case !reflect.DeepEqual(got[i], w):
+				t.Errorf("batch %v, reader %d: got %+v, want %+v", batch, i, got[i], w)
+			}
+		}
+		// Each reader has a copy of its own: changing one changes no other.
+		if len(batch) > 1 && errs[0] == nil && batch[0] == batch[2] {
+			got[0].FormResponse["probe"] = "x"
+			if _, shared := got[2].FormResponse["probe"]; shared {
+				t.Errorf("batch %v: two readers of %s share a view", batch, batch[0])
+			}
+		}
 	}
 }
