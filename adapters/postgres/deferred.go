@@ -83,9 +83,7 @@ func (st *txState) takeDeferred() []deferredWrite {
 // statement of data-modifying CTEs: WITH w0 AS (turn's insert), w1 AS
 // (event's insert) <line bump>. PostgreSQL then starts, runs and ends one
 // executor, and binds one portal, where it did three (issue 30: executor
-// start and end were about a fifth of its CPU under the intake). The writes
-// that opt in are a turn's insert, an event's insert and the line bump (not
-// a turn's update: see turnsTable).
+// start and end were about a fifth of its CPU under the intake).
 //
 // The parts of one statement share its snapshot and none sees the others'
 // rows, so a run holds at most one write per table (a turn's insert and

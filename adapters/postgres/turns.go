@@ -148,10 +148,8 @@ func (r *Turns) Create(ctx context.Context, t turns.Turn) error {
 		insertTurnSQL, row.values()...)
 }
 
-// The tables the deferred writes of a turn's insert and of a line's bump
-// change (deferFusable). A turn's update is not fused: with it fused, the
-// history checker found a run past capacity.maxTurns (2 runs of 2 with one
-// seed, none without), and the cause was not found (issue 30).
+// The tables the deferred writes of turns and of a line's bump change
+// (deferFusable).
 var (
 	turnsTable = []string{"turns"}
 	lineTables = []string{"turn_lines", "turn_line_changes"}
@@ -229,9 +227,8 @@ func (r *Turns) Update(ctx context.Context, t turns.Turn) error {
 	if err != nil {
 		return err
 	}
-	// Deferred: sent with the transaction's next statement (deferred.go);
-	// not fused with its neighbours (turnsTable).
-	err = r.db.deferWrite(ctx, func(err error) error { return turnWriteError(err, t, "update turn") },
+	// Deferred: sent with the transaction's next statement (deferred.go).
+	err = r.db.deferFusable(ctx, turnsTable, func(err error) error { return turnWriteError(err, t, "update turn") },
 		updateTurnSQL, row.values()...)
 	if err == nil {
 		r.db.foldTurnUpdate(ctx, row)
