@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,9 +26,6 @@ type deferredWrite struct {
 	args   []any
 	mapErr func(error) error
 	begin  bool // the unit's BEGIN
-	// tables, when set, are the tables the write changes, the first its
-	// own: the write may fuse with its neighbours (fuseWrites).
-	tables []string
 }
 
 // deferWrite queues a write in the unit of work in ctx, or runs it now
@@ -52,22 +45,7 @@ func (db *DB) deferWrite(ctx context.Context, mapErr func(error) error, sql stri
 	return nil
 }
 
-// deferFusable is deferWrite for a write that may travel fused with its
-// neighbours in one statement (fuseWrites): tables are the tables it
-// changes, the first its own. Its sql has no dollar sign but its
-// parameters', and starts with WITH only if it may end a fused statement.
-func (db *DB) deferFusable(ctx context.Context, tables []string, mapErr func(error) error, sql string, args ...any) error {
-	st := db.txFrom(ctx)
-	if st == nil {
-		return db.deferWrite(ctx, mapErr, sql, args...)
-	}
-	st.mu.Lock()
-	st.deferred = append(st.deferred, deferredWrite{sql: sql, args: args, mapErr: mapErr, tables: tables})
-	st.mu.Unlock()
-	return nil
-}
-
-// takeDeferred empties the unit's queue, fused (fuseWrites).
+// takeDeferred empties the unit's queue.
 func (st *txState) takeDeferred() []deferredWrite {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -76,92 +54,7 @@ func (st *txState) takeDeferred() []deferredWrite {
 	if len(w) > 0 && w[0].begin {
 		st.begun = true
 	}
-	return fuseWrites(w)
-}
-
-// fuseWrites joins each run of consecutive fusable writes into one
-// statement of data-modifying CTEs: WITH w0 AS (turn's insert), w1 AS
-// (event's insert) <line bump>. PostgreSQL then starts, runs and ends one
-// executor, and binds one portal, where it did three (issue 30: executor
-// start and end were about a fifth of its CPU under the intake).
-//
-// The parts of one statement share its snapshot and none sees the others'
-// rows, so a run holds at most one write per table (a turn's insert and
-// its update never fuse); a write led by WITH ends its run (its CTEs are
-// joined to the run's). A part's failure fails the statement, and the
-// error is mapped by the part whose table the error names, else by the
-// first part. Statements that fail this way fail the unit all the same.
-func fuseWrites(ws []deferredWrite) []deferredWrite {
-	out := ws[:0:0]
-	for i := 0; i < len(ws); {
-		j := i
-		if len(ws[i].tables) > 0 {
-			seen := map[string]bool{}
-			for j < len(ws) && len(ws[j].tables) > 0 && !seen[ws[j].tables[0]] {
-				seen[ws[j].tables[0]] = true
-				j++
-				if strings.HasPrefix(ws[j-1].sql, "WITH ") {
-					break
-				}
-			}
-		}
-		if j-i < 2 {
-			out = append(out, ws[i])
-			i++
-			continue
-		}
-		out = append(out, fuse(ws[i:j]))
-		i = j
-	}
-	return out
-}
-
-// paramRef is a statement's reference to its parameter.
-var paramRef = regexp.MustCompile(`\$([0-9]+)`)
-
-// fuse makes one statement of ws (two or more fusable writes, only the
-// last led by WITH): each but the last a CTE of its own, parameters
-// renumbered after the ones before.
-func fuse(ws []deferredWrite) deferredWrite {
-	var (
-		b    strings.Builder
-		args []any
-	)
-	b.WriteString("WITH ")
-	for k, w := range ws {
-		off := len(args)
-		sql := paramRef.ReplaceAllStringFunc(w.sql, func(ref string) string {
-			n, _ := strconv.Atoi(ref[1:])
-			return "$" + strconv.Itoa(n+off)
-		})
-		args = append(args, w.args...)
-		if k < len(ws)-1 {
-			fmt.Fprintf(&b, "w%d AS (%s), ", k, sql)
-			continue
-		}
-		if rest, ok := strings.CutPrefix(sql, "WITH "); ok {
-			b.WriteString(rest)
-		} else {
-			// Strip the trailing ", " into the primary statement.
-			s := b.String()
-			b.Reset()
-			b.WriteString(strings.TrimSuffix(s, ", "))
-			b.WriteString(" ")
-			b.WriteString(sql)
-		}
-	}
-	parts := append([]deferredWrite(nil), ws...)
-	return deferredWrite{sql: b.String(), args: args, mapErr: func(err error) error {
-		var pg *pgconn.PgError
-		if errors.As(err, &pg) {
-			for _, w := range parts {
-				if slices.Contains(w.tables, pg.TableName) {
-					return w.mapErr(err)
-				}
-			}
-		}
-		return parts[0].mapErr(err)
-	}}
+	return w
 }
 
 // failDeferred records the first deferred write's failure, which Do returns.

@@ -61,7 +61,7 @@ func (r *Events) Append(ctx context.Context, e platform.Event) error {
 		// The run's lock read the account's endpoints: the insert waits
 		// and goes out with the transaction's next statement, usually its
 		// COMMIT (deferred.go).
-		err := r.db.deferFusable(ctx, eventsTable, func(err error) error { return wrap(err, "insert event") }, insertEventSQL, args...)
+		err := r.db.deferWrite(ctx, func(err error) error { return wrap(err, "insert event") }, insertEventSQL, args...)
 		if err != nil {
 			return err
 		}
@@ -104,9 +104,6 @@ func (db *DB) foldSubscribed(ctx context.Context, accountID, event string, subs 
 func (r *Events) announce(ctx context.Context, accountID string) {
 	r.db.AfterCommit(ctx, func() { r.db.announcer.announce(accountID) })
 }
-
-// eventsTable is the table of the event's deferred insert (deferFusable).
-var eventsTable = []string{"events"}
 
 const insertEventSQL = `INSERT INTO events (id, account_id, name, queue_id, run_id, data, occurred_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7)`

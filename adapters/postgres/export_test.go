@@ -57,29 +57,3 @@ func (l *RateLimiter) SettleForTest() {
 // WaitsForTest is how many requests waited for the database: sent a
 // lease or waited for one on its way.
 func (l *RateLimiter) WaitsForTest() int64 { return l.waits.Load() }
-
-// DeferFusableForTest queues a write that may fuse with its neighbours
-// (deferFusable), its failure wrapped as "probe TABLE".
-func (db *DB) DeferFusableForTest(ctx context.Context, table, sql string, args ...any) error {
-	return db.deferFusable(ctx, []string{table}, func(err error) error { return fmt.Errorf("probe %s: %w", table, err) },
-		sql, args...)
-}
-
-// FuseWritesForTest is fuseWrites on writes given as (table, sql) pairs; it
-// returns the statements and the arguments that would be sent.
-func FuseWritesForTest(writes [][2]string, args [][]any) ([]string, [][]any) {
-	ws := make([]deferredWrite, len(writes))
-	for i, w := range writes {
-		ws[i] = deferredWrite{sql: w[1], args: args[i], mapErr: func(err error) error { return err }}
-		if w[0] != "" {
-			ws[i].tables = []string{w[0]}
-		}
-	}
-	var sqls []string
-	var outArgs [][]any
-	for _, w := range fuseWrites(ws) {
-		sqls = append(sqls, w.sql)
-		outArgs = append(outArgs, w.args)
-	}
-	return sqls, outArgs
-}

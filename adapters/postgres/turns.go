@@ -144,16 +144,9 @@ func (r *Turns) Create(ctx context.Context, t turns.Turn) error {
 		return err
 	}
 	// Deferred: sent with the transaction's next statement (deferred.go).
-	return r.db.deferFusable(ctx, turnsTable, func(err error) error { return turnWriteError(err, t, "insert turn") },
+	return r.db.deferWrite(ctx, func(err error) error { return turnWriteError(err, t, "insert turn") },
 		insertTurnSQL, row.values()...)
 }
-
-// The tables the deferred writes of turns and of a line's bump change
-// (deferFusable).
-var (
-	turnsTable = []string{"turns"}
-	lineTables = []string{"turn_lines", "turn_line_changes"}
-)
 
 // The hot statements on turns run through pgx with parameters (withPgx):
 // prepared once per connection instead of planned on every execution.
@@ -228,7 +221,7 @@ func (r *Turns) Update(ctx context.Context, t turns.Turn) error {
 		return err
 	}
 	// Deferred: sent with the transaction's next statement (deferred.go).
-	err = r.db.deferFusable(ctx, turnsTable, func(err error) error { return turnWriteError(err, t, "update turn") },
+	err = r.db.deferWrite(ctx, func(err error) error { return turnWriteError(err, t, "update turn") },
 		updateTurnSQL, row.values()...)
 	if err == nil {
 		r.db.foldTurnUpdate(ctx, row)
@@ -436,7 +429,7 @@ func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineCha
 		// only a holder of that lock bumps it: the new version is known, so
 		// the bump waits and goes out with the transaction's next statement
 		// (for an intake, its COMMIT).
-		err := r.db.deferFusable(ctx, lineTables, func(err error) error { return wrap(err, "bump line version") },
+		err := r.db.deferWrite(ctx, func(err error) error { return wrap(err, "bump line version") },
 			bumpLineSQL, runID, removed, added, change.Reset, next)
 		if err != nil {
 			return 0, err
