@@ -122,6 +122,12 @@ func (r *Queues) delStation(st queues.Station) func() {
 // store's lock.
 func (r *Queues) stationsOfQueue(queueID string) []queues.Station {
 	ids := r.stationsOf[queueID]
+	if len(ids) == 0 {
+		// What sorted returns for none (empty, not nil), without its
+		// map, slices and sort: a queue without stations is every
+		// memory-mode GET of P1's (issue 30).
+		return []queues.Station{}
+	}
 	rows := make(map[string]queues.Station, len(ids))
 	for id := range ids {
 		rows[id] = r.stations.rows[id]

@@ -58,8 +58,10 @@ func AccessLog(log *slog.Logger) fiber.Handler {
 				_ = c.SendStatus(fiber.StatusInternalServerError)
 			}
 		}
-		end := time.Now()
-		logAccess(c, log, c.Response().StatusCode(), end, end.Sub(start))
+		// The monotonic clock only (time.Since), the wall time from the
+		// start's: about half the cost of time.Now here.
+		d := time.Since(start)
+		logAccess(c, log, c.Response().StatusCode(), start.Add(d), d)
 		return nil
 	}
 }
