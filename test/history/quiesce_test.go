@@ -186,7 +186,7 @@ func (wl *workload) probeClosedRun(t *testing.T, ck *checker) {
 
 // checkState checks the invariants a snapshot shows on its own.
 func (wl *workload) checkState(ck *checker, s *state) {
-	reopenedIntoService := wl.reopenedIntoService()
+	reopened := wl.reopenedActive()
 	kept := keptNumbers(s)
 	if wl.reg != nil { // the self-checks' workloads run no clients
 		wl.reg.mu.Lock()
@@ -262,13 +262,15 @@ func (wl *workload) checkState(ck *checker, s *state) {
 			continue
 		}
 		// Capacity: active turns never exceed maxTurns, except turns an undo
-		// (reopen of a COMPLETED or NO_SHOW turn) brought back.
+		// brought back: a reopen needs no room (docs/turns.md), whether it
+		// returns a COMPLETED or NO_SHOW turn to service or a CANCELLED one
+		// to its place in the line (WAITING, HELD).
 		act, allowance := 0, 0
 		var waitlisted []string
 		for _, v := range turns {
 			if active[v.Status] {
 				act++
-				if reopenedIntoService[v.ID] {
+				if reopened[v.ID] {
 					allowance++
 				}
 			}
@@ -276,8 +278,8 @@ func (wl *workload) checkState(ck *checker, s *state) {
 				waitlisted = append(waitlisted, v.ID)
 			}
 		}
-		ck.check("active turns <= maxTurns (+ turns reopened from COMPLETED/NO_SHOW)", act <= r.maxTurns+allowance,
-			"run %s: %d active turns, maxTurns %d, %d reopened into service", r.name, act, r.maxTurns, allowance)
+		ck.check("active turns <= maxTurns (+ turns a reopen brought back)", act <= r.maxTurns+allowance,
+			"run %s: %d active turns, maxTurns %d, %d of them reopened", r.name, act, r.maxTurns, allowance)
 		if r.autoPromote {
 			ck.check("autoPromote: nobody WAITLISTED while there is room (open run)", len(waitlisted) == 0 || act >= r.maxTurns,
 				"run %s: %d active of maxTurns %d while %v wait on the waitlist", r.name, act, r.maxTurns, waitlisted)
@@ -318,15 +320,14 @@ func keptNumbers(s *state) map[string]bool {
 	return kept
 }
 
-// reopenedIntoService are the turns some acknowledged reopen brought back
-// to CALLED or IN_SERVICE: an undo, which may exceed capacity.
-func (wl *workload) reopenedIntoService() map[string]bool {
+// reopenedActive are the turns some acknowledged reopen brought back to
+// an active status: an undo, which may exceed capacity (a reopen to
+// WAITLISTED waits for room like any waitlisted turn).
+func (wl *workload) reopenedActive() map[string]bool {
 	out := map[string]bool{}
 	for _, o := range wl.c.h.Ops() {
-		if o.Kind == "reopen" && o.OK() {
-			if st := o.TurnView().Status; st == "CALLED" || st == "IN_SERVICE" {
-				out[o.Turn] = true
-			}
+		if o.Kind == "reopen" && o.OK() && active[o.TurnView().Status] {
+			out[o.Turn] = true
 		}
 	}
 	return out

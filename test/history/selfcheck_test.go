@@ -94,8 +94,29 @@ func TestChecksCatchBrokenHistories(t *testing.T) {
 		if _, f := failures(ck, "numbers drawn by intake are gapless (gaps only for kept numbers)"); f != 1 {
 			t.Fatalf("gap not caught: %d", f)
 		}
-		if _, f := failures(ck, "active turns <= maxTurns (+ turns reopened from COMPLETED/NO_SHOW)"); f != 1 {
+		if _, f := failures(ck, "active turns <= maxTurns (+ turns a reopen brought back)"); f != 1 {
 			t.Fatalf("over capacity not caught: %d", f)
+		}
+	})
+	t.Run("a cancelled waiting turn reopened past capacity", func(t *testing.T) {
+		// maxTurns 1: turn_1 was cancelled, turn_2 promoted into its room,
+		// then turn_1 reopened back to its place (an undo needs no room).
+		name := "active turns <= maxTurns (+ turns a reopen brought back)"
+		s := &state{turns: map[string][]turnView{"run_c": {
+			{ID: "turn_1", QueueRunID: "run_c", Number: 1, DisplayCode: "C1", Status: "WAITING"},
+			{ID: "turn_2", QueueRunID: "run_c", Number: 2, DisplayCode: "C2", Status: "WAITING"},
+		}}, byID: map[string]turnView{}}
+		ck := newChecker()
+		wl.checkState(ck, s)
+		if _, f := failures(ck, name); f != 1 {
+			t.Fatalf("over capacity not caught: %d", f)
+		}
+		reopen := &workload{w: wl.w, c: &caller{h: &History{}}}
+		reopen.c.h.add(fakeOp("reopen", "C", "turn_1", 10, 20, 201, map[string]any{"id": "turn_1", "status": "WAITING"}))
+		ck = newChecker()
+		reopen.checkState(ck, s)
+		if _, f := failures(ck, name); f != 0 {
+			t.Fatalf("a reopen back into the line counted against capacity: %d", f)
 		}
 	})
 }
