@@ -168,6 +168,27 @@ func TestUndoNeedsNoRoom(t *testing.T) {
 	}
 }
 
+// A cancelled waiting turn reopens to its place in a full run too: the
+// room its cancel made went to the waitlist (the history checker's capacity
+// allowance must count this undo, not only reopens into service).
+func TestUndoOfACancelNeedsNoRoom(t *testing.T) {
+	f := newFixture(t)
+	_, run := f.queue(queues.CreateInput{Capacity: &queues.Capacity{MaxTurns: platform.Ptr(1), WaitlistEnabled: platform.Ptr(true)},
+		DispatchFlow: &queues.DispatchFlow{AllowReopen: platform.Ptr(true)}})
+	a := f.take(run, turns.CreateInput{})
+	b := f.take(run, turns.CreateInput{})       // waitlisted
+	must(t)(f.svc.Cancel(f.ctx, account, a.ID)) // b promoted into the freed place
+	if got := f.get(b.ID); got.Status != turns.Waiting {
+		t.Fatalf("b promoted: %s", got.Status)
+	}
+	if got := must(t)(f.svc.Reopen(f.ctx, account, a.ID)); got.Status != turns.Waiting {
+		t.Fatalf("reopen of a cancelled waiting turn in a full run: %s", got.Status)
+	}
+	if got := f.get(b.ID); got.Status != turns.Waiting {
+		t.Fatalf("b after the undo: %s", got.Status)
+	}
+}
+
 func TestHeldCallIsNextOnRelease(t *testing.T) {
 	f := newFixture(t)
 	_, run := f.queue(queues.CreateInput{})
