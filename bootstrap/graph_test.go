@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -14,6 +15,8 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/qms-dev/qms/configs/config"
+	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/turns"
 	"github.com/qms-dev/qms/modules/retention"
 	"github.com/qms-dev/qms/ports"
 )
@@ -77,11 +80,69 @@ func TestEveryRetentionTaskIsContributed(t *testing.T) {
 	}
 }
 
+// hooks are the turns and appointments services' extension points as the
+// application fills them.
+type hooks struct {
+	fx.In
+	Guards      []turns.IntakeGuard    `group:"turns.intakeGuards"`
+	Followers   []turns.Follower       `group:"turns.followers"`
+	Watchers    []turns.Watcher        `group:"turns.watchers"`
+	AptWatchers []appointments.Watcher `group:"appointments.watchers"`
+}
+
+// TestEveryHookIsContributed: the services are built with the hooks other
+// modules contribute (no setter adds one later), so a module that stops
+// contributing its hook fails here: notifications watch turns and
+// appointments, appointments follow their turns, access codes and the
+// notification language guard the intake.
+func TestEveryHookIsContributed(t *testing.T) {
+	cfg, err := config.Load("", []string{"QMS_STORAGE=" + config.StorageMemory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := func(vs ...any) []string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, fmt.Sprintf("%T", v))
+		}
+		slices.Sort(out)
+		return out
+	}
+	var got hooks
+	opts := Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: io.Discard}
+	app := fx.New(append(graph(cfg, opts), fx.Populate(&got))...)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what      string
+		got, want []string
+	}{
+		{"intake guards", types(toAny(got.Guards)...), []string{"*accesscodes.Guard", "notify.languageGuard"}},
+		{"turn followers", types(toAny(got.Followers)...), []string{"*appointments.TurnFollower"}},
+		{"turn watchers", types(toAny(got.Watchers)...), []string{"notify.watcher"}},
+		{"appointment watchers", types(toAny(got.AptWatchers)...), []string{"notify.appointmentWatcher"}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s %v; want %v", c.what, c.got, c.want)
+		}
+	}
+}
+
+func toAny[T any](vs []T) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = v
+	}
+	return out
+}
+
 // Struct tags cannot name constants, so fx.In fields spell their group as
 // a literal: every literal group or name tag in the wiring must be one of
 // the extension points of package ports.
 func TestTagsNameExtensionPoints(t *testing.T) {
 	known := map[string]bool{ports.GroupJobs: true, ports.GroupMetrics: true, ports.GroupIntakeGuards: true, ports.GroupTurnFollowers: true, ports.GroupRetention: true,
+		ports.GroupTurnWatchers: true, ports.GroupAppointmentWatchers: true,
 		ports.NameHTTPMetrics: true}
 	tag := regexp.MustCompile("(?:group|name):\"([^\",`+]+)")
 	for _, dir := range []string{".", "../modules", "../adapters/http"} {

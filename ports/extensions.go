@@ -24,6 +24,16 @@ const (
 	// the turn's unit of work (the appointments module contributes one).
 	// The turns service takes them when it is built.
 	GroupTurnFollowers = "turns.followers"
+	// GroupTurnWatchers collects turns.Watcher values: they hear every
+	// change of every turn inside its unit of work (the notifications
+	// module contributes one). The turns service takes them when it is
+	// built, so a watcher may not need the turns service itself
+	// (docs/architecture.md, "Wiring without setters").
+	GroupTurnWatchers = "turns.watchers"
+	// GroupAppointmentWatchers collects appointments.Watcher values: they
+	// hear every booking and lifecycle step of an appointment (the
+	// notifications module contributes one, for the reminder).
+	GroupAppointmentWatchers = "appointments.watchers"
 	// GroupRetention collects RetentionTask values: each module's kind of
 	// record that grows without bound and how long it is kept; the
 	// retention job (modules/retention) prunes them all.

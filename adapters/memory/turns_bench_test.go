@@ -40,7 +40,7 @@ func newBenchLine(b *testing.B, stored int) benchLine {
 	qrepo := memory.NewQueues(store)
 	qs := queues.NewService(qrepo, ents, store, bus, clock)
 	repo := memory.NewTurns(store)
-	svc := turns.NewService(repo, qrepo, store, bus, noJobs{}, clock, nil)
+	svc := turns.NewService(repo, qrepo, store, bus, noJobs{}, clock, turns.Hooks{})
 	e, err := ents.Create(ctx, "acc_bench", entities.CreateInput{Name: platform.Ptr("Branch")})
 	if err != nil {
 		b.Fatal(err)

@@ -53,6 +53,10 @@ func completed(f AppointmentFields) platform.Payload { return AppointmentComplet
 
 // emit raises an appointment's event in the caller's unit of work.
 func (s *Service) emit(ctx context.Context, a Appointment, ev appointmentEvent) error {
+	return emit(ctx, s.events, a, ev)
+}
+
+func emit(ctx context.Context, sink platform.EventSink, a Appointment, ev appointmentEvent) error {
 	f := AppointmentFields{AppointmentID: a.ID, Date: a.Date, QueueID: a.QueueID, QueueRunID: a.RunID,
 		SlotEnd: a.SlotEnd.Format(time.RFC3339), SlotID: a.SlotID, SlotStart: a.SlotStart.Format(time.RFC3339),
 		Status: string(a.Status)}
@@ -61,5 +65,5 @@ func (s *Service) emit(ctx context.Context, a Appointment, ev appointmentEvent) 
 		return err
 	}
 	e.QueueID, e.RunID = a.QueueID, a.RunID
-	return s.events.Emit(ctx, e)
+	return sink.Emit(ctx, e)
 }

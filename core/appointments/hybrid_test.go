@@ -35,9 +35,9 @@ func newHybrid(t *testing.T) *hybrid {
 	qrepo := set.Queues
 	qs := queues.NewService(qrepo, ents, store, bus, clock)
 	js := testkit.NewJobs(store)
-	as := appointments.NewService(set.Appointments, qrepo, store, bus, clock)
-	ts := turns.NewService(set.Turns, qrepo, store, bus, js, clock, nil, as)
-	as.UseLine(ts, js)
+	ts := turns.NewService(set.Turns, qrepo, store, bus, js, clock,
+		turns.Hooks{Followers: []turns.Follower{appointments.NewTurnFollower(set.Appointments, bus, clock)}})
+	as := appointments.NewService(set.Appointments, qrepo, store, bus, clock, ts, js)
 	bus.Subscribe(ts)
 	bus.Subscribe(as)
 	e, err := ents.Create(ctx, account, entities.CreateInput{Name: platform.Ptr("Clinic")})

@@ -29,25 +29,31 @@ type Service struct {
 	events platform.EventSink
 	clock  platform.Clock
 	// line and jobs put checked-in appointments of HYBRID queues in the
-	// run's line (UseLine); without them check-in only records arrival.
+	// run's line; without a line check-in only records arrival.
 	line Line
 	jobs platform.JobScheduler
-	// watchers hear every booking and lifecycle step (Watch).
+	// watchers hear every booking and lifecycle step.
 	watchers []Watcher
 }
 
-// UseLine lets check-in put HYBRID appointments in the line, scheduling
-// the ones checked in early on jobs. Call it while wiring.
-func (s *Service) UseLine(line Line, jobs platform.JobScheduler) { s.line, s.jobs = line, jobs }
-
-// NewService builds the service.
-func NewService(repo Repository, qs Queues, uow platform.UnitOfWork, events platform.EventSink, clock platform.Clock) *Service {
-	return &Service{repo: repo, queues: qs, uow: uow, events: events, clock: clock}
+// NewService builds the service. line and jobs let check-in put HYBRID
+// appointments in the run's line, scheduling the ones checked in early on
+// jobs; a nil line leaves check-in recording the arrival only (the core's
+// own tests). watchers hear every booking and lifecycle step (none is
+// fine). All are dependencies, not setters: the service is whole once
+// built. The turns service it puts appointments in follows them through
+// a TurnFollower, not through this service, so neither needs the other
+// to be built first (docs/architecture.md, "Wiring without setters").
+func NewService(repo Repository, qs Queues, uow platform.UnitOfWork, events platform.EventSink, clock platform.Clock,
+	line Line, jobs platform.JobScheduler, watchers ...Watcher) *Service {
+	return &Service{repo: repo, queues: qs, uow: uow, events: events, clock: clock, line: line, jobs: jobs, watchers: watchers}
 }
 
 // now is the clock's time at the precision Postgres keeps, so what a use
 // case returns equals what a later read returns.
-func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Microsecond) }
+func (s *Service) now() time.Time { return storedNow(s.clock) }
+
+func storedNow(c platform.Clock) time.Time { return c.Now().UTC().Truncate(time.Microsecond) }
 
 // run loads a run of the account and its queue; lock takes the run's row
 // lock until the unit of work ends.
@@ -542,13 +548,32 @@ func (s *Service) join(ctx context.Context, a *Appointment) error {
 	return s.repo.UpdateAppointment(ctx, *a)
 }
 
+// TurnFollower keeps HYBRID appointments in step with the turns they
+// stand in the line as: the turns.Follower the turns service is built
+// with. It is its own small type, not a method of Service, because the
+// Service needs the turns service (its Line) and the turns service needs
+// its followers: with the follower apart, the turns service is built
+// with it and the appointments service with the turns service, no cycle
+// and no setter. It needs only the appointments' storage, the events and
+// the clock.
+type TurnFollower struct {
+	repo   Repository
+	events platform.EventSink
+	clock  platform.Clock
+}
+
+// NewTurnFollower builds the follower.
+func NewTurnFollower(repo Repository, events platform.EventSink, clock platform.Clock) *TurnFollower {
+	return &TurnFollower{repo: repo, events: events, clock: clock}
+}
+
 // TurnChanged keeps an appointment in step with the turn it stands in the
-// line as (a turns.Follower): waiting, held or called is CHECKED_IN, in
+// line as: waiting, held or called is CHECKED_IN, in
 // service IN_SERVICE, and the turn's end is the appointment's, with
 // appointment.completed raised on completion. A cancelled turn gives the
 // seat back, as a cancelled appointment does. The appointment's
 // cancellation is final: its turn cannot be reopened.
-func (s *Service) TurnChanged(ctx context.Context, before, after turns.Turn) error {
+func (s *TurnFollower) TurnChanged(ctx context.Context, before, after turns.Turn) error {
 	a, err := s.repo.GetAppointmentForUpdate(ctx, *after.AppointmentID)
 	if err != nil {
 		return err
@@ -561,7 +586,7 @@ func (s *Service) TurnChanged(ctx context.Context, before, after turns.Turn) err
 		return platform.Conflict(CodeAppointmentCancelled, "the turn's appointment was cancelled; it cannot come back",
 			map[string]any{"appointmentId": a.ID, "turnId": after.ID})
 	}
-	now := s.now()
+	now := storedNow(s.clock)
 	if a.Status.Final() { // the turn came back (reopen, re-entry)
 		a.CompletedAt, a.NoShowAt = nil, nil
 	}
@@ -577,7 +602,7 @@ func (s *Service) TurnChanged(ctx context.Context, before, after turns.Turn) err
 	case StatusCancelled:
 		return s.repo.ReturnSeat(ctx, a.SlotID)
 	case StatusCompleted:
-		return s.emit(ctx, a, completed)
+		return emit(ctx, s.events, a, completed)
 	}
 	return nil
 }
@@ -597,7 +622,7 @@ func mirrored(st turns.Status) Status {
 	return StatusCheckedIn
 }
 
-var _ turns.Follower = (*Service)(nil)
+var _ turns.Follower = (*TurnFollower)(nil)
 
 // Start starts the service; from SCHEDULED it records the arrival too.
 func (s *Service) Start(ctx context.Context, accountID, id string) (Appointment, error) {

@@ -63,7 +63,7 @@ func newFixture(t *testing.T) *fixture {
 	qrepo := set.Queues
 	qs := queues.NewService(qrepo, ents, store, bus, clock)
 	sink := &failingSink{bus: bus}
-	svc := appointments.NewService(set.Appointments, qrepo, store, sink, clock)
+	svc := appointments.NewService(set.Appointments, qrepo, store, sink, clock, nil, nil)
 	e, err := ents.Create(ctx, account, entities.CreateInput{Name: platform.Ptr("Main branch")})
 	if err != nil {
 		t.Fatal(err)

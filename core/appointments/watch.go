@@ -6,9 +6,6 @@ import (
 	"github.com/qms-dev/qms/core/queues"
 )
 
-// Watch adds w to the watchers. Call it while wiring.
-func (s *Service) Watch(w Watcher) { s.watchers = append(s.watchers, w) }
-
 // watch tells every watcher of a change, in the caller's unit of work.
 func (s *Service) watch(ctx context.Context, q queues.Queue, before, after Appointment) error {
 	for _, w := range s.watchers {

@@ -179,7 +179,7 @@ func TestHoldInTheSendPath(t *testing.T) {
 	madrid, _ := time.LoadLocation("Europe/Madrid")
 	night := time.Date(2026, 11, 26, 23, 0, 0, 0, madrid)
 	lim := &denyAll{at: night.Add(40 * time.Second)}
-	s := &Service{clock: fixedClock(night), log: slog.New(slog.DiscardHandler), acc: accountParts{limiter: lim}}
+	s := &Decider{clock: fixedClock(night), log: slog.New(slog.DiscardHandler), acc: accountParts{limiter: lim}}
 	quiet := &AccountSettings{QuietHours: &QuietHours{Timezone: "Europe/Madrid", Start: "21:00", End: "08:00"}}
 
 	at, why, err := s.hold(ctx, quiet, Message{Moment: MomentReminder, AccountID: "acc"})

@@ -10,21 +10,23 @@ import (
 	"github.com/qms-dev/qms/core/platform"
 )
 
+// Accounts are what the service needs for the accounts' own settings:
+// their storage, the factory of their senders, the limiter of their send
+// rates. Without a Repo every account sends through the operator's
+// senders, unbounded.
+type Accounts struct {
+	Repo    AccountRepository
+	Senders SenderFactory
+	Limiter Limiter
+}
+
 // accountParts are the per-account pieces of the service: the accounts'
 // own settings, the senders built from them, the shared send-rate window.
-// Without them (UseAccounts not called) every account sends through the
-// operator's senders, unbounded.
 type accountParts struct {
 	repo    AccountRepository
 	factory SenderFactory
 	limiter Limiter
 	cache   *settingsCache
-}
-
-// UseAccounts gives the service the accounts' own settings, the factory
-// of their senders, and the limiter of their send rates.
-func (s *Service) UseAccounts(repo AccountRepository, factory SenderFactory, limiter Limiter) {
-	s.acc = accountParts{repo: repo, factory: factory, limiter: limiter, cache: &settingsCache{m: map[string]cachedSettings{}}}
 }
 
 // SettingsTTL is how long a process keeps an account's settings before
@@ -71,7 +73,7 @@ func (c *settingsCache) forget(id string) {
 
 // accountOf is an account's own settings, nil when it has none. The
 // result is shared: callers do not change it.
-func (s *Service) accountOf(ctx context.Context, accountID string) (*AccountSettings, error) {
+func (s *Decider) accountOf(ctx context.Context, accountID string) (*AccountSettings, error) {
 	if s.acc.repo == nil {
 		return nil, nil
 	}
@@ -93,7 +95,7 @@ func (s *Service) accountOf(ctx context.Context, accountID string) (*AccountSett
 
 // senderOf is the sender of a channel for an account with settings a
 // (nil: the operator's).
-func (s *Service) senderOf(a *AccountSettings, channel string) (Sender, bool) {
+func (s *Decider) senderOf(a *AccountSettings, channel string) (Sender, bool) {
 	if s.acc.factory != nil {
 		return s.acc.factory(channel, a)
 	}
@@ -103,7 +105,7 @@ func (s *Service) senderOf(a *AccountSettings, channel string) (Sender, bool) {
 
 // AccountSettings is the account's own settings as answers show them:
 // no secret, only whether each is set.
-func (s *Service) AccountSettings(ctx context.Context, accountID string) (AccountSettingsView, error) {
+func (s *Decider) AccountSettings(ctx context.Context, accountID string) (AccountSettingsView, error) {
 	if s.acc.repo == nil {
 		return AccountSettingsView{Templates: []Template{}}, nil
 	}
@@ -117,7 +119,7 @@ func (s *Service) AccountSettings(ctx context.Context, accountID string) (Accoun
 
 // PutAccountSettings validates and stores the account's settings. A
 // secret left out keeps the stored one of the same provider account.
-func (s *Service) PutAccountSettings(ctx context.Context, accountID string, in AccountSettingsInput) (AccountSettingsView, error) {
+func (s *Decider) PutAccountSettings(ctx context.Context, accountID string, in AccountSettingsInput) (AccountSettingsView, error) {
 	if s.acc.repo == nil {
 		return AccountSettingsView{}, platform.NewError(platform.KindUnavailable, "NOT_CONFIGURED", "per-account settings are not wired", nil)
 	}
@@ -141,7 +143,7 @@ func (s *Service) PutAccountSettings(ctx context.Context, accountID string, in A
 
 // DeleteAccountSettings forgets the account's settings (secrets
 // included): the operator's configuration serves it again.
-func (s *Service) DeleteAccountSettings(ctx context.Context, accountID string) error {
+func (s *Decider) DeleteAccountSettings(ctx context.Context, accountID string) error {
 	if s.acc.repo == nil {
 		return nil
 	}
@@ -153,7 +155,7 @@ func (s *Service) DeleteAccountSettings(ctx context.Context, accountID string) e
 // RecordLanguage keeps the language the customer of a turn used (the
 // join page's), inside the intake's unit of work: the turn's messages go
 // in it. A language outside the four is ignored.
-func (s *Service) RecordLanguage(ctx context.Context, accountID, turnID, lang string) error {
+func (s *Decider) RecordLanguage(ctx context.Context, accountID, turnID, lang string) error {
 	if s.acc.repo == nil || !validLanguage(lang) {
 		return nil
 	}
@@ -172,7 +174,7 @@ func validLanguage(l string) bool {
 // carryLanguage gives a turn that continues another (a forward, a
 // transfer) its customer's language, when one was recorded: the messages
 // of the new queue then speak it too, not the new queue's.
-func (s *Service) carryLanguage(ctx context.Context, accountID, from, to string) error {
+func (s *Decider) carryLanguage(ctx context.Context, accountID, from, to string) error {
 	if s.acc.repo == nil {
 		return nil
 	}
@@ -188,7 +190,7 @@ func (s *Service) carryLanguage(ctx context.Context, accountID, from, to string)
 
 // languageOf is the language of a turn's messages: its customer's, else
 // the queue's (fallback).
-func (s *Service) languageOf(ctx context.Context, turnID, fallback string) (string, error) {
+func (s *Decider) languageOf(ctx context.Context, turnID, fallback string) (string, error) {
 	if s.acc.repo == nil {
 		return fallback, nil
 	}
@@ -224,7 +226,7 @@ func wording(a *AccountSettings, m Message, out *Outgoing) {
 // quiet hours (reminders only), then its send rate. Zero: it goes now.
 // The rate is spent here, last, so a message dropped or deferred for
 // another reason spends nothing.
-func (s *Service) hold(ctx context.Context, a *AccountSettings, m Message) (time.Time, string, error) {
+func (s *Decider) hold(ctx context.Context, a *AccountSettings, m Message) (time.Time, string, error) {
 	if a == nil {
 		return time.Time{}, "", nil
 	}
@@ -252,7 +254,7 @@ func (s *Service) hold(ctx context.Context, a *AccountSettings, m Message) (time
 // postpone keeps a message QUEUED and schedules its send again at at: a
 // message over the rate or in the quiet hours is delayed, never dropped
 // (it still loses its point as any other, when its turn moves on).
-func (s *Service) postpone(ctx context.Context, id string, at time.Time, why string) error {
+func (s *Decider) postpone(ctx context.Context, id string, at time.Time, why string) error {
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		m, err := s.repo.GetForUpdate(ctx, id)
 		if err != nil || Final(m.Status) {
@@ -291,13 +293,13 @@ const LanguageMember = "language"
 // Credentials are an account's own provider settings, secrets included,
 // for the HTTP layer to check its callbacks' signatures; nil when the
 // account has none (its callbacks are refused).
-func (s *Service) Credentials(ctx context.Context, accountID string) (*AccountSettings, error) {
+func (s *Decider) Credentials(ctx context.Context, accountID string) (*AccountSettings, error) {
 	return s.accountOf(ctx, accountID)
 }
 
 // clearLanguages forgets, with the numbers, the languages of turns taken
 // before cutoff: nothing is sent to them any more.
-func (s *Service) clearLanguages(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+func (s *Decider) clearLanguages(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	if s.acc.repo == nil {
 		return 0, nil
 	}

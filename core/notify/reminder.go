@@ -53,13 +53,10 @@ type AppointmentChange struct {
 	Zone *time.Location
 }
 
-// SetAppointments sets the appointments port (wiring).
-func (s *Service) SetAppointments(a Appointments) { s.appointments = a }
-
 // AppointmentChanged decides, inside the change's unit of work, what an
 // appointment change means for its reminder: a new booking schedules it,
 // an appointment that leaves SCHEDULED drops it.
-func (s *Service) AppointmentChanged(ctx context.Context, c AppointmentChange) error {
+func (s *Decider) AppointmentChanged(ctx context.Context, c AppointmentChange) error {
 	if c.Phone == nil || *c.Phone == "" {
 		return nil // no phone, no reminder: nothing to read or write
 	}
@@ -76,7 +73,7 @@ func (s *Service) AppointmentChanged(ctx context.Context, c AppointmentChange) e
 // job at the slot's start minus the lead time. A booking made inside the
 // lead time is reminded at once: the slot has not started (bookings of a
 // started slot are refused), and the customer gets the time in writing.
-func (s *Service) scheduleReminder(ctx context.Context, c AppointmentChange) error {
+func (s *Decider) scheduleReminder(ctx context.Context, c AppointmentChange) error {
 	set, err := s.Settings(ctx, c.QueueID)
 	if err != nil || !set.On(MomentReminder) {
 		return err
@@ -142,7 +139,7 @@ func ReminderTime(slotStart, sentAt time.Time, zone *time.Location) string {
 
 // dropReminders ends the appointment's queued reminders DROPPED in the
 // caller's unit of work: the job that comes due finds them final.
-func (s *Service) dropReminders(ctx context.Context, appointmentID, why string) error {
+func (s *Decider) dropReminders(ctx context.Context, appointmentID, why string) error {
 	ms, err := s.repo.ListByAppointment(ctx, appointmentID)
 	if err != nil {
 		return err
@@ -205,7 +202,7 @@ func reminderKey(m Message) string {
 
 // ListForAppointment returns an appointment's messages, oldest first (the
 // caller checked the appointment is the account's).
-func (s *Service) ListForAppointment(ctx context.Context, appointmentID string) ([]Message, error) {
+func (s *Decider) ListForAppointment(ctx context.Context, appointmentID string) ([]Message, error) {
 	ms, err := s.repo.ListByAppointment(ctx, appointmentID)
 	for i := range ms {
 		ms[i].ToMasked = Mask(ms[i].To)

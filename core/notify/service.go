@@ -63,45 +63,71 @@ type Options struct {
 	Observe func(outcome string)
 }
 
-// Service is the notifications use cases.
-type Service struct {
+// Decider is the half of the notifications use cases that hears changes
+// and decides the messages they call for (TurnChanged, AppointmentChanged,
+// the settings, the records of what was sent): it needs no other module.
+// Service is the whole, the Decider and the ports it acts through.
+//
+// The split is the wiring's, not the domain's: the turns service is built
+// with its watchers, and the watcher (modules/notify) hands changes to a
+// Decider; the Service acts on turns (a LEAVE reply cancels one) and so
+// needs the turns service built first. With the two apart each is whole
+// once built, without a setter and without a cycle
+// (docs/architecture.md, "Wiring without setters").
+type Decider struct {
 	repo      Repository
 	uow       platform.UnitOfWork
 	jobs      platform.JobScheduler
 	events    platform.EventSink
 	clock     platform.Clock
-	turns     Turns
-	links     Links
 	normalize Normalizer
 	senders   map[string]Sender // by channel
-	// appointments reads an appointment when its reminder is due
-	// (SetAppointments).
-	appointments Appointments
-	opts         Options
-	log          *slog.Logger
-	acc          accountParts // account.go: per-account settings
+	opts      Options
+	log       *slog.Logger
+	acc       accountParts // account.go: per-account settings
 }
 
-// NewService builds the service. senders maps a channel to the sender of
-// its messages; a channel without one sends nothing.
-func NewService(repo Repository, uow platform.UnitOfWork, jobs platform.JobScheduler, events platform.EventSink,
-	clock platform.Clock, turns Turns, links Links, normalize Normalizer, senders map[string]Sender, opts Options) *Service {
+// Service is the notifications use cases: the Decider's, and those that
+// read or act on other modules' records as a message is sent or a reply
+// comes in.
+type Service struct {
+	*Decider
+	turns Turns
+	links Links
+	// appointments reads an appointment when its reminder is due.
+	appointments Appointments
+}
+
+// NewDecider builds the deciding half. senders maps a channel to the
+// sender of its messages; a channel without one sends nothing. accounts
+// are the accounts' own settings; their zero value sends every account's
+// messages through senders, unbounded.
+func NewDecider(repo Repository, uow platform.UnitOfWork, jobs platform.JobScheduler, events platform.EventSink,
+	clock platform.Clock, normalize Normalizer, senders map[string]Sender, accounts Accounts, opts Options) *Decider {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
 	if opts.Defaults.Moments == nil {
 		opts.Defaults = Defaults()
 	}
-	return &Service{repo: repo, uow: uow, jobs: jobs, events: events, clock: clock, turns: turns, links: links,
+	d := &Decider{repo: repo, uow: uow, jobs: jobs, events: events, clock: clock,
 		normalize: normalize, senders: senders, opts: opts, log: opts.Logger}
+	if accounts.Repo != nil {
+		d.acc = accountParts{repo: accounts.Repo, factory: accounts.Senders, limiter: accounts.Limiter,
+			cache: &settingsCache{m: map[string]cachedSettings{}}}
+	}
+	return d
 }
 
-// SetTurns sets the turns port (wiring: the turns service is built after
-// this one, which it calls back).
-func (s *Service) SetTurns(t Turns) { s.turns = t }
+// NewService builds the service on d: turns and appointments are read
+// when a message is sent and acted on by replies, links make a joined
+// message's ticket link.
+func NewService(d *Decider, turns Turns, links Links, appointments Appointments) *Service {
+	return &Service{Decider: d, turns: turns, links: links, appointments: appointments}
+}
 
 // Settings are the settings in effect for a queue.
-func (s *Service) Settings(ctx context.Context, queueID string) (Settings, error) {
+func (s *Decider) Settings(ctx context.Context, queueID string) (Settings, error) {
 	q, ok, err := s.repo.QueueSettings(ctx, queueID)
 	if err != nil || !ok {
 		return s.opts.Defaults, err
@@ -111,7 +137,7 @@ func (s *Service) Settings(ctx context.Context, queueID string) (Settings, error
 
 // PutSettings stores a queue's settings (the caller checked the queue is
 // the account's) and returns those in effect.
-func (s *Service) PutSettings(ctx context.Context, accountID, queueID string, q QueueSettings) (Settings, error) {
+func (s *Decider) PutSettings(ctx context.Context, accountID, queueID string, q QueueSettings) (Settings, error) {
 	if err := q.Validate(); err != nil {
 		return Settings{}, err
 	}
@@ -156,7 +182,7 @@ func moments(c TurnChange) []struct {
 // change's unit of work: their rows and their jobs commit with it. A turn
 // without a phone costs nothing beyond the look at the line its change
 // may call for.
-func (s *Service) TurnChanged(ctx context.Context, c TurnChange) error {
+func (s *Decider) TurnChanged(ctx context.Context, c TurnChange) error {
 	hasPhone := c.Phone != nil && *c.Phone != ""
 	// A new turn whose place the intake did not give (a forward, a
 	// check-in) is looked at with the line.
@@ -225,7 +251,7 @@ func (s *Service) TurnChanged(ctx context.Context, c TurnChange) error {
 
 // decide stores a message and schedules its job, unless its key is taken
 // or the customer gets nothing on the queue's channels.
-func (s *Service) decide(ctx context.Context, c TurnChange, set Settings, moment string, occ int, params map[string]string) (bool, error) {
+func (s *Decider) decide(ctx context.Context, c TurnChange, set Settings, moment string, occ int, params map[string]string) (bool, error) {
 	channel := ChannelSMS
 	if c.WhatsApp {
 		channel = ChannelWhatsApp
@@ -257,7 +283,7 @@ func (s *Service) decide(ctx context.Context, c TurnChange, set Settings, moment
 	return s.insert(ctx, m)
 }
 
-func (s *Service) insert(ctx context.Context, m Message) (bool, error) {
+func (s *Decider) insert(ctx context.Context, m Message) (bool, error) {
 	ok, err := s.repo.Insert(ctx, m)
 	if err != nil || !ok {
 		return false, err
@@ -426,7 +452,7 @@ func (s *Service) Attempt(ctx context.Context, a SendArgs, attempt, maxAttempts 
 }
 
 // record writes an attempt's outcome on the locked message.
-func (s *Service) record(ctx context.Context, sent Message, provider string, r Receipt, sendErr error, attempt, maxAttempts int) error {
+func (s *Decider) record(ctx context.Context, sent Message, provider string, r Receipt, sendErr error, attempt, maxAttempts int) error {
 	var se *SendError
 	if sendErr != nil && !errors.As(sendErr, &se) {
 		se = &SendError{Code: ErrRejected, Message: sendErr.Error(), Retryable: true}
@@ -497,7 +523,7 @@ func providerCode(se *SendError) string {
 
 // fallbackOf is the SMS that stands in for a WhatsApp message the
 // provider refused for good, when the queue asks for one.
-func (s *Service) fallbackOf(ctx context.Context, m Message, se *SendError) *Message {
+func (s *Decider) fallbackOf(ctx context.Context, m Message, se *SendError) *Message {
 	if m.Channel != ChannelWhatsApp || se.Code == ErrOptedOut {
 		return nil
 	}
@@ -521,7 +547,7 @@ func (s *Service) fallbackOf(ctx context.Context, m Message, se *SendError) *Mes
 }
 
 // finish ends a message without sending it.
-func (s *Service) finish(ctx context.Context, id, status, code, why, outcome string) error {
+func (s *Decider) finish(ctx context.Context, id, status, code, why, outcome string) error {
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		m, err := s.repo.GetForUpdate(ctx, id)
 		if err != nil || Final(m.Status) {
@@ -539,14 +565,14 @@ func (s *Service) finish(ctx context.Context, id, status, code, why, outcome str
 	return err
 }
 
-func (s *Service) observe(outcome string) {
+func (s *Decider) observe(outcome string) {
 	if s.opts.Observe != nil {
 		s.opts.Observe(outcome)
 	}
 }
 
 // raise emits notification.status for m's new status.
-func (s *Service) raise(ctx context.Context, m Message) error {
+func (s *Decider) raise(ctx context.Context, m Message) error {
 	e, err := platform.NewEvent(m.AccountID, StatusChanged{AppointmentID: orNull(m.AppointmentID), Channel: m.Channel,
 		ErrorCode: m.ErrorCode, Moment: m.Moment, NotificationID: m.ID, QueueID: m.QueueID, QueueRunID: m.RunID,
 		Status: m.Status, TurnID: orNull(m.TurnID)}, s.clock.Now())
@@ -572,7 +598,7 @@ type StatusReport struct {
 
 // Report applies a provider's status: a repeated one or one older than
 // what the message has is ignored; it reports whether the status applied.
-func (s *Service) Report(ctx context.Context, r StatusReport) (bool, error) {
+func (s *Decider) Report(ctx context.Context, r StatusReport) (bool, error) {
 	applied := false
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		m, err := s.repo.ByProviderID(ctx, r.Provider, r.ProviderMessageID)
@@ -682,7 +708,7 @@ func (s *Service) reply(ctx context.Context, from, text string, latest func(ctx 
 
 // List returns a turn's messages, oldest first (the caller checked the
 // turn is the account's).
-func (s *Service) List(ctx context.Context, turnID string) ([]Message, error) {
+func (s *Decider) List(ctx context.Context, turnID string) ([]Message, error) {
 	ms, err := s.repo.ListByTurn(ctx, turnID)
 	for i := range ms {
 		ms[i].ToMasked = Mask(ms[i].To)
@@ -694,7 +720,7 @@ func (s *Service) List(ctx context.Context, turnID string) ([]Message, error) {
 // numbers of messages created more than keep ago and the phones of turns
 // and appointments finished more than keep ago; it returns how many rows
 // it changed.
-func (s *Service) ClearPhones(ctx context.Context, keep time.Duration, limit int) (int, error) {
+func (s *Decider) ClearPhones(ctx context.Context, keep time.Duration, limit int) (int, error) {
 	var n, m, a int
 	cutoff := s.clock.Now().Add(-keep)
 	err := s.uow.Do(ctx, func(ctx context.Context) error {

@@ -37,7 +37,7 @@ func TestIntakeRedrawsANumberDrawnWithStaleSettings(t *testing.T) {
 	stale := q.Queue
 	stale.TurnPrefix, stale.TurnPadding = "Z", 2
 	locker := &aheadLocker{Repository: f.repo, guess: stale}
-	svc := turns.NewService(locker, f.queuesRepo, f.store, f.bus, f.jobs, f.clock, nil)
+	svc := turns.NewService(locker, f.queuesRepo, f.store, f.bus, f.jobs, f.clock, turns.Hooks{})
 
 	create := func() turns.View {
 		t.Helper()
@@ -71,7 +71,7 @@ func TestIntakeDrawAheadLeavesNoGap(t *testing.T) {
 	f := newFixture(t)
 	q, runID := f.queue(queues.CreateInput{})
 	locker := &aheadLocker{Repository: f.repo, guess: q.Queue}
-	svc := turns.NewService(locker, f.queuesRepo, f.store, f.bus, f.jobs, f.clock, nil)
+	svc := turns.NewService(locker, f.queuesRepo, f.store, f.bus, f.jobs, f.clock, turns.Hooks{})
 
 	key := "replay-me"
 	first, _, err := svc.Create(f.ctx, account, runID, turns.CreateInput{IdempotencyKey: &key})

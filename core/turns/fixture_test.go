@@ -62,7 +62,7 @@ func newFixture(t *testing.T, guards ...turns.IntakeGuard) *fixture {
 	qs := queues.NewService(qrepo, ents, store, bus, clock)
 	repo := set.Turns
 	jobs := testkit.NewJobs(store)
-	svc := turns.NewService(repo, qrepo, store, bus, jobs, clock, guards)
+	svc := turns.NewService(repo, qrepo, store, bus, jobs, clock, turns.Hooks{Guards: guards})
 	bus.Subscribe(svc)
 	e, err := ents.Create(context.Background(), account, entities.CreateInput{Name: platform.Ptr("Main branch")})
 	if err != nil {

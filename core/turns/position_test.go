@@ -18,7 +18,7 @@ import (
 // reloaded when it falls too far behind or meets a reset.
 func TestPositionsStayExactAcrossProcesses(t *testing.T) {
 	f := newFixture(t)
-	reader := turns.NewService(f.repo, f.queuesRepo, f.store, f.bus, f.jobs, f.clock, nil)
+	reader := turns.NewService(f.repo, f.queuesRepo, f.store, f.bus, f.jobs, f.clock, turns.Hooks{})
 	_, run := f.queue(queues.CreateInput{Capacity: &queues.Capacity{MaxTurns: platform.Ptr(40), WaitlistEnabled: platform.Ptr(true)},
 		DispatchFlow: &queues.DispatchFlow{AllowReopen: platform.Ptr(true)}})
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -82,7 +82,7 @@ func checkPositions(t *testing.T, f *fixture, reader *turns.Service, run string,
 // turn's place in the line recomputed from scratch.
 func TestChangeAnswersStayExactAcrossProcesses(t *testing.T) {
 	f := newFixture(t)
-	other := turns.NewService(f.repo, f.queuesRepo, f.store, f.bus, f.jobs, f.clock, nil)
+	other := turns.NewService(f.repo, f.queuesRepo, f.store, f.bus, f.jobs, f.clock, turns.Hooks{})
 	_, run := f.queue(queues.CreateInput{DispatchFlow: &queues.DispatchFlow{AllowReopen: platform.Ptr(true)}})
 	rng := rand.New(rand.NewPCG(3, 4))
 	var ids []string

@@ -23,10 +23,9 @@ type Service struct {
 	members []BodyMember
 	line    *lineCache
 	// followers keep records of other modules in step with the turns they
-	// follow (NewService's followers).
+	// follow, watchers hear every change of every turn (Hooks).
 	followers []Follower
-	// watchers hear every change of every turn (Watch).
-	watchers []Watcher
+	watchers  []Watcher
 }
 
 // Watched is one change a Watcher hears of.
@@ -51,9 +50,6 @@ type Watched struct {
 	View *View
 }
 
-// Watch adds a watcher. Call it while wiring, before the service is used.
-func (s *Service) Watch(w Watcher) { s.watchers = append(s.watchers, w) }
-
 func (s *Service) watch(ctx context.Context, w Watched) error {
 	for _, x := range s.watchers {
 		if err := x.TurnChanged(ctx, w); err != nil {
@@ -63,15 +59,29 @@ func (s *Service) watch(ctx context.Context, w Watched) error {
 	return nil
 }
 
-// NewService builds the service. guards are the intake rules other modules
-// add, followers the records other modules keep in step with a turn (none
-// of either is fine). Both are dependencies, not setters: a service is
-// whole once built, and a reader finds who follows the turns where the
-// service is made (modules/turns, ports.GroupTurnFollowers).
+// Hooks are what other modules add to the turns service (none of each is
+// fine): Guards are the intake rules, Followers the records that
+// stand in the line as a turn and change with it, Watchers hear every
+// change of every turn. modules/turns collects them from fx groups
+// (ports.GroupIntakeGuards, GroupTurnFollowers, GroupTurnWatchers).
+type Hooks struct {
+	Guards    []IntakeGuard
+	Followers []Follower
+	Watchers  []Watcher
+}
+
+// NewService builds the service. Its hooks are dependencies, not
+// setters: a service is whole once built, and a reader finds who guards,
+// follows and watches the turns where the service is made (modules/turns).
+// A hook therefore may not need this service to be built: one that
+// acts on turns too is split so that the part the service calls does not
+// (appointments.TurnFollower; docs/architecture.md, "Wiring without
+// setters").
 func NewService(repo Repository, qs Queues, uow platform.UnitOfWork, events platform.EventSink,
-	jobs platform.JobScheduler, clock platform.Clock, guards []IntakeGuard, followers ...Follower) *Service {
+	jobs platform.JobScheduler, clock platform.Clock, ext Hooks) *Service {
 	return &Service{repo: repo, queues: qs, uow: uow, events: events, jobs: jobs, clock: clock,
-		guards: guards, members: bodyMembers(guards), line: newLineCache(), followers: followers}
+		guards: ext.Guards, members: bodyMembers(ext.Guards), line: newLineCache(),
+		followers: ext.Followers, watchers: ext.Watchers}
 }
 
 // maxCreateAttempts bounds the retries of a create that lost an

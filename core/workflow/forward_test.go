@@ -45,7 +45,7 @@ func newFwdFixture(t *testing.T) *fwdFixture {
 	qrepo := set.Queues.(*memory.Queues)
 	qs := queues.NewService(qrepo, ents, store, bus, clock)
 	jobs := testkit.NewJobs(store)
-	ts := turns.NewService(set.Turns, qrepo, store, bus, jobs, clock, nil)
+	ts := turns.NewService(set.Turns, qrepo, store, bus, jobs, clock, turns.Hooks{})
 	repo := set.Workflow.(*memory.Workflow)
 	fwd := workflow.NewForwarder(repo, repo, ts, qrepo, store, jobs, clock)
 	bus.Subscribe(fwd)

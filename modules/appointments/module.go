@@ -26,22 +26,42 @@ import (
 // service, and follows their turns.
 var Module = fx.Module("appointments",
 	fx.Provide(
-		core.NewService,
+		newService,
 		func(r queues.Repository) core.Queues { return r },
 		fx.Annotate(joinLineJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 		fx.Annotate(joinDueJob, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
-		// The service follows the turns its checked-in appointments stand
-		// as: the turns service is built with it.
-		fx.Annotate(func(s *core.Service) turns.Follower { return s }, fx.ResultTags(ports.InGroup(ports.GroupTurnFollowers))),
+		// The turns of checked-in appointments carry their appointments
+		// along: the turns service is built with the follower, and the
+		// appointments service (which puts turns in the line) with the
+		// turns service.
+		fx.Annotate(func(r core.Repository, e platform.EventSink, c platform.Clock) turns.Follower {
+			return core.NewTurnFollower(r, e, c)
+		}, fx.ResultTags(ports.InGroup(ports.GroupTurnFollowers))),
 	),
-	fx.Invoke(func(s *core.Service, line *turns.Service, jobs platform.JobScheduler, bus *events.Bus) {
-		s.UseLine(line, jobs)
-		// A reopened run takes in the appointments that were due to join
-		// it while it was closed.
-		bus.Subscribe(s)
-	}),
+	// A reopened run takes in the appointments that were due to join it
+	// while it was closed.
+	fx.Invoke(func(s *core.Service, bus *events.Bus) { bus.Subscribe(s) }),
 	fx.Invoke(func(srv *server.Server, s *core.Service) { appointmenthttp.Register(srv.API, s, srv.Cursors) }),
 )
+
+// serviceParams are the appointments service's dependencies: the turns
+// service is its line, Watchers hear every booking and lifecycle step
+// (ports.GroupAppointmentWatchers: the notifications module's reminder).
+type serviceParams struct {
+	fx.In
+	Repo     core.Repository
+	Queues   core.Queues
+	UoW      platform.UnitOfWork
+	Events   platform.EventSink
+	Clock    platform.Clock
+	Line     *turns.Service
+	Jobs     platform.JobScheduler
+	Watchers []core.Watcher `group:"appointments.watchers"`
+}
+
+func newService(p serviceParams) *core.Service {
+	return core.NewService(p.Repo, p.Queues, p.UoW, p.Events, p.Clock, p.Line, p.Jobs, p.Watchers...)
+}
 
 // joinLineJob is the job kind that puts an appointment checked in early in
 // the line when its slot starts.

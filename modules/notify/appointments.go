@@ -9,8 +9,8 @@ import (
 )
 
 // appointmentWatcher hands every booking and appointment step to the
-// service as a notify.AppointmentChange, inside the change's unit of work.
-type appointmentWatcher struct{ s *core.Service }
+// Decider as a notify.AppointmentChange, inside the change's unit of work.
+type appointmentWatcher struct{ s *core.Decider }
 
 func (w appointmentWatcher) AppointmentChanged(ctx context.Context, q queues.Queue, before, after appointments.Appointment) error {
 	c := core.AppointmentChange{AccountID: after.AccountID, AppointmentID: after.ID, QueueID: after.QueueID,

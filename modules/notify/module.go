@@ -37,7 +37,16 @@ import (
 var Module = fx.Module("notify",
 	fx.Provide(
 		newOutcomes,
+		newDecider,
 		newService,
+		// The watchers hand changes to the Decider, which needs neither
+		// service it watches: each is built with its watchers.
+		fx.Annotate(func(d *core.Decider) turns.Watcher { return watcher{d} },
+			fx.ResultTags(ports.InGroup(ports.GroupTurnWatchers))),
+		// The appointment reminder: scheduled with the booking, dropped
+		// when the appointment moves on (core/notify/reminder.go).
+		fx.Annotate(func(d *core.Decider) appointments.Watcher { return appointmentWatcher{d} },
+			fx.ResultTags(ports.InGroup(ports.GroupAppointmentWatchers))),
 		fx.Annotate(sendKind, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 		fx.Annotate(lineKind, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 		fx.Annotate(clearKind, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
@@ -45,13 +54,6 @@ var Module = fx.Module("notify",
 		fx.Annotate(func(r core.AccountRepository) turns.IntakeGuard { return languageGuard{repo: r} },
 			fx.ResultTags(ports.InGroup(ports.GroupIntakeGuards))),
 	),
-	fx.Invoke(func(ts *turns.Service, s *core.Service) { ts.Watch(watcher{s}) }),
-	// The appointment reminder: scheduled with the booking, dropped when
-	// the appointment moves on (core/notify/reminder.go).
-	fx.Invoke(func(as *appointments.Service, s *core.Service) {
-		as.Watch(appointmentWatcher{s})
-		s.SetAppointments(appointmentsPort{as})
-	}),
 	fx.Invoke(func(srv *server.Server, s *core.Service, ts *turns.Service, as *appointments.Service, qs *queues.Service, cfg *config.Config, log *slog.Logger) {
 		notifyhttp.RegisterAPI(srv.API, s, owners{ts, as, qs})
 		notifyhttp.RegisterCallbacks(srv.App, s, notifyhttp.Callbacks{
@@ -74,30 +76,24 @@ func newOutcomes() *outcomes {
 	}, []string{"outcome"})}
 }
 
-type serviceParams struct {
+type deciderParams struct {
 	fx.In
 	Repo     core.Repository
 	UoW      platform.UnitOfWork
 	Jobs     platform.JobScheduler
 	Events   platform.EventSink
 	Clock    platform.Clock
-	Turns    *turns.Service
-	TurnRepo turns.Repository
-	Queues   *queues.Service
-	Ticket   *ticket.Service
 	Config   *config.Config
 	Log      *slog.Logger
 	Out      *outcomes
-	Server   *server.Server
 	Accounts core.AccountRepository
 	Limiter  ports.RateLimiter
 }
 
-func newService(p serviceParams) *core.Service {
+func newDecider(p deciderParams) *core.Decider {
 	n := p.Config.Notify
 	log := p.Log.With("module", "notify")
 	own := newAccountSenders(n, p.Config.HTTP.PublicURL, log)
-	senders := own.operator
 	def := core.Defaults()
 	def.Language = cmp.Or(n.Language, def.Language)
 	def.NearFrontAhead = n.NearFrontAhead
@@ -111,17 +107,33 @@ func newService(p serviceParams) *core.Service {
 		}
 	}
 	def.SMS = n.SMS != "none"
+	return core.NewDecider(p.Repo, p.UoW, p.Jobs, p.Events, p.Clock, phone.Normalize, own.operator,
+		core.Accounts{Repo: p.Accounts, Senders: own.sender, Limiter: limiter{p.Limiter}},
+		core.Options{
+			Defaults: def, Region: n.Region, Logger: log,
+			Observe: func(o string) { p.Out.vec.WithLabelValues(o).Inc() },
+		})
+}
+
+type serviceParams struct {
+	fx.In
+	Decider      *core.Decider
+	Turns        *turns.Service
+	TurnRepo     turns.Repository
+	Queues       *queues.Service
+	Ticket       *ticket.Service
+	Appointments *appointments.Service
+	Config       *config.Config
+	Server       *server.Server
+}
+
+func newService(p serviceParams) *core.Service {
 	// Links are absolute: http.public_url, else the address the server
 	// listens on (known once it started; a development install).
 	srv, public := p.Server, strings.TrimSuffix(p.Config.HTTP.PublicURL, "/")
 	base := func() string { return cmp.Or(public, "http://"+srv.Addr) }
-	s := core.NewService(p.Repo, p.UoW, p.Jobs, p.Events, p.Clock, turnsPort{p.Turns, p.Queues, p.TurnRepo},
-		links{p.Ticket, base}, phone.Normalize, senders, core.Options{
-			Defaults: def, Region: n.Region, Logger: log,
-			Observe: func(o string) { p.Out.vec.WithLabelValues(o).Inc() },
-		})
-	s.UseAccounts(p.Accounts, own.sender, limiter{p.Limiter})
-	return s
+	return core.NewService(p.Decider, turnsPort{p.Turns, p.Queues, p.TurnRepo}, links{p.Ticket, base},
+		appointmentsPort{p.Appointments})
 }
 
 // senders builds each channel's sender from the configuration.
@@ -154,8 +166,8 @@ func senders(n config.Notify, publicURL string, log *slog.Logger) map[string]cor
 	return out
 }
 
-// watcher hands every turn change to the service as a notify.TurnChange.
-type watcher struct{ s *core.Service }
+// watcher hands every turn change to the Decider as a notify.TurnChange.
+type watcher struct{ s *core.Decider }
 
 func (w watcher) TurnChanged(ctx context.Context, c turns.Watched) error {
 	t := c.After

@@ -42,7 +42,8 @@ func lineChangesRetention(cfg *config.Config, repo core.Repository) ports.Retent
 
 // serviceParams are the turns service's dependencies; Guards are the
 // intake guards other modules contribute (ports.GroupIntakeGuards),
-// Followers the records that follow a turn (ports.GroupTurnFollowers).
+// Followers the records that follow a turn (ports.GroupTurnFollowers),
+// Watchers those that hear every change (ports.GroupTurnWatchers).
 type serviceParams struct {
 	fx.In
 	Repo      core.Repository
@@ -53,10 +54,12 @@ type serviceParams struct {
 	Clock     platform.Clock
 	Guards    []core.IntakeGuard `group:"turns.intakeGuards"`
 	Followers []core.Follower    `group:"turns.followers"`
+	Watchers  []core.Watcher     `group:"turns.watchers"`
 }
 
 func newService(p serviceParams) *core.Service {
-	return core.NewService(p.Repo, p.Queues, p.UoW, p.Events, p.Jobs, p.Clock, p.Guards, p.Followers...)
+	return core.NewService(p.Repo, p.Queues, p.UoW, p.Events, p.Jobs, p.Clock,
+		core.Hooks{Guards: p.Guards, Followers: p.Followers, Watchers: p.Watchers})
 }
 
 // toleranceMaxAttempts: the job is idempotent and quick; a failure is the

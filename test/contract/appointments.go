@@ -51,7 +51,7 @@ func aptFinish(t testing.TB, accs *accounts.Service, ents entities.Repository, q
 	bus := events.NewBus(ev)
 	entSvc := entities.NewService(ents, uow, clock)
 	st := &aptStack{
-		svc:      appointments.NewService(repo, qrepo, uow, bus, clock),
+		svc:      appointments.NewService(repo, qrepo, uow, bus, clock, nil, nil),
 		repo:     repo,
 		queues:   queues.NewService(qrepo, entSvc, uow, bus, clock),
 		entities: entSvc,

@@ -69,8 +69,8 @@ func newPGTurns(t testing.TB, settings queues.CreateInput, guards ...turns.Intak
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := turns.NewService(postgres.NewTurns(db), qrepo, db, bus, noJobs{}, clock, guards)
-	other := turns.NewService(postgres.NewTurns(db), qrepo, db, bus, noJobs{}, clock, guards)
+	svc := turns.NewService(postgres.NewTurns(db), qrepo, db, bus, noJobs{}, clock, turns.Hooks{Guards: guards})
+	other := turns.NewService(postgres.NewTurns(db), qrepo, db, bus, noJobs{}, clock, turns.Hooks{Guards: guards})
 	return &pgTurns{db: db, svc: svc, other: other, account: acc.ID, run: q.Runs[0].ID, queue: q.ID}
 }
 
