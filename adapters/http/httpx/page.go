@@ -1,8 +1,6 @@
 package httpx
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"slices"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/qms-dev/qms/adapters/http/signed"
 	"github.com/qms-dev/qms/core/platform"
 )
 
@@ -26,16 +25,17 @@ const (
 // HMAC-SHA256 tag, so a client can neither forge one, nor alter one, nor use
 // another account's or another list's cursor. Every process of a deployment
 // must share the secret.
-type Cursors struct{ key []byte }
+type Cursors struct{ s signed.Signer }
 
 // NewCursors returns cursors keyed by secret (from config; at least 16
 // random bytes, 32 advised). A shorter secret is a configuration error and
 // panics at start-up rather than making forgeable cursors.
 func NewCursors(secret []byte) Cursors {
-	if len(secret) < 16 {
+	s, err := signed.New(secret, cursorMACLen)
+	if err != nil {
 		panic("httpx: cursor secret must be at least 16 bytes")
 	}
-	return Cursors{key: append([]byte(nil), secret...)}
+	return Cursors{s: s}
 }
 
 // Encode returns the cursor that continues list for account after the item
@@ -48,8 +48,7 @@ func (cs Cursors) Encode(list, account, after string) string {
 	b = binary.AppendUvarint(b, uint64(len(account)))
 	b = append(b, account...)
 	b = append(b, after...)
-	b = append(b, cs.mac(b)...)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return base64.RawURLEncoding.EncodeToString(cs.s.Seal(b))
 }
 
 // Decode returns the after key of a cursor made by Encode for the same list
@@ -59,8 +58,8 @@ func (cs Cursors) Decode(cursor, list, account string) (string, error) {
 	if err != nil || len(b) < 1+cursorMACLen || b[0] != cursorVersion {
 		return "", invalidCursor("the cursor is malformed")
 	}
-	payload, tag := b[:len(b)-cursorMACLen], b[len(b)-cursorMACLen:]
-	if !hmac.Equal(tag, cs.mac(payload)) {
+	payload, ok := cs.s.Open(b)
+	if !ok {
 		return "", invalidCursor("the cursor is malformed")
 	}
 	rest := payload[1:]
@@ -77,16 +76,6 @@ func (cs Cursors) Decode(cursor, list, account string) (string, error) {
 		return "", invalidCursor("the cursor does not belong to this list")
 	}
 	return string(rest), nil
-}
-
-func (cs Cursors) mac(payload []byte) []byte {
-	if len(cs.key) == 0 {
-		// The zero Cursors must not sign with an empty key.
-		panic("httpx: Cursors used without NewCursors")
-	}
-	m := hmac.New(sha256.New, cs.key)
-	m.Write(payload)
-	return m.Sum(nil)[:cursorMACLen]
 }
 
 func readField(b []byte) (field, rest []byte, ok bool) {

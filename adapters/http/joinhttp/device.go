@@ -1,14 +1,12 @@
 package joinhttp
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/qms-dev/qms/adapters/http/signed"
 )
 
 // The device cookie: the turns a phone took through join pages, by queue,
@@ -24,6 +22,9 @@ const (
 	// cookieQueues bounds the queues the cookie remembers (the newest).
 	cookieQueues = 8
 	cookieMaxAge = 24 * time.Hour
+	// cookieMaxLen bounds the cookie a request may bring back: ten turn
+	// ids in eight queues are well under it.
+	cookieMaxLen = 4096
 )
 
 // deviceTurns is the cookie's content.
@@ -37,25 +38,20 @@ type deviceQueue struct {
 	Turns []string `json:"t"`
 }
 
-// signer signs and checks the cookie with its key.
-type signer struct{ key []byte }
+// signer signs and checks the cookie: "<base64url JSON>.<base64url tag>",
+// the full 32-byte tag (signed.Token).
+type signer struct{ s signed.Signer }
 
-func (s signer) mac(payload string) string {
-	m := hmac.New(sha256.New, s.key)
-	m.Write([]byte(payload))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+func newSigner(key []byte) (signer, error) {
+	s, err := signed.New(key, signed.MaxTagLen)
+	return signer{s: s}, err
 }
 
 // read returns the cookie's content; an absent, malformed or unsigned
 // cookie reads as empty.
 func (s signer) read(c *fiber.Ctx) deviceTurns {
-	raw := c.Cookies(cookieName)
-	payload, sig, ok := strings.Cut(raw, ".")
-	if !ok || len(raw) > 4096 || !hmac.Equal([]byte(sig), []byte(s.mac(payload))) {
-		return deviceTurns{}
-	}
-	b, err := base64.RawURLEncoding.DecodeString(payload)
-	if err != nil {
+	b, ok := s.s.Verify(c.Cookies(cookieName), cookieMaxLen)
+	if !ok {
 		return deviceTurns{}
 	}
 	var d deviceTurns
@@ -109,8 +105,7 @@ func (d *deviceTurns) add(queueID, turnID string) {
 // to the join pages, Secure when the request came over HTTPS.
 func (s signer) write(c *fiber.Ctx, d deviceTurns) {
 	b, _ := json.Marshal(d)
-	payload := base64.RawURLEncoding.EncodeToString(b)
-	c.Cookie(&fiber.Cookie{Name: cookieName, Value: payload + "." + s.mac(payload), Path: Prefix + "/",
+	c.Cookie(&fiber.Cookie{Name: cookieName, Value: s.s.Token(b), Path: Prefix + "/",
 		MaxAge: int(cookieMaxAge / time.Second), HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
 		Secure: c.Protocol() == "https"})
 }

@@ -14,8 +14,6 @@
 package joinhttp
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -29,6 +27,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
 	"github.com/qms-dev/qms/adapters/http/i18nweb"
+	"github.com/qms-dev/qms/adapters/http/signed"
 	"github.com/qms-dev/qms/adapters/http/tickethttp"
 	"github.com/qms-dev/qms/core/accounts"
 	"github.com/qms-dev/qms/core/join"
@@ -107,11 +106,7 @@ type Options struct {
 // DeriveCookieKey is the device cookie's key, derived from a deployment
 // secret every process shares (the cursor secret, else the admin token),
 // so no new setting is needed and no two purposes share a key.
-func DeriveCookieKey(secret string) []byte {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte("qms join device cookie"))
-	return m.Sum(nil)
-}
+func DeriveCookieKey(secret string) []byte { return signed.Derive(secret, "qms join device cookie") }
 
 // securityHeaders are the pages': never cached, never sent on as a
 // referrer (the address is the capability), not indexed, nothing from
@@ -153,7 +148,10 @@ func RegisterPage(app *fiber.App, svc *join.Service, lim ports.RateLimiter, limi
 		panic(err)
 	}
 	poster := template.Must(template.ParseFS(assets, "poster.html"))
-	cookies := signer{key: opts.CookieKey}
+	cookies, err := newSigner(opts.CookieKey)
+	if err != nil {
+		panic("joinhttp: " + err.Error() + " (Options.CookieKey, DeriveCookieKey)")
+	}
 	perAddress := httpx.RateLimitBudget(lim, opts.PerAddressPerMinute, opts.Now, "join")
 
 	app.Get(Prefix+"/assets/:file", limit, httpx.Assets(assets))

@@ -5,8 +5,6 @@ package server
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
 	"github.com/qms-dev/qms/adapters/http/openapi"
+	"github.com/qms-dev/qms/adapters/http/signed"
 	"github.com/qms-dev/qms/adapters/memory"
 	"github.com/qms-dev/qms/configs/config"
 	"github.com/qms-dev/qms/core/platform"
@@ -192,7 +191,5 @@ func cursorSecret(c *config.Config, adminToken string) []byte {
 	if c.Cursor.Secret != "" {
 		return []byte(c.Cursor.Secret)
 	}
-	m := hmac.New(sha256.New, []byte(adminToken))
-	m.Write([]byte("qms pagination cursors"))
-	return m.Sum(nil)
+	return signed.Derive(adminToken, "qms pagination cursors")
 }
