@@ -85,6 +85,19 @@ type Options struct {
 // Revoked reports whether the link was revoked.
 func (l Link) Revoked() bool { return l.RevokedAt != nil }
 
+// LinkRevoked is the internal event (events.Internal: never sent to a
+// client, never a webhook) raised in the transaction that revokes a link.
+// It reaches the consoles the link opened through the event log, in every
+// process, as the queue's turn events do: an open console ends at once,
+// and no console re-reads its link while it waits (its heartbeat used to,
+// every 2 s).
+type LinkRevoked struct {
+	LinkID string `json:"linkId"`
+}
+
+// EventName is the internal event's name.
+func (LinkRevoked) EventName() string { return "counter_link.revoked" }
+
 // MayUse reports whether the link may act for station id.
 func (l Link) MayUse(id string) bool {
 	if len(l.StationIDs) == 0 {

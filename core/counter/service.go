@@ -20,12 +20,15 @@ type Service struct {
 	links  Links
 	help   Help
 	uow    platform.UnitOfWork
+	events platform.EventSink
 	clock  platform.Clock
 }
 
-// NewService builds the service.
-func NewService(repo Repository, qs Queues, ts Turns, ls Links, help Help, uow platform.UnitOfWork, clock platform.Clock) *Service {
-	return &Service{repo: repo, queues: qs, turns: ts, links: ls, help: help, uow: uow, clock: clock}
+// NewService builds the service. events hears of a link's revocation
+// (LinkRevoked), so the consoles it opened, in every process, end at once.
+func NewService(repo Repository, qs Queues, ts Turns, ls Links, help Help, uow platform.UnitOfWork,
+	events platform.EventSink, clock platform.Clock) *Service {
+	return &Service{repo: repo, queues: qs, turns: ts, links: ls, help: help, uow: uow, events: events, clock: clock}
 }
 
 // Create makes a counter link for one of the account's queues. The value
@@ -114,9 +117,10 @@ func (s *Service) List(ctx context.Context, accountID, queueID string, page plat
 	return platform.PageOf(items, page.Limit, func(l Link) string { return l.ID }), nil
 }
 
-// Revoke revokes a link: its console stops at its next check (a few
-// seconds) and every press after is refused. Revoking a revoked link
-// changes nothing.
+// Revoke revokes a link: the consoles it opened stop as soon as the
+// revocation commits (LinkRevoked reaches them through the event log, in
+// every process) and every press after is refused. Revoking a revoked
+// link changes nothing.
 func (s *Service) Revoke(ctx context.Context, accountID, id string) (Link, error) {
 	var out Link
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
@@ -131,6 +135,14 @@ func (s *Service) Revoke(ctx context.Context, accountID, id string) (Link, error
 			now := s.clock.Now()
 			l.RevokedAt = &now
 			if err := s.repo.UpdateLink(ctx, l); err != nil {
+				return err
+			}
+			e, err := platform.NewEvent(l.AccountID, LinkRevoked{LinkID: l.ID}, now)
+			if err != nil {
+				return err
+			}
+			e.QueueID = l.QueueID
+			if err := s.events.Emit(ctx, e); err != nil {
 				return err
 			}
 		}

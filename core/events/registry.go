@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/qms-dev/qms/core/appointments"
+	"github.com/qms-dev/qms/core/counter"
 	"github.com/qms-dev/qms/core/display"
 	"github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
@@ -45,6 +46,7 @@ var registry = []platform.Payload{
 // (stream.Filter.Internal).
 var internal = []platform.Payload{
 	display.TokenChanged{},
+	counter.LinkRevoked{},
 }
 
 // Internal returns the names of the internal events.

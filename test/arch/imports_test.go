@@ -23,7 +23,7 @@ var coreEdges = map[string][]string{
 	"core/counter":      {"core/queues", "core/turns", "core/workflow"},
 	"core/display":      {"core/queues", "core/turns"},
 	"core/entities":     {"core/location"},
-	"core/events":       {"core/appointments", "core/display", "core/notify", "core/queues", "core/ticket", "core/turns"}, // the registry of every event's payload type (display: its internal TokenChanged)
+	"core/events":       {"core/appointments", "core/counter", "core/display", "core/notify", "core/queues", "core/ticket", "core/turns"}, // the registry of every event's payload type (display, counter: their internal TokenChanged, LinkRevoked)
 	"core/join":         {"core/display", "core/entities", "core/location", "core/queues", "core/ticket", "core/turns"},
 	"core/queues":       {"core/entities", "core/location"},
 	"core/stream":       {"core/accounts"},

@@ -37,9 +37,10 @@ const Prefix = "/counter"
 
 // Options tune the console's stream.
 type Options struct {
-	// Heartbeat is how often an idle console stream checks that its link
-	// still stands and re-reads the line for changes that raise no event
-	// (start, hold, no-show, ... at another counter). Default 2 s.
+	// Heartbeat is how often an idle console stream re-reads the line for
+	// changes that raise no event (start, hold, no-show, ... at another
+	// counter). Default 2 s. Its link is not re-read: a revocation arrives
+	// as an event (counter.LinkRevoked).
 	Heartbeat time.Duration
 }
 
@@ -120,6 +121,10 @@ type answered struct {
 // runEvents are the events that change a console: every turn and queue
 // event (core/events' registry).
 var runEvents = events.OfSubjects("turn", "queue")
+
+// linkEvents are the internal events a console follows besides the
+// queue's: its link revoked.
+var linkEvents = []string{platform.EventName[counter.LinkRevoked]()}
 
 // streamScopes let a console's subscription read turn and queue events of
 // its queue (the filter names it; what is sent is the console).
@@ -236,10 +241,17 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 			return err
 		}
 		// Subscribe before reading the console: a change between the two
-		// arrives as an event, never falls in between.
+		// arrives as an event, never falls in between. The link's
+		// revocation is one of them (counter.LinkRevoked): the stream never
+		// reads its link again, so the link is checked once more after
+		// subscribing, for a revocation that committed in between.
 		sub, err := hub.Subscribe(ctx, stream.Request{AccountID: l.AccountID,
-			Filter: stream.Filter{Scopes: streamScopes, QueueID: l.QueueID, Names: runEvents}})
+			Filter: stream.Filter{Scopes: streamScopes, QueueID: l.QueueID, Names: runEvents, Internal: linkEvents}})
 		if err != nil {
+			return err
+		}
+		if _, err := svc.Resolve(ctx, value); err != nil {
+			sub.Close()
 			return err
 		}
 		con, err := svc.Console(ctx, l)
@@ -256,7 +268,14 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 		return streamhttp.Serve(c, sub, streamhttp.SSE{
 			Heartbeat: opts.Heartbeat,
 			First:     &streamhttp.Frame{Event: "console", Data: message{Console: con}},
-			Message: func(stream.Entry) (string, any, error) {
+			Message: func(e stream.Entry) (string, any, error) {
+				if e.Event.Name == linkEvents[0] {
+					var r counter.LinkRevoked
+					if err := e.Event.Decode(&r); err != nil || r.LinkID != l.ID {
+						return "", nil, nil // another link of the queue: nothing changed here
+					}
+					return "", nil, &streamhttp.Ended{Event: "revoked", Message: "this counter link has been revoked"}
+				}
 				con, err := read()
 				if err != nil {
 					log.Warn("counter: reading a console failed", "err", err)
@@ -264,18 +283,6 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 				}
 				last = fingerprint(con)
 				return "console", message{Console: con}, nil
-			},
-			Check: func() error {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_, err := svc.Resolve(ctx, value)
-				if platform.IsCode(err, counter.CodeCounterLinkRevoked) || platform.IsCode(err, counter.CodeInvalidCounterLink) {
-					return &streamhttp.Ended{Event: "revoked", Message: "this counter link has been revoked"}
-				}
-				if err != nil {
-					log.Warn("counter: checking a link failed; the console goes on", "err", err)
-				}
-				return nil
 			},
 			Idle: func() (*streamhttp.Frame, error) {
 				con, err := read()

@@ -55,22 +55,20 @@ type SSE struct {
 	Retry time.Duration
 	// Message turns an entry into the SSE event name and the JSON of its
 	// data line; nil sends stream.MessageOf under the event's name. An
+	// empty name sends nothing (an internal event about another link). An
 	// error ends the stream with its own final event (Ended), or
 	// EventFailure.
 	Message func(e stream.Entry) (name string, data any, err error)
-	// Check, when set, runs at every heartbeat; an error ends the stream
-	// with a final event named by the error's Event (see Ended), or
-	// EventFailure.
-	Check func() error
 	// LastEventID is the id the client resumed from, quoted in a gap event.
 	LastEventID string
 	// First, when set, is sent right after the connection opens (the
 	// display board's initial state).
 	First *Frame
-	// Idle, when set, runs at every heartbeat after Check; a frame it
+	// Idle, when set, runs at every heartbeat; a frame it
 	// returns is sent (the counter console re-reads its line then, for
 	// the changes that raise no event: start, hold, no-show, ...). An
-	// error ends the stream like Check's.
+	// error ends the stream with a final event named by the error's Event
+	// (see Ended), or EventFailure.
 	Idle func() (*Frame, error)
 }
 
@@ -147,20 +145,12 @@ func Serve(c *fiber.Ctx, sub *stream.Subscription, cfg SSE) error {
 					flush()
 					return
 				}
+				if name == "" {
+					continue
+				}
 				writeEvent(w, e.Event.ID, name, data)
 				last = e.Event.ID
 			case errors.Is(err, stream.ErrIdle):
-				if cfg.Check != nil {
-					if cerr := cfg.Check(); cerr != nil {
-						var end *Ended
-						if !errors.As(cerr, &end) {
-							end = &Ended{Event: EventFailure, Message: "the stream ended; reconnect"}
-						}
-						writeEvent(w, "", end.Event, endData(end))
-						flush()
-						return
-					}
-				}
 				if cfg.Idle != nil {
 					f, ierr := cfg.Idle()
 					if ierr != nil {
