@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/qms-dev/qms/adapters/http/notifyhttp"
 	"github.com/qms-dev/qms/adapters/notifier"
 	"github.com/qms-dev/qms/configs/config"
+	"github.com/qms-dev/qms/core/appointments"
 	core "github.com/qms-dev/qms/core/notify"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/turns"
@@ -103,12 +105,18 @@ func (l limiter) Allow(ctx context.Context, key string, perMinute int, now time.
 
 // languageGuard declares the turn body's language member (the join page
 // sends the language it showed; an integrator may send its customer's)
-// and keeps it, in the intake's transaction, for the turn's messages.
-// It holds the repository, not the service: the service needs the turns
+// and keeps it, in the intake's transaction, for the turn's messages. A
+// HYBRID appointment's turn (admitted at check-in) has no body: it keeps
+// the language its booking chose, so the turn's moments speak the same
+// language as the appointment's reminder did.
+// It holds repositories, not services: the services need the turns
 // service, which needs its guards.
 type languageGuard struct {
 	turns.GuardBase
 	repo core.AccountRepository
+	// booking reads the appointment a turn stands for
+	// (appointments.Repository.GetAppointment).
+	booking func(ctx context.Context, id string) (appointments.Appointment, error)
 }
 
 func (g languageGuard) BodyMembers() []turns.BodyMember {
@@ -120,9 +128,19 @@ func (g languageGuard) BodyMembers() []turns.BodyMember {
 }
 
 func (g languageGuard) Admitted(ctx context.Context, in turns.Intake, t turns.Turn) error {
-	l, _ := in.Input.Extensions[core.LanguageMember].(*string)
-	if l == nil || t.Phone == nil {
+	if t.Phone == nil {
 		return nil // nothing will be sent
+	}
+	l, _ := in.Input.Extensions[core.LanguageMember].(*string)
+	if l == nil && t.AppointmentID != nil {
+		a, err := g.booking(ctx, *t.AppointmentID)
+		if err != nil {
+			return fmt.Errorf("notify: the language of appointment %s: %w", *t.AppointmentID, err)
+		}
+		l = a.Language
+	}
+	if l == nil {
+		return nil // the queue's language
 	}
 	return g.repo.PutTurnLanguage(ctx, t.AccountID, t.ID, *l)
 }

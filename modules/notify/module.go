@@ -51,7 +51,9 @@ var Module = fx.Module("notify",
 		fx.Annotate(lineKind, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 		fx.Annotate(clearKind, fx.ResultTags(ports.InGroup(ports.GroupJobs))),
 		fx.Annotate(func(o *outcomes) prometheus.Collector { return o.vec }, fx.ResultTags(ports.InGroup(ports.GroupMetrics))),
-		fx.Annotate(func(r core.AccountRepository) turns.IntakeGuard { return languageGuard{repo: r} },
+		fx.Annotate(func(r core.AccountRepository, a appointments.Repository) turns.IntakeGuard {
+			return languageGuard{repo: r, booking: a.GetAppointment}
+		},
 			fx.ResultTags(ports.InGroup(ports.GroupIntakeGuards))),
 	),
 	fx.Invoke(func(srv *server.Server, s *core.Service, ts *turns.Service, as *appointments.Service, qs *queues.Service, cfg *config.Config, log *slog.Logger) {

@@ -260,7 +260,8 @@ func TestNotifyReminderWaitsOutQuietHours(t *testing.T) {
 // appointment booked with a phone and checked in early joins the line at
 // its slot's start as a turn with that phone, so the customer hears the
 // turn's moments (joined with the ticket link, then called) like a
-// walk-in; an appointment booked without one gets nothing.
+// walk-in, in the language the booking chose (Spanish here, the queue's
+// is English); an appointment booked without one gets nothing.
 func TestNotifyHybridCheckInCarriesThePhone(t *testing.T) {
 	apptest.Storages(t, func(t *testing.T, start func(t testing.TB, opts ...apptest.Option) *apptest.App) {
 		t.Parallel() // each waits for a minute's boundary: side by side
@@ -279,7 +280,7 @@ func TestNotifyHybridCheckInCarriesThePhone(t *testing.T) {
 			"slotMinutes": 1, "capacity": 5,
 		}).Must(http.StatusCreated, &slots)
 		var withPhone, without client.Appointment
-		w.app.API(http.MethodPost, "/queue-runs/"+run+"/appointments", map[string]any{"slotId": slots.Slots[0].ID, "phone": "+34600999888"}).
+		w.app.API(http.MethodPost, "/queue-runs/"+run+"/appointments", map[string]any{"slotId": slots.Slots[0].ID, "phone": "+34600999888", "language": "es"}).
 			Must(http.StatusCreated, &withPhone)
 		w.app.API(http.MethodPost, "/queue-runs/"+run+"/appointments", map[string]any{"slotId": slots.Slots[0].ID}).
 			Must(http.StatusCreated, &without)
@@ -303,13 +304,13 @@ func TestNotifyHybridCheckInCarriesThePhone(t *testing.T) {
 		}
 		tp, tn := turnOf(withPhone.ID), turnOf(without.ID)
 		j := ntFind(t, ntWait(t, w.app, tp, "joined", func(ms []ntMessage) bool { return ntHas(ms, "joined", "SENT") }), "joined")
-		if j.To != "+34*******88" || !strings.Contains(j.Body, w.app.BaseURL+"/ticket/") {
-			t.Fatalf("the checked-in appointment's joined message: %+v", j)
+		if j.To != "+34*******88" || !strings.Contains(j.Body, w.app.BaseURL+"/ticket/") || !strings.Contains(j.Body, "su turno es el") {
+			t.Fatalf("the checked-in appointment's joined message (in Spanish, the booking's language): %+v", j)
 		}
 		w.app.API(http.MethodPost, "/turns/"+tp+"/call", map[string]any{"stationId": q.Stations[0].ID}).Must(http.StatusCreated, nil)
 		c := ntFind(t, ntWait(t, w.app, tp, "called", func(ms []ntMessage) bool { return ntHas(ms, "called", "SENT") }), "called")
-		if !strings.Contains(c.Body, "Desk 1") {
-			t.Fatalf("called: %+v", c)
+		if !strings.Contains(c.Body, "Desk 1") || !strings.Contains(c.Body, "es su turno") {
+			t.Fatalf("called (in Spanish): %+v", c)
 		}
 		if ms := ntMessages(t, w.app, tn); len(ms) != 0 {
 			t.Fatalf("an appointment without a phone: %+v", ms)
