@@ -53,7 +53,7 @@ type DB struct {
 	// (queueviews.go).
 	views queueViews
 	// viewBatches coalesces concurrent turn views (viewbatch.go).
-	viewBatches viewBatches
+	viewBatches *roundTrips[string, turnViewRow]
 	// gates: intakes of one run wait for each other here (runGates).
 	gates runGates
 	// announcer tells listening processes of committed events
@@ -123,7 +123,7 @@ func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 	// The pool keeps the idle connections (as stdlib.OpenDBFromPool sets).
 	sqldb.SetMaxIdleConns(0)
 	db.Bun, db.Pool = bun.NewDB(sqldb, pgdialect.New()), pool
-	db.viewBatches.slots = maxViewBatches(cfg.MaxConns)
+	db.viewBatches = newRoundTrips(maxViewBatches(cfg.MaxConns), maxViewBatchSize, db.sendViews)
 	db.announcer = newAnnouncer(db)
 	return db, nil
 }

@@ -27,7 +27,7 @@ func (l *RateLimiter) LeasingForTest(key string) bool {
 
 // CoalescedViewsForTest is how many turn views were read in a batch with
 // others (viewbatch.go).
-func (db *DB) CoalescedViewsForTest() int64 { return db.viewBatches.coalesced.Load() }
+func (db *DB) CoalescedViewsForTest() int64 { return db.viewBatches.shared.Load() }
 
 // The hot routes' statements, for the test of their plans.
 const (

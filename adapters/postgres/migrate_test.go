@@ -10,7 +10,8 @@ import (
 	"github.com/qms-dev/qms/test/pgtest"
 )
 
-func openEmpty(t *testing.T, url string) *postgres.DB {
+// openDB opens a pool on url (one process), closed when t ends.
+func openDB(t *testing.T, url string) *postgres.DB {
 	t.Helper()
 	db, err := postgres.Open(context.Background(), url)
 	if err != nil {
@@ -24,7 +25,7 @@ func TestMigrateConcurrentlyAndIdempotently(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.EmptyURL(t)
 	// Two handles stand for two processes starting at once.
-	dbs := []*postgres.DB{openEmpty(t, url), openEmpty(t, url), openEmpty(t, url)}
+	dbs := []*postgres.DB{openDB(t, url), openDB(t, url), openDB(t, url)}
 	var wg sync.WaitGroup
 	errs := make([]error, len(dbs))
 	for i, db := range dbs {

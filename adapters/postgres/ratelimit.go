@@ -453,9 +453,12 @@ func (l *RateLimiter) sendAhead() {
 		if err := l.sendAheadChunk(ctx, chunk, func(key string, granted int, secs []int64, counts []int32) {
 			rows[key] = leased{granted, secs, counts}
 		}); err != nil {
-			// Nothing of a failed statement counts (its transaction rolled
-			// back, whatever rows came first); it and the rest meet the
-			// fault on the request path.
+			// Nothing of a failed statement is granted, whatever rows
+			// came first: its transaction rolled back, or, failed after
+			// its commit, its grants stay charged unused until they
+			// leave the window (the hand-backs it carried are not sent
+			// again). It and the rest meet the fault on the request path
+			// (TestRateLimiterFailedLeaseAheadGrantsNothing).
 			break
 		}
 		maps.Copy(got, rows)

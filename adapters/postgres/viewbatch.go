@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,9 +12,8 @@ import (
 
 // Customers poll their turn (GET /turns/{id}), many at once. Each read is
 // one short statement, and on a busy server most of what it costs, in
-// qms and in PostgreSQL alike, is the round trip itself: a write and a
-// read on each side, a backend woken, a transaction begun and ended.
-// viewBatches coalesces the reads that arrive together: while
+// qms and in PostgreSQL alike, is the round trip itself. The views read
+// outside a unit of work go through roundTrips (roundtrip.go): while
 // maxViewBatches reads (or batches of them) are on their way, the next
 // ones wait, and go out together as one statement for all their turns
 // (turnViewsSQL), on one connection, in one round trip, as soon as one of
@@ -29,24 +26,9 @@ import (
 // change committed before then, whichever process committed it
 // (TestTurnViewsCoalescedStayFresh). Reads inside a unit of work are
 // never batched: they belong to its transaction.
-type viewBatches struct {
-	// slots is maxViewBatches, set when the pool is made.
-	slots    int
-	mu       sync.Mutex
-	waiting  []*viewCall
-	inflight int
-	// coalesced counts the views read in a batch with others (tests).
-	coalesced atomic.Int64
-}
 
-// viewCall is one turn view asked for.
-type viewCall struct {
-	ctx  context.Context
-	id   string
-	done chan struct{}
-	row  turnViewRow
-	err  error
-}
+// viewCall is one turn view asked for: the turn's id in, its row out.
+type viewCall = roundTripCall[string, turnViewRow]
 
 // viewBatchTimeout bounds a batch, which runs on a context of its own
 // (one caller giving up must not cancel the others' reads).
@@ -88,104 +70,33 @@ func (db *DB) turnView(ctx context.Context, id string) (turnViewRow, error) {
 		})
 		return row, err
 	}
-	c := &viewCall{ctx: ctx, id: id, done: make(chan struct{})}
-	b := &db.viewBatches
-	b.mu.Lock()
-	b.waiting = append(b.waiting, c)
-	if b.inflight < b.slots {
-		// A free slot: this caller sends what waits, itself included
-		// (unless its context has ended already), and hands the slot on.
-		b.inflight++
-		calls := b.takeLocked()
-		b.mu.Unlock()
-		db.sendViews(calls)
-		db.nextViews()
-	} else {
-		b.mu.Unlock()
-	}
-	select {
-	case <-c.done:
-		return c.row, c.err
-	default:
-	}
-	select {
-	case <-c.done:
-		return c.row, c.err
-	case <-ctx.Done():
-		// Left behind in the queue: the batch that takes it skips it
-		// (takeLocked), or reads it for nobody.
-		return turnViewRow{}, ctx.Err()
-	}
+	return db.viewBatches.do(ctx, id)
 }
 
-// takeLocked returns the next waiting calls, up to maxViewBatchSize, and
-// drops those whose caller has gone on the way: none returned means none
-// waits.
-func (b *viewBatches) takeLocked() []*viewCall {
-	var out []*viewCall
-	i := 0
-	for ; i < len(b.waiting) && len(out) < maxViewBatchSize; i++ {
-		if c := b.waiting[i]; c.ctx.Err() == nil {
-			out = append(out, c)
-		}
-	}
-	rest := copy(b.waiting, b.waiting[i:])
-	clear(b.waiting[rest:])
-	b.waiting = b.waiting[:rest]
-	return out
-}
-
-// nextViews sends what waited while a slot's round trip was out, from a
-// goroutine of its own so that the caller that held the slot answers now;
-// or frees the slot when nothing waits.
-func (db *DB) nextViews() {
-	b := &db.viewBatches
-	b.mu.Lock()
-	calls := b.takeLocked()
-	if len(calls) == 0 {
-		b.inflight--
-		b.mu.Unlock()
-		return
-	}
-	b.mu.Unlock()
-	go func() {
-		db.sendViews(calls)
-		db.nextViews()
-	}()
-}
-
-// sendViews reads calls' views in one round trip and hands each its own.
+// sendViews reads calls' views in one round trip and hands each its own
+// (the send of db.viewBatches).
 func (db *DB) sendViews(calls []*viewCall) {
-	if len(calls) == 0 {
-		return
-	}
-	defer func() {
-		for _, c := range calls {
-			close(c.done)
-		}
-	}()
 	if len(calls) == 1 {
 		// Alone: the statement on its own, under its caller's context.
 		c := calls[0]
-		rows, err := db.Pool.Query(c.ctx, turnViewSQL, c.id)
+		rows, err := db.Pool.Query(c.ctx, turnViewSQL, c.in)
 		if err != nil {
 			c.err = err
 			return
 		}
-		c.row, c.err = readTurnView(rows, c.id)
+		c.out, c.err = readTurnView(rows, c.in)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(calls[0].ctx), viewBatchTimeout)
 	defer cancel()
-	db.viewBatches.coalesced.Add(int64(len(calls)))
 	// One statement for the batch, each turn read once however many of
 	// its readers are in it: PostgreSQL starts one executor and takes one
 	// snapshot for all, where a pgx batch of one statement per view paid
 	// both per view.
 	ids := make([]string, 0, len(calls))
 	for i, c := range calls {
-		if !slices.ContainsFunc(calls[:i], func(o *viewCall) bool { return o.id == c.id }) {
-			ids = append(ids, c.id)
+		if !slices.ContainsFunc(calls[:i], func(o *viewCall) bool { return o.in == c.in }) {
+			ids = append(ids, c.in)
 		}
 	}
 	var (
@@ -241,9 +152,9 @@ func readTurnViews(rows pgx.Rows, calls []*viewCall, oneID bool) error {
 		for _, c := range calls {
 			switch {
 			case oneID:
-				c.row, c.err = decodeTurnView(c.id, fields, vals)
-			case c.id == string(vals[0]):
-				c.row, c.err = decodeTurnView(c.id, fields[1:], vals[1:])
+				c.out, c.err = decodeTurnView(c.in, fields, vals)
+			case c.in == string(vals[0]):
+				c.out, c.err = decodeTurnView(c.in, fields[1:], vals[1:])
 			}
 		}
 	}

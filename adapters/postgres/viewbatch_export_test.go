@@ -19,12 +19,12 @@ const MaxViewBatchSizeForTest = maxViewBatchSize
 func (db *DB) ReadViewsBatchedForTest(ctx context.Context, ids []string) ([]turns.Turn, []error) {
 	calls := make([]*viewCall, len(ids))
 	for i, id := range ids {
-		calls[i] = &viewCall{ctx: ctx, id: id, done: make(chan struct{})}
+		calls[i] = &viewCall{ctx: ctx, in: id}
 	}
 	db.sendViews(calls)
 	out, errs := make([]turns.Turn, len(ids)), make([]error, len(ids))
 	for i, c := range calls {
-		out[i], errs[i] = c.row.turn, c.err
+		out[i], errs[i] = c.out.turn, c.err
 	}
 	return out, errs
 }

@@ -47,7 +47,7 @@ type Webhooks struct {
 	db        *DB
 	box       secretBox // secretbox.go; no key: clear
 	successes *successBatch
-	reads     deliveryReads
+	reads     *roundTrips[string, deliveryToSendRow] // webhooks_reads.go
 }
 
 // Prefixes of the stored secret, naming how it is stored.
@@ -67,7 +67,7 @@ func NewWebhooks(db *DB, key string, oldKeys ...string) (*Webhooks, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: webhooks: %w", err)
 	}
-	return &Webhooks{db: db, box: box, successes: &successBatch{db: db}}, nil
+	return &Webhooks{db: db, box: box, successes: &successBatch{db: db}, reads: newDeliveryReads(db)}, nil
 }
 
 // seal stores secret for endpoint id. The id is the additional data of the
@@ -307,7 +307,7 @@ const insertDeliveriesSQL = `INSERT INTO webhook_deliveries (id, account_id, end
 // GetDeliveryToSend reads a delivery and its endpoint in one statement,
 // through pgx (prepared once per connection): an attempt's only read.
 // Outside a unit of work, the reads of attempts that start together share
-// a round trip (deliveryReads).
+// a round trip (webhooks_reads.go).
 func (r *Webhooks) GetDeliveryToSend(ctx context.Context, id string) (webhooks.Delivery, webhooks.Endpoint, error) {
 	var (
 		row deliveryToSendRow
@@ -318,7 +318,7 @@ func (r *Webhooks) GetDeliveryToSend(ctx context.Context, id string) (webhooks.D
 			return q.QueryRow(ctx, getDeliveryToSendSQL, id).Scan(row.dest()...)
 		})
 	} else {
-		row, err = r.reads.read(ctx, r.db, id)
+		row, err = r.reads.do(ctx, id)
 	}
 	if err != nil {
 		return webhooks.Delivery{}, webhooks.Endpoint{}, notFound(err, "webhook delivery", id)

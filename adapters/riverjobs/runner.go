@@ -97,11 +97,12 @@ type Options struct {
 	// the watchdog restarts River; zero is DefaultStuckAfter.
 	StuckAfter time.Duration
 	// OrphanCheckInterval is how often the process looks for jobs it
-	// fetched and never received (orphans.go); zero is
-	// DefaultOrphanCheckInterval.
+	// fetched and never received (orphans.go; jobs.orphan_check_interval);
+	// zero is DefaultOrphanCheckInterval.
 	OrphanCheckInterval time.Duration
 	// OrphanAfter is how long such a job must have been running before it
-	// is made available again; zero is DefaultOrphanAfter.
+	// is made available again (jobs.orphan_after); zero is
+	// DefaultOrphanAfter.
 	OrphanAfter time.Duration
 }
 

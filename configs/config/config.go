@@ -101,6 +101,12 @@ type Config struct {
 		Workers           int           `koanf:"workers"`
 		FetchCooldown     time.Duration `koanf:"fetch_cooldown"`
 		FetchPollInterval time.Duration `koanf:"fetch_poll_interval"`
+		// OrphanCheckInterval and OrphanAfter time the sweep that makes
+		// available again the jobs this process fetched and never
+		// received (adapters/riverjobs/orphans.go): how often it looks,
+		// and how long such a job must have been running first.
+		OrphanCheckInterval time.Duration `koanf:"orphan_check_interval"`
+		OrphanAfter         time.Duration `koanf:"orphan_after"`
 	} `koanf:"jobs"`
 	Cursor struct {
 		Secret string `koanf:"secret"`
@@ -470,6 +476,8 @@ func (c *Config) Validate() error {
 		{"QMS_RETENTION_TICKET_LINKS", "retention.ticket_links", c.Retention.TicketLinks},
 		{"QMS_JOBS_FETCH_COOLDOWN", "jobs.fetch_cooldown", c.Jobs.FetchCooldown},
 		{"QMS_JOBS_FETCH_POLL_INTERVAL", "jobs.fetch_poll_interval", c.Jobs.FetchPollInterval},
+		{"QMS_JOBS_ORPHAN_CHECK_INTERVAL", "jobs.orphan_check_interval", c.Jobs.OrphanCheckInterval},
+		{"QMS_JOBS_ORPHAN_AFTER", "jobs.orphan_after", c.Jobs.OrphanAfter},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("config: %s (%s) must be a positive duration such as 30s, got %v", d.env, d.key, d.v)

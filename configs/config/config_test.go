@@ -163,19 +163,23 @@ func TestJobTuning(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Jobs.Workers != 50 || c.Jobs.FetchCooldown != 25*time.Millisecond || c.Jobs.FetchPollInterval != time.Second ||
+		c.Jobs.OrphanCheckInterval != 5*time.Second || c.Jobs.OrphanAfter != 10*time.Second ||
 		c.Webhooks.Workers != 100 || c.Webhooks.MaxInFlight != 4 {
 		t.Fatalf("defaults: jobs %+v, webhooks workers %d, max in flight %d", c.Jobs, c.Webhooks.Workers, c.Webhooks.MaxInFlight)
 	}
 	c, err = config.Load("", []string{"QMS_JOBS_WORKERS=20", "QMS_JOBS_FETCH_COOLDOWN=10ms", "QMS_JOBS_FETCH_POLL_INTERVAL=500ms",
+		"QMS_JOBS_ORPHAN_CHECK_INTERVAL=2s", "QMS_JOBS_ORPHAN_AFTER=30s",
 		"QMS_WEBHOOKS_WORKERS=120", "QMS_WEBHOOKS_MAX_IN_FLIGHT=16"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Jobs.Workers != 20 || c.Jobs.FetchCooldown != 10*time.Millisecond || c.Jobs.FetchPollInterval != 500*time.Millisecond ||
+		c.Jobs.OrphanCheckInterval != 2*time.Second || c.Jobs.OrphanAfter != 30*time.Second ||
 		c.Webhooks.Workers != 120 || c.Webhooks.MaxInFlight != 16 {
 		t.Fatalf("from the environment: jobs %+v, webhooks workers %d, max in flight %d", c.Jobs, c.Webhooks.Workers, c.Webhooks.MaxInFlight)
 	}
-	for _, env := range []string{"QMS_JOBS_WORKERS", "QMS_JOBS_FETCH_COOLDOWN", "QMS_JOBS_FETCH_POLL_INTERVAL", "QMS_WEBHOOKS_WORKERS", "QMS_WEBHOOKS_MAX_IN_FLIGHT"} {
+	for _, env := range []string{"QMS_JOBS_WORKERS", "QMS_JOBS_FETCH_COOLDOWN", "QMS_JOBS_FETCH_POLL_INTERVAL",
+		"QMS_JOBS_ORPHAN_CHECK_INTERVAL", "QMS_JOBS_ORPHAN_AFTER", "QMS_WEBHOOKS_WORKERS", "QMS_WEBHOOKS_MAX_IN_FLIGHT"} {
 		if _, err := config.Load("", []string{env + "=0"}); err == nil || !strings.Contains(err.Error(), env) {
 			t.Errorf("%s=0: %v", env, err)
 		}
