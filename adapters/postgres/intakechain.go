@@ -199,7 +199,10 @@ func (c *intakeChain) member(ctx context.Context, fn func(context.Context, any) 
 	st.afterCommit = nil
 	st.mu.Unlock()
 
-	carry, panicked, err := runMember(ctx, st, fn, c.carry)
+	// Its statements run on the chain's connection: its context ending
+	// mid-statement would close the connection under every member (pgx
+	// closes a connection whose query it abandons). An intake is short.
+	carry, panicked, err := runMember(context.WithoutCancel(ctx), st, fn, c.carry)
 	st.mu.Lock()
 	hooks := st.afterCommit
 	st.afterCommit = nil
