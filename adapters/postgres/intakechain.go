@@ -36,8 +36,9 @@ import (
 // commit; the run's lock is the only lock a member adds, and always the
 // same run, so the lock order of docs/turns.md is unchanged.
 
-// maxChainMembers bounds a chain, maxChainAge its age when a member would
-// hand it on: the first member's answer waits for the whole chain. Each
+// maxChainMembers bounds a chain, maxChainAge its age (since its first
+// member finished its work) when a member would hand it on: the first
+// member's answer waits for the whole chain. Each
 // member past the first takes a subtransaction XID (its draw writes inside
 // the savepoint); PostgreSQL caches 64 per backend before every snapshot
 // must look the rest up in pg_subtrans, so the cap stays well under that.
@@ -57,7 +58,7 @@ type intakeChain struct {
 	gate    *runGate
 	st      *txState
 	conn    bun.Conn
-	started time.Time
+	started time.Time // when the first member finished
 	// alone: the chain is a member's rerun after a group rollback, never
 	// handed on.
 	alone bool
@@ -149,8 +150,7 @@ func (db *DB) intakeOnce(ctx context.Context, runID string, fn func(context.Cont
 	st.deferred = []deferredWrite{{sql: "begin", begin: true, mapErr: func(err error) error {
 		return fmt.Errorf("postgres: unit of work: begin: %w", err)
 	}}}
-	c = &intakeChain{db: db, runID: runID, gate: gate, st: st, conn: conn, started: time.Now(),
-		alone: alone, done: make(chan struct{})}
+	c = &intakeChain{db: db, runID: runID, gate: gate, st: st, conn: conn, alone: alone, done: make(chan struct{})}
 	return c.first(ctx, fn)
 }
 
@@ -179,6 +179,7 @@ func (c *intakeChain) first(ctx context.Context, fn func(context.Context, any) (
 	}
 	ok = true
 	c.members, c.hooks, c.carry = 1, hooks, carry
+	c.started = time.Now() // the first member's answer waits from here
 	return c.next(ctx, true)
 }
 
