@@ -120,7 +120,18 @@ func openPostgres(lc fx.Lifecycle, cfg *config.Config, log *slog.Logger, tr dbTr
 // postgresCollectors are the PostgreSQL set's metrics: the pool and
 // River's jobs.
 func postgresCollectors(db *postgres.DB, log *slog.Logger) []prometheus.Collector {
-	return []prometheus.Collector{metrics.NewPoolCollector(db.Pool), metrics.NewJobsCollector(db.Pool, log)}
+	chain := func(name, help string, f func(postgres.IntakeChainStats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "qms", Subsystem: "intake_chain", Name: name, Help: help},
+			func() float64 { return float64(f(db.IntakeChainStats())) })
+	}
+	return []prometheus.Collector{metrics.NewPoolCollector(db.Pool), metrics.NewJobsCollector(db.Pool, log),
+		chain("joined_total", "Intakes that ran in an earlier intake's open transaction (group commit).",
+			func(s postgres.IntakeChainStats) int64 { return s.Joined }),
+		chain("failed_alone_total", "Intakes that failed alone inside a shared transaction, the others committing.",
+			func(s postgres.IntakeChainStats) int64 { return s.FailedAlone }),
+		chain("reruns_total", "Intakes run again alone after their shared transaction rolled back.",
+			func(s postgres.IntakeChainStats) int64 { return s.Reruns }),
+	}
 }
 
 // jobKinds collects the job kinds modules contribute.

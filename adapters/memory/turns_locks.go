@@ -35,6 +35,15 @@ func (r *Turns) queues() (*Queues, error) {
 // store's lock, which holds nothing a waiter could keep from others.
 func (r *Turns) EnterRun(context.Context, string) (func(), error) { return func() {}, nil }
 
+// RunIntake runs fn in a unit of work of its own: memory has no group
+// commit, and nothing to carry.
+func (r *Turns) RunIntake(ctx context.Context, _ string, fn func(ctx context.Context, carry any) (any, error)) error {
+	return r.s.Do(ctx, func(ctx context.Context) error {
+		_, err := fn(ctx, nil)
+		return err
+	})
+}
+
 // LockRunWithQueue reads the run and its queue.
 func (r *Turns) LockRunWithQueue(ctx context.Context, runID string) (queues.Run, queues.Queue, error) {
 	qs, err := r.queues()

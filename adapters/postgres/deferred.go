@@ -26,6 +26,7 @@ type deferredWrite struct {
 	args   []any
 	mapErr func(error) error
 	begin  bool // the unit's BEGIN
+	link   bool // an intake chain member's savepoint (intakechain.go)
 }
 
 // deferWrite queues a write in the unit of work in ctx, or runs it now

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // DeferWriteForTest queues a write as the repositories' deferred writes
@@ -57,3 +58,11 @@ func (l *RateLimiter) SettleForTest() {
 // WaitsForTest is how many requests waited for the database: sent a
 // lease or waited for one on its way.
 func (l *RateLimiter) WaitsForTest() int64 { return l.waits.Load() }
+
+// ChainAgeForTest sets the intake chains' age cap (intakechain.go) until
+// the returned restore: a test on a busy machine keeps its chain whole.
+func ChainAgeForTest(age time.Duration) (restore func()) {
+	old := maxChainAge
+	maxChainAge = age
+	return func() { maxChainAge = old }
+}

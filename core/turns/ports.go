@@ -152,6 +152,18 @@ type RunLocks interface {
 	// once. It waits for the gate or for ctx to end; leave opens it for
 	// the next.
 	EnterRun(ctx context.Context, runID string) (leave func(), err error)
+	// RunIntake runs fn, an intake of the run, as a unit of work behind
+	// the run's gate (EnterRun). A store may run the process's successive
+	// intakes of one run in one transaction, committed once (PostgreSQL's
+	// group commit, docs/scaling.md): fn then runs after the earlier
+	// members' writes and sees them, its AfterCommit hooks run only once
+	// that commit succeeded, a failure of fn is fn's alone (its writes are
+	// undone, the others' stay), and RunIntake returns only with the
+	// commit's outcome. carry is what the transaction's previous member
+	// returned (nil for its first): the service hands its line, not yet
+	// committed, on with it. fn must be safe to run again, as Do's. A
+	// store without group commit (memory) runs each in a unit of its own.
+	RunIntake(ctx context.Context, runID string, fn func(ctx context.Context, carry any) (any, error)) error
 	// LockRunWithQueue locks the run as Queues.GetRunForUpdate does and
 	// reads its queue.
 	LockRunWithQueue(ctx context.Context, runID string) (queues.Run, queues.Queue, error)

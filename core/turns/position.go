@@ -344,7 +344,8 @@ func (s *Service) txView(ctx context.Context, q queues.Queue, run queues.Run, t 
 // locked, so no other change of its line can come in between.
 func (s *Service) txSnapshot(ctx context.Context, runID string, lc LineChange) (*lineSnapshot, error) {
 	var snap *lineSnapshot
-	if old := s.line.get(runID); old != nil && lc.Version > 0 && old.version < lc.Version &&
+	old, cl := s.lineInTx(ctx, runID)
+	if old != nil && lc.Version > 0 && old.version < lc.Version &&
 		lc.Version-old.version <= maxLinePatch {
 		changes := []LineChange{lc}
 		if old.version < lc.Version-1 {
@@ -368,6 +369,9 @@ func (s *Service) txSnapshot(ctx context.Context, runID string, lc LineChange) (
 			return nil, err
 		}
 		snap = &lineSnapshot{version: version, line: lineTreeOf(keys)}
+	}
+	if cl != nil {
+		cl.next = snap // the next intake in the transaction starts from it
 	}
 	// Cached only once committed: a rolled-back change never happened.
 	s.uow.AfterCommit(ctx, func() { s.line.put(runID, snap) })

@@ -110,52 +110,27 @@ func (s *Service) Create(ctx context.Context, accountID, runID string, in Create
 // createInRun is Create's unit of work, run again when it lost an
 // idempotency-key race or drew its number with stale settings; replayed is
 // the turn an earlier create made with the key. The process's intakes of
-// the run take their turns at the run's gate first (RunLocks.EnterRun).
+// the run take their turns at the run's gate and may share a transaction
+// (RunLocks.RunIntake): each hands the next the line it leaves, which the
+// process's cache learns only once it commits.
 func (s *Service) createInRun(ctx context.Context, accountID, runID string, in CreateInput, hash string) (View, *Turn, error) {
-	leave, err := s.repo.EnterRun(ctx, runID)
-	if err != nil {
-		return View{}, nil, err
-	}
-	defer leave()
 	drawAhead := true
 	for attempt := 1; ; attempt++ {
 		var (
 			view     View
 			replayed *Turn
 		)
-		err := s.uow.Do(ctx, func(ctx context.Context) error {
-			lk, err := s.lockIntake(ctx, accountID, runID, in, hash, drawAhead)
-			if err != nil {
-				return err
+		err := s.repo.RunIntake(ctx, runID, func(ctx context.Context, carry any) (any, error) {
+			view, replayed = View{}, nil // a rerun starts afresh
+			cl := &chainedLine{runID: runID}
+			cl.prev, _ = carry.(*lineSnapshot)
+			ctx = context.WithValue(ctx, chainedLineKey{}, cl)
+			var err error
+			view, replayed, err = s.intake(ctx, accountID, runID, in, hash, drawAhead)
+			if cl.next != nil {
+				return cl.next, err
 			}
-			if lk.replay != nil {
-				replayed = lk.replay
-				return nil
-			}
-			run, q := lk.run, lk.q
-			if q.Type == queues.TypeAppointment {
-				return platform.Unprocessable(CodeNotATurnQueue, "the queue takes appointments, not turns",
-					map[string]any{"queueId": q.ID, "type": q.Type})
-			}
-			if err := s.checkIntake(q, run); err != nil {
-				return err
-			}
-			d, err := draftFromInput(q, in)
-			if err != nil {
-				return err
-			}
-			d.key, d.hash = in.IdempotencyKey, hash
-			d.drawn, d.drawnWith = lk.drawn, lk.drawnWith
-			created, lc, err := s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Input: in}, d)
-			if err != nil {
-				return err
-			}
-			// The answer is built from what the transaction holds: nothing
-			// is read again after the commit.
-			if view, err = s.txView(ctx, q, run, created, lc); err != nil {
-				return err
-			}
-			return s.watch(ctx, Watched{Queue: q, After: created, Op: OpCreate, Line: lc, View: &view})
+			return cl.prev, err
 		})
 		if errors.Is(err, errRedraw) && drawAhead {
 			// The number drawn ahead was spelled with settings the queue
@@ -169,6 +144,67 @@ func (s *Service) createInRun(ctx context.Context, accountID, runID string, in C
 		}
 		return view, replayed, err
 	}
+}
+
+// intake is one run of createInRun's unit of work.
+func (s *Service) intake(ctx context.Context, accountID, runID string, in CreateInput, hash string, drawAhead bool) (View, *Turn, error) {
+	lk, err := s.lockIntake(ctx, accountID, runID, in, hash, drawAhead)
+	if err != nil {
+		return View{}, nil, err
+	}
+	if lk.replay != nil {
+		return View{}, lk.replay, nil
+	}
+	run, q := lk.run, lk.q
+	if q.Type == queues.TypeAppointment {
+		return View{}, nil, platform.Unprocessable(CodeNotATurnQueue, "the queue takes appointments, not turns",
+			map[string]any{"queueId": q.ID, "type": q.Type})
+	}
+	if err := s.checkIntake(q, run); err != nil {
+		return View{}, nil, err
+	}
+	d, err := draftFromInput(q, in)
+	if err != nil {
+		return View{}, nil, err
+	}
+	d.key, d.hash = in.IdempotencyKey, hash
+	d.drawn, d.drawnWith = lk.drawn, lk.drawnWith
+	created, lc, err := s.admit(ctx, Intake{AccountID: accountID, Queue: q, Run: run, Input: in}, d)
+	if err != nil {
+		return View{}, nil, err
+	}
+	// The answer is built from what the transaction holds: nothing is
+	// read again after the commit.
+	view, err := s.txView(ctx, q, run, created, lc)
+	if err != nil {
+		return View{}, nil, err
+	}
+	return view, nil, s.watch(ctx, Watched{Queue: q, After: created, Op: OpCreate, Line: lc, View: &view})
+}
+
+// chainedLine is the run's line as an intake's transaction holds it, not
+// yet committed: prev as the previous intake in the same transaction left
+// it (RunLocks.RunIntake's carry), next as this one leaves it. It stands in
+// for the process's cache, which holds only committed lines.
+type chainedLine struct {
+	runID      string
+	prev, next *lineSnapshot
+}
+
+type chainedLineKey struct{}
+
+// lineInTx is the newest line of the run ctx's transaction knows: the
+// cache's, or the one an earlier intake of the transaction left.
+func (s *Service) lineInTx(ctx context.Context, runID string) (*lineSnapshot, *chainedLine) {
+	old := s.line.get(runID)
+	cl, _ := ctx.Value(chainedLineKey{}).(*chainedLine)
+	if cl == nil || cl.runID != runID {
+		return old, nil
+	}
+	if cl.prev != nil && (old == nil || cl.prev.version > old.version) {
+		old = cl.prev
+	}
+	return old, cl
 }
 
 // errRedraw rolls back an intake whose number was drawn ahead with
@@ -193,7 +229,7 @@ type lockedIntake struct {
 // it too.
 func (s *Service) lockIntake(ctx context.Context, accountID, runID string, in CreateInput, hash string, drawAhead bool) (lockedIntake, error) {
 	req := IntakeLock{RunID: runID, AccountID: accountID, Key: in.IdempotencyKey}
-	if old := s.line.get(runID); old != nil && s.line.shared.Load() {
+	if old, _ := s.lineInTx(ctx, runID); old != nil && s.line.shared.Load() {
 		req.LineAfter = old.version
 	}
 	if drawAhead {

@@ -190,4 +190,42 @@ func runTurnLocks2(t *testing.T, newSet NewSet, concurrent bool) {
 		}
 		again()
 	})
+	t.Run("RunIntake runs an intake as a unit of work: undone on failure, its hooks after the commit", func(t *testing.T) {
+		t.Parallel()
+		w := newTurnsWorld(t, newSet(t))
+		next := func(ctx context.Context) int {
+			n, err := w.set.Turns.NextNumber(ctx, w.runID, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		var hooked []int
+		refused := errors.New("refused by the use case")
+		err := w.set.Turns.RunIntake(ctx, w.runID, func(ctx context.Context, carry any) (any, error) {
+			if carry != nil {
+				t.Errorf("a lone intake was carried %v; want nil", carry)
+			}
+			n := next(ctx)
+			w.set.UoW.AfterCommit(ctx, func() { hooked = append(hooked, n) })
+			return "line", refused
+		})
+		if !errors.Is(err, refused) || len(hooked) != 0 {
+			t.Fatalf("a refused intake: %v, hooks ran for %v; want the refusal and no hook", err, hooked)
+		}
+		err = w.set.Turns.RunIntake(ctx, w.runID, func(ctx context.Context, _ any) (any, error) {
+			n := next(ctx)
+			w.set.UoW.AfterCommit(ctx, func() { hooked = append(hooked, n) })
+			if len(hooked) != 0 {
+				t.Error("a hook ran before the commit")
+			}
+			return "line", nil
+		})
+		if err != nil || !slices.Equal(hooked, []int{1}) {
+			t.Fatalf("an intake: %v, hooks ran for %v; want nil and [1] (the refused draw rolled back)", err, hooked)
+		}
+		if n := next(ctx); n != 2 {
+			t.Fatalf("the number after both: %d; want 2", n)
+		}
+	})
 }

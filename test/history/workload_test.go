@@ -180,8 +180,9 @@ type op struct {
 var mix = []op{
 	// Intake and dispatch about balanced, so the lines stay of a size a
 	// waiting room has, however fast the backend.
-	{20, (*workload).intake},
-	{16, (*workload).next},
+	{17, (*workload).intake},
+	{2, (*workload).intakeBurst}, // five at once: 10 intakes
+	{23, (*workload).next},
 	{5, (*workload).call},
 	{3, (*workload).assignStation},
 	{4, (*workload).arrive},
@@ -268,20 +269,7 @@ func (wl *workload) intake(client int, rng *rand.Rand) {
 	if r == wl.w.runs[2] && rng.Intn(2) == 0 {
 		body["accessCode"] = wl.w.codes[rng.Intn(len(wl.w.codes))]
 	}
-	send := func(proc int, k keyed) *Op {
-		o := wl.c.do(req{client: client, proc: proc, kind: "intake", run: k.run.name, method: http.MethodPost,
-			path: "/queue-runs/" + k.run.runID + "/turns", body: k.body, key: k.key})
-		if o.Status == http.StatusCreated {
-			v := o.TurnView()
-			wl.reg.addTurn(k.run.runID, v.ID, v.Status)
-			if _, ok := k.body["accessCode"]; ok {
-				wl.reg.mu.Lock()
-				wl.reg.coded = append(wl.reg.coded, v.ID)
-				wl.reg.mu.Unlock()
-			}
-		}
-		return o
-	}
+	send := func(proc int, k keyed) *Op { return wl.sendIntake(client, proc, k) }
 	switch n := rng.Intn(10); {
 	case n < 5: // no key
 		send(wl.proc(client), keyed{run: r, body: body})
@@ -313,6 +301,56 @@ func (wl *workload) intake(client int, rng *rand.Rand) {
 		}
 		send(wl.proc(client)+1, k)
 	}
+}
+
+// sendIntake sends an intake of k to the process proc and registers the
+// turn it made.
+func (wl *workload) sendIntake(client, proc int, k keyed) *Op {
+	o := wl.c.do(req{client: client, proc: proc, kind: "intake", run: k.run.name, method: http.MethodPost,
+		path: "/queue-runs/" + k.run.runID + "/turns", body: k.body, key: k.key})
+	if o.Status == http.StatusCreated {
+		v := o.TurnView()
+		wl.reg.addTurn(k.run.runID, v.ID, v.Status)
+		if _, ok := k.body["accessCode"]; ok {
+			wl.reg.mu.Lock()
+			wl.reg.coded = append(wl.reg.coded, v.ID)
+			wl.reg.mu.Unlock()
+		}
+	}
+	return o
+}
+
+// intakeBurst sends several intakes of one run to one process at once, so
+// they queue at the run's gate there and share a transaction (the group
+// commit of adapters/postgres/intakechain.go): some without a key, one new
+// key twice (the second in a chain is the first's replay), sometimes an
+// access code (run C: one active turn per code, so a member fails alone).
+func (wl *workload) intakeBurst(client int, rng *rand.Rand) {
+	r := wl.anyRun(rng)
+	proc := wl.proc(client)
+	k := keyed{key: wl.key(), run: r, body: map[string]any{}}
+	k.body["idempotencyKey"] = k.key
+	code := wl.w.codes[rng.Intn(len(wl.w.codes))] // rng is not safe for the goroutines
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch {
+			case i < 2:
+				wl.sendIntake(client, proc, k)
+			case r == wl.w.runs[2] && i == 2:
+				body := map[string]any{"accessCode": code}
+				wl.sendIntake(client, proc, keyed{run: r, body: body})
+			default:
+				wl.sendIntake(client, proc, keyed{run: r, body: map[string]any{}})
+			}
+		}()
+	}
+	wg.Wait()
+	wl.reg.mu.Lock()
+	wl.reg.keys = append(wl.reg.keys, k)
+	wl.reg.mu.Unlock()
 }
 
 // stationBody is {"stationId": one of the run's stations} or {} (no station).
