@@ -27,7 +27,16 @@ type deferredWrite struct {
 	mapErr func(error) error
 	begin  bool // the unit's BEGIN
 	link   bool // an intake chain member's savepoint (intakechain.go)
+	// commit marks the unit's COMMIT: PostgreSQL answers a COMMIT in a
+	// transaction an earlier error aborted with the tag ROLLBACK, not an
+	// error, so its tag is read (errCommitRolledBack).
+	commit bool
 }
+
+// errCommitRolledBack is a unit's COMMIT answered ROLLBACK: a statement
+// of it failed and someone swallowed the error, and nothing committed. The
+// unit fails (pgx's own Tx.Commit does the same), never answers success.
+var errCommitRolledBack = errors.New("postgres: commit answered ROLLBACK: a statement of the transaction failed before it, nothing committed")
 
 // deferWrite queues a write in the unit of work in ctx, or runs it now
 // outside one.
@@ -92,7 +101,11 @@ func (st *txState) flushDeferred(ctx context.Context, q interface {
 // readDeferred reads the results of ws, the head of br.
 func (st *txState) readDeferred(br pgx.BatchResults, ws []deferredWrite) error {
 	for _, w := range ws {
-		if _, err := br.Exec(); err != nil {
+		tag, err := br.Exec()
+		if err == nil && w.commit && tag.String() == "ROLLBACK" {
+			err = errCommitRolledBack
+		}
+		if err != nil {
 			return st.failDeferred(w.mapErr(err))
 		}
 	}

@@ -3,10 +3,15 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/qms-dev/qms/adapters/postgres"
 
 	"github.com/qms-dev/qms/test/pgtest"
 )
@@ -86,5 +91,49 @@ func TestDeferredWrites(t *testing.T) {
 	}
 	if n := count(); n != 3 {
 		t.Fatalf("%d rows after a rolled-back unit, want 3", n)
+	}
+}
+
+// TestCommitAnsweredRollbackFails: a unit that swallows a statement's
+// failure and returns nil sends COMMIT into an aborted transaction, which
+// PostgreSQL answers with the tag ROLLBACK, not an error. The unit must
+// fail, not answer success for writes that did not commit; alone and as
+// the last member of an intake chain (the chain's members then run again
+// alone: only the swallowing one fails).
+func TestCommitAnsweredRollbackFails(t *testing.T) {
+	db := pgtest.New(t)
+	defer postgres.ChainAgeForTest(time.Second)()
+	ctx := context.Background()
+	if _, err := db.Pool.Exec(ctx, `CREATE TABLE probe_chain (id int PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	swallow := func(id int) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			if err := db.DeferWriteForTest(ctx, `INSERT INTO probe_chain VALUES ($1)`, id); err != nil {
+				return err
+			}
+			return db.WithPgxTx(ctx, func(tx pgx.Tx) error {
+				_, _ = tx.Exec(ctx, `SELECT 1/0`) // swallowed: the transaction is aborted
+				return nil
+			})
+		}
+	}
+	if err := db.Do(ctx, swallow(1)); err == nil || !strings.Contains(err.Error(), "ROLLBACK") {
+		t.Fatalf("Do = %v; want the COMMIT answered ROLLBACK as an error", err)
+	}
+	if got := probeRows(t, db); len(got) != 0 {
+		t.Fatalf("rows %v; want none", got)
+	}
+	insert := func(id int) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			return db.DeferWriteForTest(ctx, `INSERT INTO probe_chain VALUES ($1)`, id)
+		}
+	}
+	errs := chainProbe(t, db, [3]func(context.Context) error{insert(2), insert(3), swallow(4)})
+	if errs[0] != nil || errs[1] != nil || errs[2] == nil || !strings.Contains(errs[2].Error(), "ROLLBACK") {
+		t.Fatalf("chain outcomes %v; want nil, nil, the COMMIT answered ROLLBACK", errs)
+	}
+	if got := probeRows(t, db); !slices.Equal(got, []int{2, 3}) {
+		t.Fatalf("rows %v; want [2 3]", got)
 	}
 }

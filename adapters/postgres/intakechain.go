@@ -291,11 +291,12 @@ func (c *intakeChain) commit(ctx context.Context) error {
 }
 
 // serverRefused reports whether err is PostgreSQL's answer (kept by the
-// repositories' mapping or mapped to a duplicate key), not a lost
+// repositories' mapping or mapped to a duplicate key, or a COMMIT answered
+// ROLLBACK because a member swallowed a statement's failure), not a lost
 // connection.
 func serverRefused(err error) bool {
 	var pg *pgconn.PgError
-	return errors.As(err, &pg) || errors.Is(err, turns.ErrDuplicateKey)
+	return errors.As(err, &pg) || errors.Is(err, turns.ErrDuplicateKey) || errors.Is(err, errCommitRolledBack)
 }
 
 // finish ends the chain with err (rolled back unless committed), gives the

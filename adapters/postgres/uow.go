@@ -165,7 +165,7 @@ func (db *DB) commitUnit(ctx context.Context, st *txState) error {
 		st.mu.Unlock()
 		return nil
 	}
-	st.deferred = append(st.deferred, deferredWrite{sql: "commit", mapErr: func(err error) error {
+	st.deferred = append(st.deferred, deferredWrite{sql: "commit", commit: true, mapErr: func(err error) error {
 		return fmt.Errorf("postgres: unit of work: commit: %w", err)
 	}})
 	st.mu.Unlock()
