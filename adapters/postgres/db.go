@@ -31,8 +31,13 @@ import (
 // defaultMaxConns sizes the pool when the URL does not (pool_max_conns).
 // bun, River's producers, its listener and its leader elector all draw on
 // the one pool, so pgx's default (the number of CPUs, at least 4) is too
-// tight on small machines.
-const defaultMaxConns = 20
+// tight on small machines. More is not better: PostgreSQL runs no more
+// transactions at once than it has cores, and every connection past that
+// is a backend waiting for a core while it holds a run's lock. On 2 cores
+// a pool of 10 served 10 % more intakes than 20, with 10 % less of
+// PostgreSQL's CPU each and a quarter lower p99, and no fewer reads or
+// webhook deliveries (docs/decisions.md, "A pool of 10").
+const defaultMaxConns = 10
 
 // DB is a PostgreSQL database: one pgx pool, and bun on top of it.
 type DB struct {

@@ -128,7 +128,7 @@ func TestRetentionAndFaultSettings(t *testing.T) {
 		r.LineChanges != 24*time.Hour || r.Forwards != 365*24*time.Hour || r.RateLimits != 10*time.Minute || r.TicketLinks != 7*24*time.Hour {
 		t.Fatalf("documented retention defaults: %+v", r)
 	}
-	if c.HTTP.RequestTimeout != 30*time.Second || c.Database.MaxConns != 20 || c.Database.AcquireTimeout != 5*time.Second {
+	if c.HTTP.RequestTimeout != 30*time.Second || c.Database.MaxConns != 10 || c.Database.AcquireTimeout != 5*time.Second {
 		t.Fatalf("documented fault defaults: request %v, max conns %d, acquire %v", c.HTTP.RequestTimeout, c.Database.MaxConns, c.Database.AcquireTimeout)
 	}
 	c, err = config.Load("", []string{"QMS_RETENTION_LINE_CHANGES=1h", "QMS_RETENTION_BATCH_SIZE=50", "QMS_DATABASE_MAX_CONNS=40", "QMS_HTTP_REQUEST_TIMEOUT=5s"})
