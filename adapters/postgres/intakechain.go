@@ -103,27 +103,17 @@ func (r *Turns) RunIntake(ctx context.Context, runID string, fn func(ctx context
 		return err
 	}
 	alone := false
-	for attempt := 1; ; attempt++ {
+	return db.retrying(ctx, func() error {
 		err := db.intakeOnce(ctx, runID, fn, alone)
 		if errors.Is(err, errRerunAlone) && !alone {
+			// The chain it was in rolled back: once more, alone, which
+			// does not count as an attempt.
 			db.gates.stats.reruns.Add(1)
 			alone = true
-			attempt--
-			continue
+			err = db.intakeOnce(ctx, runID, fn, alone)
 		}
-		code, ok := retryable(err)
-		if !ok || attempt >= maxTxAttempts {
-			return err
-		}
-		db.retries.Add(1)
-		if db.Logger != nil {
-			db.Logger.Warn("postgres: unit of work failed with a retryable conflict; running it again",
-				"sqlstate", code, "attempt", attempt)
-		}
-		if werr := sleepCtx(ctx, txRetryPause(attempt)); werr != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // intakeOnce is one attempt of RunIntake: as the first member of a new

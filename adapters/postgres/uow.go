@@ -78,10 +78,17 @@ func (db *DB) Do(ctx context.Context, fn func(ctx context.Context) error) error 
 	if db.txFrom(ctx) != nil {
 		return fn(ctx)
 	}
-	for attempt := 1; ; attempt++ {
-		err := db.do(ctx, fn)
+	return db.retrying(ctx, func() error { return db.do(ctx, fn) })
+}
+
+// retrying runs attempt, a whole transaction, again while it fails with a
+// conflict running it again can cure (retryable), at most maxTxAttempts
+// times, with a pause between.
+func (db *DB) retrying(ctx context.Context, attempt func() error) error {
+	for n := 1; ; n++ {
+		err := attempt()
 		code, ok := retryable(err)
-		if !ok || attempt >= maxTxAttempts {
+		if !ok || n >= maxTxAttempts {
 			return err
 		}
 		db.retries.Add(1)
@@ -89,9 +96,9 @@ func (db *DB) Do(ctx context.Context, fn func(ctx context.Context) error) error 
 			// Loud on purpose: the lock order of docs/turns.md should make
 			// this never happen, and the history checker counts these lines.
 			db.Logger.Warn("postgres: unit of work failed with a retryable conflict; running it again",
-				"sqlstate", code, "attempt", attempt)
+				"sqlstate", code, "attempt", n)
 		}
-		if werr := sleepCtx(ctx, txRetryPause(attempt)); werr != nil {
+		if werr := sleepCtx(ctx, txRetryPause(n)); werr != nil {
 			return err
 		}
 	}
