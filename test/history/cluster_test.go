@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -190,4 +192,38 @@ func countLogs(paths []string) (logCounts, error) {
 		f.Close()
 	}
 	return c, nil
+}
+
+// sumMetric adds up an unlabelled counter over the processes' GET /metrics
+// (on the API's listener, the default).
+func sumMetric(urls []string, name string) (int64, error) {
+	var sum int64
+	for _, u := range urls {
+		resp, err := http.Get(u + "/metrics")
+		if err != nil {
+			return 0, fmt.Errorf("history: metrics of %s: %w", u, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return 0, fmt.Errorf("history: metrics of %s: %w", u, err)
+		}
+		found := false
+		for line := range strings.Lines(string(body)) {
+			v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" ")
+			if !ok {
+				continue
+			}
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("history: %s of %s: %w", name, u, err)
+			}
+			sum += int64(f)
+			found = true
+		}
+		if !found {
+			return 0, fmt.Errorf("history: %s has no %s", u, name)
+		}
+	}
+	return sum, nil
 }

@@ -73,6 +73,14 @@ func runHistory(t *testing.T, b *backend) {
 		ck.check("server logs: no 5xx access line", lc.status5xx == 0, "%d lines", lc.status5xx)
 		t.Logf("%s logs: %d lines, %d `deadlock detected`, %d `40P01`, %d units of work run again after a conflict, %d 5xx answers",
 			b.name, lc.lines, lc.deadlock, lc.sqlstate40P01, lc.retried, lc.status5xx)
+		// The bursts are there to make intakes share a transaction (the
+		// group commit): a history in which none did checked nothing of it.
+		joined, err := sumMetric(b.urls, "qms_intake_chain_joined_total")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ck.check("intakes joined another's transaction (group commit exercised)", joined > 0, "%d joined", joined)
+		t.Logf("%s: %d intakes joined another intake's transaction", b.name, joined)
 	}
 	t.Logf("%s: history checks %s", b.name, time.Since(checksStart).Round(time.Millisecond))
 	t.Logf("%s: %d client ops in %s of load by %d clients on %d process(es): %.0f ops/s; %d requests in all\n%s",
