@@ -34,6 +34,7 @@ func (db *DB) CoalescedViewsForTest() int64 { return db.viewBatches.shared.Load(
 const (
 	DrawNumberSQLForTest        = drawNumberSQL
 	DrawAheadSQLForTest         = drawAheadSQL
+	DrawAheadNoKeySQLForTest    = drawAheadNoKeySQL
 	LockRunSQLForTest           = lockRunSQL
 	RunLineEndpointsSQLForTest  = runLineEndpointsSQL
 	TurnLineEndpointsSQLForTest = turnLineEndpointsSQL

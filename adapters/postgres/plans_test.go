@@ -37,6 +37,8 @@ func TestHotStatementPlansUseTheirIndexes(t *testing.T) {
 			[]string{"Index Cond: ((run_id = $1) AND (display_code = code.code))"}},
 		{"draw ahead", postgres.DrawAheadSQLForTest, "'run', '', 'A', 3, now(), 'acc', NULL",
 			[]string{"Index Cond: ((run_id = $1) AND (display_code = code.code))", "turns_idempotency_idx"}},
+		{"draw ahead without a key", postgres.DrawAheadNoKeySQLForTest, "'run', '', 'A', 3, now(), 'acc'",
+			[]string{"Index Cond: ((run_id = $1) AND (display_code = code.code))", "queue_runs_pkey"}},
 		{"run lock", postgres.LockRunSQLForTest, "'run'", []string{"queue_runs_pkey", "queues_pkey"}},
 		{"line and endpoints by run", postgres.RunLineEndpointsSQLForTest, "'run'",
 			[]string{"turn_lines_pkey", "webhook_endpoints_account_idx"}},

@@ -430,7 +430,11 @@ func (r *Turns) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (turn
 	if in.LineAfter > 0 {
 		b.Queue(lineChangesAfterLockSQL, in.RunID, in.LineAfter, maxPrefetchedLineChanges)
 	}
-	if d := in.Draw; d != nil {
+	switch d := in.Draw; {
+	case d == nil:
+	case in.Key == nil:
+		b.Queue(drawAheadNoKeySQL, in.RunID, d.Period, d.Prefix, d.Padding, d.Since, in.AccountID)
+	default:
 		b.Queue(drawAheadSQL, in.RunID, d.Period, d.Prefix, d.Padding, d.Since, in.AccountID, in.Key)
 	}
 	err := r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
