@@ -27,6 +27,7 @@ import (
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/turns"
 )
 
 //go:embed web
@@ -37,11 +38,19 @@ const Prefix = "/counter"
 
 // Options tune the console's stream.
 type Options struct {
-	// Heartbeat is how often an idle console stream re-reads the line for
-	// changes that raise no event (start, hold, no-show, ... at another
-	// counter). Default 2 s. Its link is not re-read: a revocation arrives
-	// as an event (counter.LinkRevoked).
+	// Heartbeat is how often an idle console stream sends a comment line,
+	// so proxies keep it open and the page knows it is alive. Default 2 s.
+	// It reads nothing: every committed change of a turn raises an event
+	// (a spec event, else the internal turn_state.changed), and a link's
+	// revocation does too (counter.LinkRevoked).
 	Heartbeat time.Duration
+	// Resync is how long an idle console goes without reading its line
+	// before it reads it again, for what changes a console and raises no
+	// event (a queue's or a station's settings, the run's intake, a
+	// finished turn leaving the reopen window). Default 30 s; the read
+	// happens at the first heartbeat past it, and sends the console only
+	// when it changed.
+	Resync time.Duration
 }
 
 const list = "counter-links"
@@ -123,8 +132,9 @@ type answered struct {
 var runEvents = events.OfSubjects("turn", "queue")
 
 // linkEvents are the internal events a console follows besides the
-// queue's: its link revoked.
-var linkEvents = []string{platform.EventName[counter.LinkRevoked]()}
+// queue's: its link revoked, and the turns' changes that raise no spec
+// event (turn_state.changed).
+var linkEvents = []string{platform.EventName[counter.LinkRevoked](), platform.EventName[turns.TurnStateChanged]()}
 
 // streamScopes let a console's subscription read turn and queue events of
 // its queue (the filter names it; what is sent is the console).
@@ -144,6 +154,9 @@ func securityHeaders(c *fiber.Ctx) {
 func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit fiber.Handler, log *slog.Logger, opts Options) {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 2 * time.Second
+	}
+	if opts.Resync <= 0 {
+		opts.Resync = 30 * time.Second
 	}
 	assets, err := fs.Sub(webFiles, "web")
 	if err != nil {
@@ -259,10 +272,11 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 			sub.Close()
 			return err
 		}
-		last := fingerprint(con)
+		last, readAt := fingerprint(con), time.Now()
 		read := func() (counter.Console, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
+			readAt = time.Now()
 			return svc.Console(ctx, l)
 		}
 		return streamhttp.Serve(c, sub, streamhttp.SSE{
@@ -285,6 +299,9 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 				return "console", message{Console: con}, nil
 			},
 			Idle: func() (*streamhttp.Frame, error) {
+				if time.Since(readAt) < opts.Resync {
+					return nil, nil // every change of a turn came as an event
+				}
 				con, err := read()
 				if err != nil {
 					log.Warn("counter: re-reading a console failed; the console goes on", "err", err)
