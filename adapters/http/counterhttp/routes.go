@@ -166,6 +166,7 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 	if err != nil {
 		panic(err)
 	}
+	shared := newSharedReads(svc.QueueConsole)
 	resolve := func(c *fiber.Ctx) (counter.Link, error) {
 		return svc.Resolve(c.UserContext(), strings.Clone(c.Params("token")))
 	}
@@ -273,6 +274,15 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 			return err
 		}
 		last, readAt := fingerprint(con), time.Now()
+		// After an event, the console is drawn from the queue's read
+		// that the process's consoles of the queue share (sharedReads);
+		// the idle resync reads its own.
+		shared.open(l.AccountID, l.QueueID)
+		after := func(p stream.Position) (counter.Console, error) {
+			readAt = time.Now()
+			qc, err := shared.after(context.Background(), l.AccountID, l.QueueID, p)
+			return qc.For(l), err
+		}
 		read := func() (counter.Console, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -290,7 +300,7 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 					}
 					return "", nil, &streamhttp.Ended{Event: "revoked", Message: "this counter link has been revoked"}
 				}
-				con, err := read()
+				con, err := after(e.Position)
 				if err != nil {
 					log.Warn("counter: reading a console failed", "err", err)
 					return "", nil, err
@@ -298,6 +308,7 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 				last = fingerprint(con)
 				return "console", message{Console: con}, nil
 			},
+			Done: func() { shared.close(l.AccountID, l.QueueID) },
 			Idle: func() (*streamhttp.Frame, error) {
 				if time.Since(readAt) < opts.Resync {
 					return nil, nil // every change of a turn came as an event
