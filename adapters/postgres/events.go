@@ -7,6 +7,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 )
 
@@ -56,6 +57,18 @@ func (r *Events) Append(ctx context.Context, e platform.Event) error {
 			r.announce(ctx, e.AccountID)
 		}
 		return wrap(err, "insert event")
+	}
+	if events.IsInternal(e.Name) {
+		// No endpoint subscribes to an internal event (webhooks skips
+		// them): the insert waits for the transaction's next statement,
+		// so a change that raises turn_state.changed costs no round trip
+		// more than one that raises nothing.
+		err := r.db.deferWrite(ctx, func(err error) error { return wrap(err, "insert event") }, insertEventSQL, args...)
+		if err != nil {
+			return err
+		}
+		r.announce(ctx, e.AccountID)
+		return nil
 	}
 	if subs, ok := r.db.foldedSubscribers(ctx, e.AccountID, e.Name); ok {
 		// The run's lock read the account's endpoints: the insert waits

@@ -128,13 +128,25 @@ type Row struct {
 
 // Console reads what the link's page shows now.
 func (s *Service) Console(ctx context.Context, l Link) (Console, error) {
-	qv, err := s.queues.Get(ctx, l.AccountID, l.QueueID)
+	c, err := s.QueueConsole(ctx, l.AccountID, l.QueueID)
+	if err != nil {
+		return Console{}, err
+	}
+	return c.For(l), nil
+}
+
+// QueueConsole reads the console of a queue as every link of it shares
+// it: every station, and the customers' details. It is never shown as it
+// is: For draws a link's console from it, without a read, so the open
+// consoles of a queue share one read per change (counterhttp).
+func (s *Service) QueueConsole(ctx context.Context, accountID, queueID string) (Console, error) {
+	qv, err := s.queues.Get(ctx, accountID, queueID)
 	if err != nil {
 		return Console{}, err
 	}
 	q := qv.Queue
 	c := Console{
-		Link: ConsoleLink{ID: l.ID, Label: l.Label, Language: l.Language, StationIDs: l.StationIDs, ShowDetails: l.ShowDetails},
+		Link: ConsoleLink{StationIDs: []string{}, ShowDetails: true},
 		Queue: ConsoleQueue{ID: q.ID, Name: q.Name, Subtitle: q.Subtitle, Type: q.Type,
 			Flow: Flow{CallOnNext: platform.Deref(q.DispatchFlow.CallOnNext, true),
 				TrackService: platform.Deref(q.DispatchFlow.TrackService, true),
@@ -150,20 +162,15 @@ func (s *Service) Console(ctx context.Context, l Link) (Console, error) {
 	if c.Queue.Questions == nil {
 		c.Queue.Questions = []queues.Question{}
 	}
-	if c.Link.StationIDs == nil {
-		c.Link.StationIDs = []string{}
-	}
 	at := map[string]*ConsoleStation{}
 	for _, st := range qv.Stations {
-		if l.MayUse(st.ID) {
-			c.Stations = append(c.Stations, ConsoleStation{ID: st.ID, Label: st.Label})
-		}
+		c.Stations = append(c.Stations, ConsoleStation{ID: st.ID, Label: st.Label})
 	}
 	for i := range c.Stations {
 		at[c.Stations[i].ID] = &c.Stations[i]
 	}
 	if q.TransferEnabled {
-		if c.Forward, err = s.targets(ctx, l); err != nil {
+		if c.Forward, err = s.targets(ctx, accountID, queueID); err != nil {
 			return Console{}, err
 		}
 	}
@@ -172,7 +179,7 @@ func (s *Service) Console(ctx context.Context, l Link) (Console, error) {
 		return c, nil
 	}
 	c.Run = &ConsoleRun{ID: run.ID, Status: run.Status, IntakeOpen: run.IntakeOpen}
-	if c.HelpRequests, err = s.openHelp(ctx, l.AccountID, run.ID); err != nil {
+	if c.HelpRequests, err = s.openHelp(ctx, accountID, run.ID); err != nil {
 		return Console{}, fmt.Errorf("counter: reading the help requests: %w", err)
 	}
 	statuses := []turns.Status{turns.Waitlisted, turns.Waiting, turns.Held, turns.Called, turns.InService}
@@ -182,12 +189,12 @@ func (s *Service) Console(ctx context.Context, l Link) (Console, error) {
 	now := s.clock.Now()
 	page := platform.PageRequest{Limit: platform.MaxPageLimit}
 	for {
-		p, err := s.turns.List(ctx, l.AccountID, run.ID, turns.ListFilter{Statuses: statuses}, page)
+		p, err := s.turns.List(ctx, accountID, run.ID, turns.ListFilter{Statuses: statuses}, page)
 		if err != nil {
 			return Console{}, err
 		}
 		for _, v := range p.Items {
-			r := rowOf(v, l.ShowDetails)
+			r := rowOf(v, true)
 			switch v.Status {
 			case turns.Waiting:
 				c.Waiting = append(c.Waiting, r)
@@ -232,6 +239,35 @@ func (s *Service) Console(ctx context.Context, l Link) (Console, error) {
 	return c, nil
 }
 
+// For is the console of link l of the queue, drawn from its queue's
+// console (QueueConsole): the link's options, the stations it may act for,
+// the customers' details only when it shows them. It reads nothing, and
+// shares what it does not change with c.
+func (c Console) For(l Link) Console {
+	c.Link = ConsoleLink{ID: l.ID, Label: l.Label, Language: l.Language, StationIDs: l.StationIDs, ShowDetails: l.ShowDetails}
+	if c.Link.StationIDs == nil {
+		c.Link.StationIDs = []string{}
+	}
+	stations := []ConsoleStation{}
+	for _, st := range c.Stations {
+		if l.MayUse(st.ID) {
+			stations = append(stations, st)
+		}
+	}
+	c.Stations = stations
+	if !l.ShowDetails {
+		for _, rs := range []*[]Row{&c.Waiting, &c.Held, &c.Called, &c.InService, &c.Waitlisted, &c.Finished} {
+			out := make([]Row, len(*rs))
+			for i, r := range *rs {
+				r.Phone, r.FormResponse = nil, nil
+				out[i] = r
+			}
+			*rs = out
+		}
+	}
+	return c
+}
+
 func rowOf(v turns.View, details bool) Row {
 	r := Row{ID: v.ID, DisplayCode: v.DisplayCode, Status: v.Status, Priority: v.Priority, Position: v.Position,
 		PeopleCount: v.PeopleCount, CallCount: v.CallCount, Station: v.Station, CreatedAt: v.CreatedAt,
@@ -246,20 +282,20 @@ func rowOf(v turns.View, details bool) Row {
 	return r
 }
 
-// targets are the connected-queue links that start at the link's queue.
-func (s *Service) targets(ctx context.Context, l Link) ([]ForwardTarget, error) {
+// targets are the connected-queue links that start at the queue.
+func (s *Service) targets(ctx context.Context, accountID, queueID string) ([]ForwardTarget, error) {
 	out := []ForwardTarget{}
 	page := platform.PageRequest{Limit: platform.MaxPageLimit}
 	for {
-		p, err := s.links.List(ctx, l.AccountID, page)
+		p, err := s.links.List(ctx, accountID, page)
 		if err != nil {
 			return nil, err
 		}
 		for _, k := range p.Items {
-			if k.FromQueueDefinitionID != l.QueueID {
+			if k.FromQueueDefinitionID != queueID {
 				continue
 			}
-			to, err := s.queues.GetQueue(ctx, l.AccountID, k.ToQueueDefinitionID)
+			to, err := s.queues.GetQueue(ctx, accountID, k.ToQueueDefinitionID)
 			if err != nil {
 				if platform.IsCode(err, platform.CodeNotFound) {
 					continue

@@ -47,6 +47,7 @@ var registry = []platform.Payload{
 var internal = []platform.Payload{
 	display.TokenChanged{},
 	counter.LinkRevoked{},
+	turns.TurnStateChanged{},
 }
 
 // Internal returns the names of the internal events.
@@ -76,6 +77,11 @@ func Payloads() []platform.Payload { return slices.Clone(registry) }
 // Names returns the name of every event, the events a webhook endpoint can
 // subscribe to.
 func Names() []string { return slices.Clone(names) }
+
+// IsInternal reports whether name is the name of an internal event.
+func IsInternal(name string) bool {
+	return slices.ContainsFunc(internal, func(p platform.Payload) bool { return p.EventName() == name })
+}
 
 // IsName reports whether name is the name of a registered event.
 func IsName(name string) bool { return slices.Contains(names, name) }

@@ -60,6 +60,11 @@ type RunsOptions struct {
 	// they cost no build. Each member looks for its own (its token's) and
 	// ignores the others'.
 	Internal []string
+	// Changes are internal events that change the run's view (a turn's
+	// change that raises no spec event: turn_state.changed): the group
+	// receives them whatever its scopes, as Internal ones, and builds on
+	// them as on the run's events (once per batch, for every member).
+	Changes []string
 }
 
 // Update is one view of a run, shared by every member of the run: Entry is
@@ -211,7 +216,8 @@ func (g *runGroup[V]) run() {
 	// Subscribe before the first build: a change in between arrives as an
 	// event, never falls between the two.
 	sub, err := r.hub.Subscribe(ctx, Request{AccountID: g.key.account,
-		Filter: Filter{Scopes: r.scopes, RunID: g.key.run, Names: r.names, Internal: r.opts.Internal}})
+		Filter: Filter{Scopes: r.scopes, RunID: g.key.run, Names: r.names,
+			Internal: slices.Concat(r.opts.Internal, r.opts.Changes)}})
 	var first V
 	if err == nil {
 		var none V

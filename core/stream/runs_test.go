@@ -288,3 +288,47 @@ func TestRunsHandInternalEventsWithoutABuild(t *testing.T) {
 		t.Fatalf("a client received an internal event: %+v %v", e, err)
 	}
 }
+
+// TestRunsBuildOnInternalChanges: an internal event that changes the view
+// (RunsOptions.Changes: turn_state.changed) reaches the group whatever its
+// scopes and costs one build for every member, as a run's event does;
+// members that joined later find it in no Internal list; no client
+// subscription of the account receives it.
+func TestRunsBuildOnInternalChanges(t *testing.T) {
+	w := newWorld(t, stream.Options{})
+	var b countingBuild
+	const changes = "turn_state.changed"
+	runs := stream.NewRuns(w.hub, allScopes, []string{"turn.called"}, b.build, stream.RunsOptions{Changes: []string{changes}})
+	var members []*stream.Member[string]
+	for range 3 {
+		m, _, err := runs.Join(context.Background(), "acc_1", "run_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		members = append(members, m)
+	}
+	api := w.subscribe(stream.Request{AccountID: "acc_1"})
+	builds := b.builds.Load()
+	held := w.emit(platform.Event{AccountID: "acc_1", Name: changes, QueueID: "que_1", RunID: "run_1",
+		Data: json.RawMessage(`{"turnId":"turn_1","status":"HELD"}`)})[0]
+	for _, m := range members {
+		if u := nextUpdate(t, m); u.Entry.Event.ID != held || u.View != held {
+			t.Fatalf("the change's update %+v: want its entry with the view built after it", u)
+		}
+	}
+	if n := b.builds.Load(); n != builds+1 {
+		t.Fatalf("%d builds for one change and three members, want 1", n-builds)
+	}
+	late, first, err := runs.Join(context.Background(), "acc_1", "run_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(late.Close)
+	if len(first.Internal) != 0 || first.View != held {
+		t.Fatalf("a late joiner's first update %+v", first)
+	}
+	if e, err := api.Next(context.Background(), 200*time.Millisecond); !errors.Is(err, stream.ErrIdle) {
+		t.Fatalf("a client received an internal event: %+v %v", e, err)
+	}
+}

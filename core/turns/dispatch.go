@@ -18,7 +18,8 @@ type change struct {
 	q      queues.Queue
 	run    queues.Run
 	now    time.Time
-	// event is the event the change raises, nil for none.
+	// event is the spec event the change raises; nil raises the internal
+	// turn_state.changed (stateChangedEvent).
 	event eventData
 	// call is set when the operation made a new call: its tolerance job
 	// is scheduled.
@@ -113,10 +114,15 @@ func (s *Service) commit(ctx context.Context, c *change) error {
 			return err
 		}
 	}
-	if c.event != nil {
-		if err := s.emit(ctx, c.t, c.event); err != nil {
-			return err
-		}
+	// Every committed change of a turn raises an event: its spec event,
+	// else the internal turn_state.changed, so the screens hear it (its
+	// insert waits for the change's next statement: no round trip).
+	ev := c.event
+	if ev == nil {
+		ev = stateChangedEvent(c.op, c.before.Status)
+	}
+	if err := s.emit(ctx, c.t, ev); err != nil {
+		return err
 	}
 	if c.call {
 		if err := s.scheduleExpiry(ctx, c.q, c.t); err != nil {
@@ -188,6 +194,9 @@ func (s *Service) promote(ctx context.Context, q queues.Queue, run queues.Run) (
 		}
 		w.Status, w.UpdatedAt = Waiting, s.clock.Now()
 		if err := s.repo.Update(ctx, w); err != nil {
+			return promoted, occ, err
+		}
+		if err := s.emit(ctx, w, stateChangedEvent(OpPromote, Waitlisted)); err != nil {
 			return promoted, occ, err
 		}
 		promoted = append(promoted, w)

@@ -90,6 +90,40 @@ type TurnReopened struct {
 // EventName names the event: turn.reopened.
 func (TurnReopened) EventName() string { return "turn.reopened" }
 
+// TurnStateChanged is the data of turn_state.changed, the internal event
+// (core/events' internal list: never sent to a webhook endpoint or a client
+// stream, no part of the API) that every committed change of a turn raises
+// when it raises no event of the spec: assign-station, arrive, start,
+// no-show, hold, release, priority, a promotion from the waitlist, a
+// tolerance expiry that does not cancel. The screens (counter consoles,
+// ticket pages, display boards) follow it as they follow the spec's
+// events, so no change of a line goes unheard until the next spec event.
+// It carries the turn as the spec's turn events do (TurnFields), the
+// operation, and the status the turn had before it.
+type TurnStateChanged struct {
+	TurnFields
+	Operation      string `json:"operation"`
+	PreviousStatus string `json:"previousStatus"`
+}
+
+// EventName names the event: turn_state.changed.
+func (TurnStateChanged) EventName() string { return "turn_state.changed" }
+
+// EventStateChanged is the name of the internal event TurnStateChanged.
+const EventStateChanged = "turn_state.changed"
+
+// NamesTurn reports whether the event named name carries a turn whose data
+// decodes into TurnFields: a turn event (IsEvent), or turn_state.changed.
+func NamesTurn(name string) bool { return IsEvent(name) || name == EventStateChanged }
+
+// stateChangedEvent is the internal event of a change that raises no
+// spec event.
+func stateChangedEvent(op Operation, from Status) eventData {
+	return func(t Turn) platform.Payload {
+		return TurnStateChanged{TurnFields: fieldsOf(t), Operation: string(op), PreviousStatus: string(from)}
+	}
+}
+
 // eventData is a turn change's event: its payload built from the turn as
 // it is when the change commits.
 type eventData func(t Turn) platform.Payload

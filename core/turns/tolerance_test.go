@@ -42,9 +42,9 @@ func TestToleranceExpiryOutcomes(t *testing.T) {
 		want      turns.Status
 		event     string
 	}{
-		{queues.OnExpiredNoShow, turns.NoShow, ""},
+		{queues.OnExpiredNoShow, turns.NoShow, turns.EventStateChanged},
 		{queues.OnExpiredCancel, turns.Cancelled, platform.EventName[turns.TurnCancelled]()},
-		{queues.OnExpiredHold, turns.Held, ""},
+		{queues.OnExpiredHold, turns.Held, turns.EventStateChanged},
 		{queues.OnExpiredNone, turns.Called, ""},
 	}
 	for _, c := range cases {
@@ -65,7 +65,7 @@ func TestToleranceExpiryOutcomes(t *testing.T) {
 			if c.event == "" && len(evs) != events || c.event != "" && (len(evs) != events+1 || evs[len(evs)-1].Name != c.event) {
 				t.Fatalf("events: %d before, after %+v", events, evs)
 			}
-			if c.event != "" && data(evs[len(evs)-1])["reason"] != "tolerance_expired" {
+			if c.event == platform.EventName[turns.TurnCancelled]() && data(evs[len(evs)-1])["reason"] != "tolerance_expired" {
 				t.Fatalf("reason: %v", evs[len(evs)-1].Data)
 			}
 		})

@@ -32,6 +32,10 @@ const (
 var Operations = []Operation{OpCreate, OpNext, OpCall, OpAssignStation, OpArrive, OpStart, OpComplete,
 	OpNoShow, OpHold, OpRelease, OpCancel, OpReopen, OpPriority, OpExpire, OpPromote}
 
+// internalEvent is the Event of a rule the spec names no event for: the
+// change raises the internal turn_state.changed (TurnStateChanged).
+const internalEvent = EventStateChanged + " (internal)"
+
 // Rule is one row of the state machine: an operation applies to a turn in
 // From, moves it to To, provided Needs hold, and raises Event.
 type Rule struct {
@@ -62,32 +66,32 @@ var Rules = []Rule{
 	{OpCall, Held, "CALLED", "", "as from WAITING", "turn.called"},
 	{OpCall, Called, "CALLED", "called again: a new call, a new tolerance timer", "as from WAITING", "turn.called"},
 
-	{OpAssignStation, Waitlisted, "same", "", "a station of the queue, or null to clear", ""},
-	{OpAssignStation, Waiting, "same", "the turn keeps its place; next may still call it to another station", "a station of the queue, or null to clear", ""},
-	{OpAssignStation, Held, "same", "", "a station of the queue, or null to clear", ""},
-	{OpAssignStation, Called, "same", "", "a station of the queue and free, or null to clear", ""},
-	{OpAssignStation, InService, "same", "", "a station of the queue and free, or null to clear", ""},
+	{OpAssignStation, Waitlisted, "same", "", "a station of the queue, or null to clear", internalEvent},
+	{OpAssignStation, Waiting, "same", "the turn keeps its place; next may still call it to another station", "a station of the queue, or null to clear", internalEvent},
+	{OpAssignStation, Held, "same", "", "a station of the queue, or null to clear", internalEvent},
+	{OpAssignStation, Called, "same", "", "a station of the queue and free, or null to clear", internalEvent},
+	{OpAssignStation, InService, "same", "", "a station of the queue and free, or null to clear", internalEvent},
 
-	{OpArrive, Waitlisted, "same", "arrivedAt set (once)", "", ""},
-	{OpArrive, Waiting, "same", "arrivedAt set (once)", "", ""},
-	{OpArrive, Held, "same", "arrivedAt set (once)", "", ""},
-	{OpArrive, Called, "same", "arrivedAt set (once); tolerance no longer expires the call", "", ""},
+	{OpArrive, Waitlisted, "same", "arrivedAt set (once)", "", internalEvent},
+	{OpArrive, Waiting, "same", "arrivedAt set (once)", "", internalEvent},
+	{OpArrive, Held, "same", "arrivedAt set (once)", "", internalEvent},
+	{OpArrive, Called, "same", "arrivedAt set (once); tolerance no longer expires the call", "", internalEvent},
 	{OpArrive, NoShow, "WAITING/WAITLISTED", "a re-entry: at the end of its priority; WAITLISTED, as a new turn would be, while anyone is on the waitlist or at capacity, with waitlistEnabled",
-		"run open; tolerance.allowReentry (else REENTRY_NOT_ALLOWED); reentries < tolerance.maxReentries (else REENTRY_LIMIT_REACHED)", ""},
+		"run open; tolerance.allowReentry (else REENTRY_NOT_ALLOWED); reentries < tolerance.maxReentries (else REENTRY_LIMIT_REACHED)", internalEvent},
 
-	{OpStart, Called, "IN_SERVICE", "arrivedAt set if it was not", "dispatchFlow.trackService on (else SERVICE_NOT_TRACKED)", ""},
+	{OpStart, Called, "IN_SERVICE", "arrivedAt set if it was not", "dispatchFlow.trackService on (else SERVICE_NOT_TRACKED)", internalEvent},
 
 	{OpComplete, InService, "COMPLETED", "the service time feeds the wait estimate", "", "turn.completed"},
 	{OpComplete, Called, "COMPLETED", "", "dispatchFlow.trackService off (on: start it first)", "turn.completed"},
 
-	{OpNoShow, Called, "NO_SHOW", "", "", ""},
+	{OpNoShow, Called, "NO_SHOW", "", "", internalEvent},
 
-	{OpHold, Waiting, "HELD", "keeps its place for release", "", ""},
-	{OpHold, Called, "HELD", "frees the station; keeps its place at the head of the line for release", "", ""},
+	{OpHold, Waiting, "HELD", "keeps its place for release", "", internalEvent},
+	{OpHold, Called, "HELD", "frees the station; keeps its place at the head of the line for release", "", internalEvent},
 
 	{OpRelease, Held, "WAITING", "back in its place when staff held it while waiting; at the head of its priority when staff held it after a call (the next one called); when tolerance expiry held it, a re-entry at the end of its priority",
-		"run open; a re-entry needs tolerance.allowReentry (else REENTRY_NOT_ALLOWED) and reentries < tolerance.maxReentries (else REENTRY_LIMIT_REACHED)", ""},
-	{OpRelease, Waitlisted, "WAITING", "promoted by hand, whatever its place on the waitlist", "run open; fewer than capacity.maxTurns active turns (else CAPACITY_REACHED)", ""},
+		"run open; a re-entry needs tolerance.allowReentry (else REENTRY_NOT_ALLOWED) and reentries < tolerance.maxReentries (else REENTRY_LIMIT_REACHED)", internalEvent},
+	{OpRelease, Waitlisted, "WAITING", "promoted by hand, whatever its place on the waitlist", "run open; fewer than capacity.maxTurns active turns (else CAPACITY_REACHED)", internalEvent},
 
 	{OpCancel, Waitlisted, "CANCELLED", "", "", "turn.cancelled"},
 	{OpCancel, Waiting, "CANCELLED", "", "", "turn.cancelled"},
@@ -101,14 +105,14 @@ var Rules = []Rule{
 	{OpReopen, Cancelled, "its status before", "the status it was cancelled from; back in its place if that was WAITING, back on the waitlist if it was WAITLISTED (then promoted when there is room)",
 		"as from COMPLETED; an undo needs no room under capacity.maxTurns", "turn.reopened"},
 
-	{OpPriority, Waitlisted, "same", "new priority", "a PRIORITY", ""},
-	{OpPriority, Waiting, "same", "new priority; it keeps its arrival, so it sits among the turns of its new priority by arrival", "a PRIORITY", ""},
-	{OpPriority, Held, "same", "new priority", "a PRIORITY", ""},
+	{OpPriority, Waitlisted, "same", "new priority", "a PRIORITY", internalEvent},
+	{OpPriority, Waiting, "same", "new priority; it keeps its arrival, so it sits among the turns of its new priority by arrival", "a PRIORITY", internalEvent},
+	{OpPriority, Held, "same", "new priority", "a PRIORITY", internalEvent},
 
 	{OpExpire, Called, "NO_SHOW/CANCELLED/HELD/same", "per dispatchFlow.onToleranceExpired: no_show, cancel, hold, none",
-		"the job of this very call (callCount); the turn has neither arrived nor started", "turn.cancelled when cancel"},
+		"the job of this very call (callCount); the turn has neither arrived nor started", "turn.cancelled when cancel; " + internalEvent + " when no_show or hold; none when none"},
 
-	{OpPromote, Waitlisted, "WAITING", "automatic, first in line order, as room frees (before any new turn is admitted)", "capacity.autoPromote; run open; fewer than capacity.maxTurns active turns", ""},
+	{OpPromote, Waitlisted, "WAITING", "automatic, first in line order, as room frees (before any new turn is admitted)", "capacity.autoPromote; run open; fewer than capacity.maxTurns active turns", internalEvent},
 }
 
 // applies reports whether op has a rule for a turn in status from.

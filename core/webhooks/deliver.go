@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 )
 
@@ -30,7 +31,9 @@ const timestampLayout = "2006-01-02T15:04:05.000Z"
 // delivery per endpoint of the account subscribed to e and schedules the
 // job of its first attempt. It makes events.Bus deliver to webhooks.
 func (s *Service) OnEvent(ctx context.Context, e platform.Event) error {
-	if e.AccountID == "" {
+	// An internal event (events.Internal) is no endpoint's to subscribe to:
+	// nothing to read.
+	if e.AccountID == "" || events.IsInternal(e.Name) {
 		return nil
 	}
 	eps, err := s.repo.SubscribedEndpoints(ctx, e.AccountID, e.Name)

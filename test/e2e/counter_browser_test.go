@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -305,14 +304,18 @@ func TestCounterConsoleInChromium(t *testing.T) {
 		}
 		waitConsole(t, laptop, time.Second, "the pick", consoleFocus(target.Code, "Waiting"))
 		// The tablet holds it, and the laptop presses Hold before its line
-		// could hear of it (in the same task of the page, so no console
-		// update comes in between).
-		if err := chromedp.Run(laptop, chromedp.Evaluate(`fetch("/counter/`+tabletLink.Token+`/press", {method: "POST",
-			headers: {"Content-Type": "application/json"},
-			body: JSON.stringify({key: "tablet-hold-0001", action: "hold", turnId: "`+target.ID+`"})}).then((r) => {
-				if (!r.ok) { throw new Error("the tablet's hold: " + r.status); }
-				document.querySelector('button[data-act="hold"]').click();
-			})`, nil, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })); err != nil {
+		// could hear of it: the hold raises an event that reaches the
+		// laptop's console within milliseconds, so the tablet's press is
+		// sent synchronously and the click follows in the same task of the
+		// page (no console update can come in between).
+		if err := chromedp.Run(laptop, chromedp.Evaluate(`(() => {
+			const x = new XMLHttpRequest();
+			x.open("POST", "/counter/`+tabletLink.Token+`/press", false);
+			x.setRequestHeader("Content-Type", "application/json");
+			x.send(JSON.stringify({key: "tablet-hold-0001", action: "hold", turnId: "`+target.ID+`"}));
+			if (x.status >= 300) { throw new Error("the tablet's hold: " + x.status); }
+			document.querySelector('button[data-act="hold"]').click();
+		})()`, nil)); err != nil {
 			t.Fatal(err)
 		}
 		waitConsole(t, laptop, 6*time.Second, "the refusal in words",

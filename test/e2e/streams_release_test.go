@@ -93,10 +93,13 @@ func TestTicketAndBoardSeeCallsOfAnotherProcess(t *testing.T) {
 		if i > 0 {
 			a.API(http.MethodPost, "/turns/"+ids[i-1]+"/start", nil).Must(http.StatusCreated, nil)
 			a.API(http.MethodPost, "/turns/"+ids[i-1]+"/complete", nil).Must(http.StatusCreated, nil)
-			// turn.completed reaches every ticket of the run, and the board.
+			// The start (turn_state.changed) and turn.completed reach
+			// every ticket of the run, and the board: a frame each.
 			for _, tk := range append(tickets, board) {
-				if f := tk.next(time.Second); f.ID == "" {
-					t.Fatalf("after completing %d: %s %s", i-1, f.Event, f.Data)
+				for range 2 {
+					if f := tk.next(time.Second); f.ID == "" {
+						t.Fatalf("after starting and completing %d: %s %s", i-1, f.Event, f.Data)
+					}
 				}
 			}
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/qms-dev/qms/core/events"
 	"github.com/qms-dev/qms/core/platform"
 	"github.com/qms-dev/qms/core/stream"
+	"github.com/qms-dev/qms/core/turns"
 )
 
 //go:embed web
@@ -37,11 +38,19 @@ const Prefix = "/counter"
 
 // Options tune the console's stream.
 type Options struct {
-	// Heartbeat is how often an idle console stream re-reads the line for
-	// changes that raise no event (start, hold, no-show, ... at another
-	// counter). Default 2 s. Its link is not re-read: a revocation arrives
-	// as an event (counter.LinkRevoked).
+	// Heartbeat is how often an idle console stream sends a comment line,
+	// so proxies keep it open and the page knows it is alive. Default 2 s.
+	// It reads nothing: every committed change of a turn raises an event
+	// (a spec event, else the internal turn_state.changed), and a link's
+	// revocation does too (counter.LinkRevoked).
 	Heartbeat time.Duration
+	// Resync is how long an idle console goes without reading its line
+	// before it reads it again, for what changes a console and raises no
+	// event (a queue's or a station's settings, the run's intake, a
+	// finished turn leaving the reopen window). Default 30 s; the read
+	// happens at the first heartbeat past it, and sends the console only
+	// when it changed.
+	Resync time.Duration
 }
 
 const list = "counter-links"
@@ -123,8 +132,9 @@ type answered struct {
 var runEvents = events.OfSubjects("turn", "queue")
 
 // linkEvents are the internal events a console follows besides the
-// queue's: its link revoked.
-var linkEvents = []string{platform.EventName[counter.LinkRevoked]()}
+// queue's: its link revoked, and the turns' changes that raise no spec
+// event (turn_state.changed).
+var linkEvents = []string{platform.EventName[counter.LinkRevoked](), platform.EventName[turns.TurnStateChanged]()}
 
 // streamScopes let a console's subscription read turn and queue events of
 // its queue (the filter names it; what is sent is the console).
@@ -145,6 +155,9 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 2 * time.Second
 	}
+	if opts.Resync <= 0 {
+		opts.Resync = 30 * time.Second
+	}
 	assets, err := fs.Sub(webFiles, "web")
 	if err != nil {
 		panic(err)
@@ -153,6 +166,7 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 	if err != nil {
 		panic(err)
 	}
+	shared := newSharedReads(svc.QueueConsole)
 	resolve := func(c *fiber.Ctx) (counter.Link, error) {
 		return svc.Resolve(c.UserContext(), strings.Clone(c.Params("token")))
 	}
@@ -259,10 +273,20 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 			sub.Close()
 			return err
 		}
-		last := fingerprint(con)
+		last, readAt := fingerprint(con), time.Now()
+		// After an event, the console is drawn from the queue's read
+		// that the process's consoles of the queue share (sharedReads);
+		// the idle resync reads its own.
+		shared.open(l.AccountID, l.QueueID)
+		after := func(p stream.Position) (counter.Console, error) {
+			readAt = time.Now()
+			qc, err := shared.after(context.Background(), l.AccountID, l.QueueID, p)
+			return qc.For(l), err
+		}
 		read := func() (counter.Console, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
+			readAt = time.Now()
 			return svc.Console(ctx, l)
 		}
 		return streamhttp.Serve(c, sub, streamhttp.SSE{
@@ -276,7 +300,7 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 					}
 					return "", nil, &streamhttp.Ended{Event: "revoked", Message: "this counter link has been revoked"}
 				}
-				con, err := read()
+				con, err := after(e.Position)
 				if err != nil {
 					log.Warn("counter: reading a console failed", "err", err)
 					return "", nil, err
@@ -284,7 +308,11 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 				last = fingerprint(con)
 				return "console", message{Console: con}, nil
 			},
+			Done: func() { shared.close(l.AccountID, l.QueueID) },
 			Idle: func() (*streamhttp.Frame, error) {
+				if time.Since(readAt) < opts.Resync {
+					return nil, nil // every change of a turn came as an event
+				}
 				con, err := read()
 				if err != nil {
 					log.Warn("counter: re-reading a console failed; the console goes on", "err", err)

@@ -12,6 +12,7 @@ import (
 	"embed"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,7 +146,7 @@ func RegisterBoard(app *fiber.App, svc *display.Service, hub *stream.Hub, limit 
 				return nil, err
 			}
 			return &runBoard{board: b}, nil
-		}, stream.RunsOptions{Logger: log, Internal: tokenEvents})
+		}, stream.RunsOptions{Logger: log, Internal: tokenEvents, Changes: changeEvents})
 	// A board as it is now: from the view the run's group built when this
 	// process follows the run (a board of it is open, or was a moment
 	// ago), else read. A screen's page load and its JSON read then cost
@@ -199,6 +200,10 @@ type runBoard struct {
 // the run's: its tokens revoked or changed.
 var tokenEvents = []string{platform.EventName[display.TokenChanged]()}
 
+// changeEvents are the internal events that change a board besides the
+// run's: a turn's change that raises no spec event (a hold, a start, ...).
+var changeEvents = []string{platform.EventName[turns.TurnStateChanged]()}
+
 // tokenChange is what an update says of token t: ok false when it is not
 // a change of t (a run's event, or another token's change).
 func tokenChange(e *stream.Entry, t display.Token) (ch display.TokenChanged, ok bool) {
@@ -222,8 +227,12 @@ func revokedBefore(first *stream.Update[*runBoard], t display.Token) bool {
 	return false
 }
 
-// triggerOf is the event that changed a board, as the page is told it.
+// triggerOf is the event that changed a board, as the page is told it:
+// none for an internal event, whose name is no client's business.
 func triggerOf(e *stream.Entry) *trigger {
+	if slices.Contains(changeEvents, e.Event.Name) {
+		return nil
+	}
 	tr := &trigger{Event: e.Event.Name}
 	if turns.IsEvent(e.Event.Name) {
 		var ref turns.TurnFields

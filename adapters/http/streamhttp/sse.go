@@ -70,6 +70,9 @@ type SSE struct {
 	// error ends the stream with a final event named by the error's Event
 	// (see Ended), or EventFailure.
 	Idle func() (*Frame, error)
+	// Done, when set, runs once the stream has ended, after the
+	// subscription is closed.
+	Done func()
 }
 
 // Frame is one SSE event.
@@ -113,6 +116,9 @@ func Serve(c *fiber.Ctx, sub *stream.Subscription, cfg SSE) error {
 	}
 	SetHeaders(c)
 	hijack(c, func(ctx context.Context, sw *Writer) {
+		if cfg.Done != nil {
+			defer cfg.Done()
+		}
 		defer sub.Close()
 		w := sw.w
 		flush := sw.Flush

@@ -85,6 +85,10 @@ type message struct {
 // changes, and the others' that move the line.
 var runEvents = events.OfSubjects("turn", "queue")
 
+// changeEvents are the internal events that change a ticket too: a turn's
+// change that raises no spec event (a hold, a start, ...).
+var changeEvents = []string{platform.EventName[turns.TurnStateChanged]()}
+
 // streamScopes let a ticket's subscription read turn and queue events (of
 // its one run only: the filter names it; what is sent is the ticket, never
 // the events themselves).
@@ -202,7 +206,7 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 		func(ctx context.Context, accountID, runID string, prev *ticket.RunView, es []stream.Entry) (*ticket.RunView, error) {
 			var turnIDs []string
 			for _, e := range es {
-				if turns.IsEvent(e.Event.Name) {
+				if turns.NamesTurn(e.Event.Name) {
 					var ref turns.TurnFields
 					if err := e.Event.Decode(&ref); err != nil {
 						return nil, fmt.Errorf("ticket: reading event %s: %w", e.Event.ID, err)
@@ -211,7 +215,7 @@ func RegisterPage(app *fiber.App, svc *ticket.Service, hub *stream.Hub, limit fi
 				}
 			}
 			return svc.BuildRun(ctx, accountID, runID, prev, turnIDs)
-		}, stream.RunsOptions{Logger: log})
+		}, stream.RunsOptions{Logger: log, Changes: changeEvents})
 	links := newLinkCache(svc.ResolveLink)
 	app.Get(Prefix+"/:token/events", limit, func(c *fiber.Ctx) error {
 		return serveTicket(c, svc, runs, links, strings.Clone(c.Params("token")), opts)
