@@ -23,10 +23,11 @@ import (
 //
 //   - alone: one client, each intake on the next of 8 runs, so none waits
 //     for another: every intake is a transaction of its own;
+//
 //   - chained: 8 clients on one run, so intakes wait at the run's gate and
 //     join each other's transactions (group commit).
 //
-//	go test -run '^$' -bench IntakeCPU -benchtime 2000x -count 5 ./test/e2e/
+//     go test -run '^$' -bench IntakeCPU -benchtime 2000x -count 5 ./test/e2e/
 func BenchmarkIntakeCPU(b *testing.B) {
 	for _, c := range []struct {
 		name          string
