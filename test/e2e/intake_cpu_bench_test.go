@@ -19,15 +19,13 @@ import (
 // (user and system, from getrusage: the qms process under test and its Go
 // client; cpu-µs/op) besides the allocations: the Go side's cost without
 // the load's contention, a steadier yardstick than the load runs when two
-// builds differ by a few per cent (issue 30, fourth session).
+// builds differ by a few per cent (issue 30, fourth session). In "alone"
+// one client takes each intake on the next of 8 runs, so none waits for
+// another and every intake is a transaction of its own; in "chained" 8
+// clients share one run, so intakes wait at the run's gate and join each
+// other's transactions (group commit).
 //
-//   - alone: one client, each intake on the next of 8 runs, so none waits
-//     for another: every intake is a transaction of its own;
-//
-//   - chained: 8 clients on one run, so intakes wait at the run's gate and
-//     join each other's transactions (group commit).
-//
-//     go test -run '^$' -bench IntakeCPU -benchtime 2000x -count 5 ./test/e2e/
+//	go test -run '^$' -bench IntakeCPU -benchtime 2000x -count 5 ./test/e2e/
 func BenchmarkIntakeCPU(b *testing.B) {
 	for _, c := range []struct {
 		name          string
