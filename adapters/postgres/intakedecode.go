@@ -115,13 +115,11 @@ func readLockRun(br pgx.BatchResults) (queues.Run, queueRef, []float64, error) {
 // allocates no string.
 var runStatusNames = []string{queues.RunOpen, queues.RunClosed}
 
-// lineEndpointsFields are runLineEndpointsSQL's columns.
-var lineEndpointsFields = []rawField{
-	rawInt8,                   // the line version
-	rawText, rawText, rawText, // the endpoint's id, account_id, url
-	{pgtype.TextArrayOID, pgtype.BinaryFormatCode}, // its events
-	rawTimestamptz, // its created_at
-}
+// lineEndpointsFields are runLineEndpointsSQL's columns read raw: the
+// line version, and the endpoint's id (NULL when the account has none).
+// The endpoint's other columns (account_id, url, events, created_at) go
+// through Scan.
+var lineEndpointsFields = []rawField{rawInt8, rawText}
 
 // readLineEndpoints reads runLineEndpointsSQL's rows, the next result of
 // br, as scanLineEndpoints does; the endpoints' rows, rare, through Scan.
@@ -136,7 +134,11 @@ func readLineEndpoints(br pgx.BatchResults) (int64, []webhookEndpointRow, error)
 		eps  []webhookEndpointRow
 	)
 	for rows.Next() {
-		if err := checkRawFields("line and endpoints", rows.FieldDescriptions(), lineEndpointsFields); err != nil {
+		fields := rows.FieldDescriptions()
+		if len(fields) != 6 {
+			return 0, nil, fmt.Errorf("postgres: line and endpoints: %d columns, want 6", len(fields))
+		}
+		if err := checkRawFields("line and endpoints", fields[:2], lineEndpointsFields); err != nil {
 			return 0, nil, err
 		}
 		vals := rows.RawValues()
