@@ -438,7 +438,7 @@ func (r *Turns) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (turn
 		b.Queue(drawAheadSQL, in.RunID, d.Period, d.Prefix, d.Padding, d.Since, in.AccountID, in.Key)
 	}
 	err := r.db.withPgxBatch(ctx, b, func(br pgx.BatchResults) error {
-		out.Run, ref, out.RunErr = scanRunQueue(br.QueryRow(), &service)
+		out.Run, ref, service, out.RunErr = readLockRun(br)
 		if out.RunErr != nil && !errors.Is(out.RunErr, pgx.ErrNoRows) {
 			return out.RunErr
 		}
@@ -452,7 +452,7 @@ func (r *Turns) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (turn
 			}
 		}
 		var err error
-		if ref.line, eps, err = scanLineEndpoints(br); err != nil {
+		if ref.line, eps, err = readLineEndpoints(br); err != nil {
 			return err
 		}
 		if in.LineAfter > 0 {
@@ -463,14 +463,9 @@ func (r *Turns) LockRunForIntake(ctx context.Context, in turns.IntakeLock) (turn
 		if in.Draw == nil {
 			return nil
 		}
-		switch err := br.QueryRow().Scan(&drawn.Number, &drawn.CodeInUse, &drawn.Seq); {
-		case errors.Is(err, pgx.ErrNoRows): // a replay, or not the account's run: nothing drawn
-		case err != nil:
-			return err
-		default:
-			isDrawn = true
-		}
-		return nil
+		// Nothing drawn: a replay, or not the account's run.
+		drawn, isDrawn, err = readDrawAhead(br)
+		return err
 	})
 	if err != nil {
 		return out, wrap(err, "lock run "+in.RunID)

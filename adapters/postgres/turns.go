@@ -51,13 +51,13 @@ type turnRow struct {
 }
 
 func turnToRow(t turns.Turn) (*turnRow, error) {
-	form := t.FormResponse
-	if form == nil {
-		form = map[string]string{}
-	}
-	doc, err := json.Marshal(form)
-	if err != nil {
-		return nil, wrap(err, "encode turn form response")
+	// No answers, the usual intake: the empty object without the encoder.
+	doc := jsonb("{}")
+	if len(t.FormResponse) > 0 {
+		var err error
+		if doc, err = json.Marshal(t.FormResponse); err != nil {
+			return nil, wrap(err, "encode turn form response")
+		}
 	}
 	return &turnRow{
 		ID: t.ID, AccountID: t.AccountID, QueueID: t.QueueID, RunID: t.RunID, Number: t.Number,
