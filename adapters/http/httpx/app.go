@@ -119,6 +119,7 @@ func NewApp(cfg AppConfig) *fiber.App {
 func platformMiddleware(log *slog.Logger, p Proxies, timeout time.Duration) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		st := ensureState(c)
+		st.immutable = true // NewApp's fiber.Config says so
 		setClient(c, st, &p)
 		assignRequestID(c, st)
 		start := st.start

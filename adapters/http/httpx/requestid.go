@@ -44,6 +44,9 @@ type state struct {
 	authed     bool
 	// unmatched: no route matched (404, 405).
 	unmatched bool
+	// immutable: NewApp's middleware saw the request, so the app is
+	// fiber-Immutable and c.Path() the request's own copy (Param).
+	immutable bool
 	// deadline is the request's context under Deadline, here rather than
 	// an allocation of its own.
 	deadline deadlineCtx
