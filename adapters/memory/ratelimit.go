@@ -13,9 +13,20 @@ import (
 // counterpart of postgres.RateLimiter, with the same arithmetic.
 type RateLimiter struct {
 	mu      sync.Mutex
-	buckets map[string][]rateBucket // ascending by second
+	buckets map[string]*rateKey
 	// prunedAt is the second idle keys were last dropped (once a minute).
 	prunedAt int64
+}
+
+// rateKey is one key's buckets, ascending by second, and the sum of
+// their counts. A key's entry is a pointer and its total kept, so a
+// request looks the key up once and touches only the buckets that
+// change: writing the slice back into the map, summing a minute of
+// buckets and moving them down in place every request were most of
+// Allow's cost under P1's load (issue 30).
+type rateKey struct {
+	bs    []rateBucket
+	total int
 }
 
 // rateBucket is the requests of one second.
@@ -25,7 +36,7 @@ type rateBucket struct {
 }
 
 // NewRateLimiter returns a limiter with no requests counted.
-func NewRateLimiter() *RateLimiter { return &RateLimiter{buckets: map[string][]rateBucket{}} }
+func NewRateLimiter() *RateLimiter { return &RateLimiter{buckets: map[string]*rateKey{}} }
 
 // Allow spends one request of key at now and reports whether it stays
 // within limit requests in the sliding minute.
@@ -37,31 +48,35 @@ func (l *RateLimiter) Allow(_ context.Context, key string, limit int, now time.T
 		l.prunedAt = sec
 		l.pruneIdle(sec)
 	}
-	bs := live(l.buckets[key], sec)
-	count := 0
-	for _, b := range bs {
-		count += b.count
+	k := l.buckets[key]
+	if k == nil {
+		k = &rateKey{}
+		l.buckets[key] = k
 	}
-	allowed := count < limit
+	k.live(sec)
+	allowed := k.total < limit
 	if allowed {
-		bs = addHit(bs, sec)
-		count++
+		k.bs = addHit(k.bs, sec)
+		k.total++
 	}
-	l.buckets[key] = bs
 	var oldest *int64
-	if len(bs) > 0 {
-		oldest = &bs[0].sec
+	if len(k.bs) > 0 {
+		oldest = &k.bs[0].sec
 	}
-	return ports.RateDecisionOf(allowed, limit, count, oldest, sec), nil
+	return ports.RateDecisionOf(allowed, limit, k.total, oldest, sec), nil
 }
 
-// live drops the buckets past the window at second now (in place).
-func live(bs []rateBucket, now int64) []rateBucket {
+// live drops the buckets past the window at second now (in place, when
+// there are any), and their counts from the total.
+func (k *rateKey) live(now int64) {
 	i := 0
-	for i < len(bs) && bs[i].sec < now-ports.RateWindowSeconds {
+	for i < len(k.bs) && k.bs[i].sec < now-ports.RateWindowSeconds {
+		k.total -= k.bs[i].count
 		i++
 	}
-	return append(bs[:0], bs[i:]...)
+	if i > 0 {
+		k.bs = append(k.bs[:0], k.bs[i:]...)
+	}
 }
 
 // addHit counts a request in second sec's bucket, keeping the order even
@@ -83,8 +98,8 @@ func addHit(bs []rateBucket, sec int64) []rateBucket {
 
 // pruneIdle forgets the keys with no live bucket at second now.
 func (l *RateLimiter) pruneIdle(now int64) {
-	for k, bs := range l.buckets {
-		if len(bs) == 0 || bs[len(bs)-1].sec < now-ports.RateWindowSeconds {
+	for k, rk := range l.buckets {
+		if bs := rk.bs; len(bs) == 0 || bs[len(bs)-1].sec < now-ports.RateWindowSeconds {
 			delete(l.buckets, k)
 		}
 	}
@@ -97,11 +112,11 @@ func (l *RateLimiter) prune(before time.Time, limit int) (n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	cut := before.Unix()
-	for k, bs := range l.buckets {
+	for k, rk := range l.buckets {
 		if n >= limit {
 			break
 		}
-		if len(bs) == 0 || bs[len(bs)-1].sec < cut {
+		if bs := rk.bs; len(bs) == 0 || bs[len(bs)-1].sec < cut {
 			delete(l.buckets, k)
 			n++
 		}
