@@ -63,7 +63,7 @@ func segmentParam(tmpl, path, name string) (string, bool) {
 			if ts[1:] == name {
 				v = ps
 			}
-		case strings.ContainsAny(ts, `:*+?\`) || ts != ps:
+		case !sameLiteral(ts, ps):
 			return "", false
 		}
 		tmpl, path = tmpl[ti:], path[pi:]
@@ -85,6 +85,25 @@ func plainParamName(s string) bool {
 		b := s[i]
 		if !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '_') {
 			return false
+		}
+	}
+	return true
+}
+
+// sameLiteral tells whether the template's literal segment ts is plain
+// (no byte fiber's syntax gives a meaning) and equal to the path's ps.
+func sameLiteral(ts, ps string) bool {
+	if len(ts) != len(ps) {
+		return false
+	}
+	for i := 0; i < len(ts); i++ {
+		switch b := ts[i]; b {
+		case ':', '*', '+', '?', '\\':
+			return false
+		default:
+			if b != ps[i] {
+				return false
+			}
 		}
 	}
 	return true
