@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -11,11 +12,33 @@ import (
 // RateLimiter counts, per key, the requests it let through in one-second
 // buckets over the last minute, in process memory: the single-process
 // counterpart of postgres.RateLimiter, with the same arithmetic.
+//
+// Its keys are spread over rateShards shards, each under a lock of its
+// own: one lock for all of them was taken by every API request, from
+// every core (issue 30, P1). A key always falls in the same shard, so its
+// count is as exact as under one lock.
 type RateLimiter struct {
+	shards [rateShards]rateShard
+}
+
+const rateShards = 16
+
+// rateShard is the keys of one shard.
+type rateShard struct {
 	mu      sync.Mutex
 	buckets map[string]*rateKey
-	// prunedAt is the second idle keys were last dropped (once a minute).
+	// prunedAt is the second the shard's idle keys were last dropped
+	// (once a minute).
 	prunedAt int64
+	// The shards' locks on cache lines of their own.
+	_ [64]byte
+}
+
+var rateSeed = maphash.MakeSeed()
+
+// shard is key's shard.
+func (l *RateLimiter) shard(key string) *rateShard {
+	return &l.shards[maphash.String(rateSeed, key)%rateShards]
 }
 
 // rateKey is one key's buckets, ascending by second, and the sum of
@@ -36,22 +59,29 @@ type rateBucket struct {
 }
 
 // NewRateLimiter returns a limiter with no requests counted.
-func NewRateLimiter() *RateLimiter { return &RateLimiter{buckets: map[string]*rateKey{}} }
+func NewRateLimiter() *RateLimiter {
+	l := &RateLimiter{}
+	for i := range l.shards {
+		l.shards[i].buckets = map[string]*rateKey{}
+	}
+	return l
+}
 
 // Allow spends one request of key at now and reports whether it stays
 // within limit requests in the sliding minute.
 func (l *RateLimiter) Allow(_ context.Context, key string, limit int, now time.Time) (ports.RateDecision, error) {
 	sec := now.Unix()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if sec-l.prunedAt >= ports.RateWindowSeconds {
-		l.prunedAt = sec
-		l.pruneIdle(sec)
+	sh := l.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sec-sh.prunedAt >= ports.RateWindowSeconds {
+		sh.prunedAt = sec
+		sh.pruneIdle(sec)
 	}
-	k := l.buckets[key]
+	k := sh.buckets[key]
 	if k == nil {
 		k = &rateKey{}
-		l.buckets[key] = k
+		sh.buckets[key] = k
 	}
 	k.live(sec)
 	allowed := k.total < limit
@@ -97,10 +127,10 @@ func addHit(bs []rateBucket, sec int64) []rateBucket {
 }
 
 // pruneIdle forgets the keys with no live bucket at second now.
-func (l *RateLimiter) pruneIdle(now int64) {
-	for k, rk := range l.buckets {
+func (sh *rateShard) pruneIdle(now int64) {
+	for k, rk := range sh.buckets {
 		if bs := rk.bs; len(bs) == 0 || bs[len(bs)-1].sec < now-ports.RateWindowSeconds {
-			delete(l.buckets, k)
+			delete(sh.buckets, k)
 		}
 	}
 }
@@ -109,16 +139,22 @@ func (l *RateLimiter) pruneIdle(now int64) {
 // (the rate limiter's retention task, PruneRateLimits; before is minutes old, so
 // their windows are over).
 func (l *RateLimiter) prune(before time.Time, limit int) (n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	cut := before.Unix()
-	for k, rk := range l.buckets {
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		for k, rk := range sh.buckets {
+			if n >= limit {
+				break
+			}
+			if bs := rk.bs; len(bs) == 0 || bs[len(bs)-1].sec < cut {
+				delete(sh.buckets, k)
+				n++
+			}
+		}
+		sh.mu.Unlock()
 		if n >= limit {
 			break
-		}
-		if bs := rk.bs; len(bs) == 0 || bs[len(bs)-1].sec < cut {
-			delete(l.buckets, k)
-			n++
 		}
 	}
 	return n

@@ -17,24 +17,25 @@ func TestRateLimiterAsItsSums(t *testing.T) {
 	ref := map[string][]rateBucket{}
 	rng := rand.New(rand.NewPCG(1, 2))
 	sec := int64(1_700_000_000)
-	var refPruned int64
+	refPruned := map[*rateShard]int64{}
 	for i := range 200_000 {
 		sec += int64(rng.IntN(3)) - int64(rng.IntN(2)) // mostly forward, at times back
 		if rng.IntN(500) == 0 {
 			sec += int64(rng.IntN(90)) // a quiet spell, past a window at times
 		}
-		key := []string{"a", "b", "c"}[rng.IntN(3)]
+		key := []string{"a", "b", "c", "d", "e", "f", "g", "h"}[rng.IntN(8)]
 		limit := 5 + rng.IntN(20)
 		got, err := l.Allow(context.Background(), key, limit, time.Unix(sec, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The reference: the sum of the live buckets, idle keys
-		// forgotten once a minute.
-		if sec-refPruned >= ports.RateWindowSeconds {
-			refPruned = sec
+		// The reference: the sum of the live buckets, the idle keys of
+		// the key's shard forgotten once a minute.
+		sh := l.shard(key)
+		if sec-refPruned[sh] >= ports.RateWindowSeconds {
+			refPruned[sh] = sec
 			for k, bs := range ref {
-				if len(bs) == 0 || bs[len(bs)-1].sec < sec-ports.RateWindowSeconds {
+				if l.shard(k) == sh && (len(bs) == 0 || bs[len(bs)-1].sec < sec-ports.RateWindowSeconds) {
 					delete(ref, k)
 				}
 			}
