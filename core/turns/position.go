@@ -27,13 +27,8 @@ const (
 // behind is brought up to date from the recorded changes (Repository.
 // LineChanges), and only one too far behind reloads the whole line.
 type lineCache struct {
-	// runs maps a run's id to its *lineSnapshot. A read takes no lock:
-	// every GET of a waiting turn reads it, and a mutex taken by both
-	// cores for it was a cache line passed between them each time
-	// (issue 30, P1). Stores take mu, which keeps n, the number of runs.
-	runs sync.Map
 	mu   sync.Mutex
-	n    int
+	runs map[string]*lineSnapshot
 	// shared is set once an answer found a run's line changed by another
 	// process since this one cached it: from then on, an intake's lock
 	// reads the changes after the cached version in its own round trip
@@ -62,36 +57,29 @@ const maxLinePatch = 256
 // keep for readers to patch their snapshots; older ones may be pruned.
 const LineChangesKept = 1024
 
-func newLineCache() *lineCache { return &lineCache{} }
+func newLineCache() *lineCache { return &lineCache{runs: map[string]*lineSnapshot{}} }
 
 func (c *lineCache) get(runID string) *lineSnapshot {
-	if v, ok := c.runs.Load(runID); ok {
-		return v.(*lineSnapshot)
-	}
-	return nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runs[runID]
 }
 
 func (c *lineCache) put(runID string, snap *lineSnapshot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old := c.get(runID)
-	if old != nil && old.version > snap.version {
+	if old := c.runs[runID]; old != nil && old.version > snap.version {
 		return // a concurrent reader already stored a newer line
 	}
-	if old == nil {
-		if c.n >= maxCachedRuns {
-			c.runs.Range(func(id, _ any) bool {
-				if id != runID {
-					c.runs.Delete(id)
-					c.n--
-					return false
-				}
-				return true
-			})
+	if len(c.runs) >= maxCachedRuns {
+		for id := range c.runs {
+			if id != runID {
+				delete(c.runs, id)
+				break
+			}
 		}
-		c.n++
 	}
-	c.runs.Store(runID, snap)
+	c.runs[runID] = snap
 }
 
 // snapshot returns the run's current line, from the cache when its version
