@@ -76,3 +76,14 @@ func TestContainsFoldASCIIAsToLower(t *testing.T) {
 		}
 	}
 }
+
+// TestIsEventStreamAllocatesNothing: the check runs twice a request; with
+// bytes.ToLower it copied every Accept header (one allocation each).
+func TestIsEventStreamAllocatesNothing(t *testing.T) {
+	var h fasthttp.RequestHeader
+	h.SetRequestURI("/api/v1/turns/tur_1")
+	h.Set("Accept", "application/json, text/plain, */*")
+	if n := testing.AllocsPerRun(100, func() { _ = IsEventStream(&h) }); n != 0 {
+		t.Fatalf("IsEventStream allocates %v times, want 0", n)
+	}
+}
