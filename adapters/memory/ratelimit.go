@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -11,11 +12,44 @@ import (
 // RateLimiter counts, per key, the requests it let through in one-second
 // buckets over the last minute, in process memory: the single-process
 // counterpart of postgres.RateLimiter, with the same arithmetic.
+//
+// Its keys are spread over rateShards shards, each under a lock of its
+// own: one lock for all of them was taken by every API request, from
+// every core (issue 30, P1). A key always falls in the same shard, so its
+// count is as exact as under one lock.
 type RateLimiter struct {
+	shards [rateShards]rateShard
+}
+
+const rateShards = 16
+
+// rateShard is the keys of one shard.
+type rateShard struct {
 	mu      sync.Mutex
-	buckets map[string][]rateBucket // ascending by second
-	// prunedAt is the second idle keys were last dropped (once a minute).
+	buckets map[string]*rateKey
+	// prunedAt is the second the shard's idle keys were last dropped
+	// (once a minute).
 	prunedAt int64
+	// The shards' locks on cache lines of their own.
+	_ [64]byte
+}
+
+var rateSeed = maphash.MakeSeed()
+
+// shard is key's shard.
+func (l *RateLimiter) shard(key string) *rateShard {
+	return &l.shards[maphash.String(rateSeed, key)%rateShards]
+}
+
+// rateKey is one key's buckets, ascending by second, and the sum of
+// their counts. A key's entry is a pointer and its total kept, so a
+// request looks the key up once and touches only the buckets that
+// change: writing the slice back into the map, summing a minute of
+// buckets and moving them down in place every request were most of
+// Allow's cost under P1's load (issue 30).
+type rateKey struct {
+	bs    []rateBucket
+	total int
 }
 
 // rateBucket is the requests of one second.
@@ -25,43 +59,54 @@ type rateBucket struct {
 }
 
 // NewRateLimiter returns a limiter with no requests counted.
-func NewRateLimiter() *RateLimiter { return &RateLimiter{buckets: map[string][]rateBucket{}} }
+func NewRateLimiter() *RateLimiter {
+	l := &RateLimiter{}
+	for i := range l.shards {
+		l.shards[i].buckets = map[string]*rateKey{}
+	}
+	return l
+}
 
 // Allow spends one request of key at now and reports whether it stays
 // within limit requests in the sliding minute.
 func (l *RateLimiter) Allow(_ context.Context, key string, limit int, now time.Time) (ports.RateDecision, error) {
 	sec := now.Unix()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if sec-l.prunedAt >= ports.RateWindowSeconds {
-		l.prunedAt = sec
-		l.pruneIdle(sec)
+	sh := l.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sec-sh.prunedAt >= ports.RateWindowSeconds {
+		sh.prunedAt = sec
+		sh.pruneIdle(sec)
 	}
-	bs := live(l.buckets[key], sec)
-	count := 0
-	for _, b := range bs {
-		count += b.count
+	k := sh.buckets[key]
+	if k == nil {
+		k = &rateKey{}
+		sh.buckets[key] = k
 	}
-	allowed := count < limit
+	k.live(sec)
+	allowed := k.total < limit
 	if allowed {
-		bs = addHit(bs, sec)
-		count++
+		k.bs = addHit(k.bs, sec)
+		k.total++
 	}
-	l.buckets[key] = bs
 	var oldest *int64
-	if len(bs) > 0 {
-		oldest = &bs[0].sec
+	if len(k.bs) > 0 {
+		oldest = &k.bs[0].sec
 	}
-	return ports.RateDecisionOf(allowed, limit, count, oldest, sec), nil
+	return ports.RateDecisionOf(allowed, limit, k.total, oldest, sec), nil
 }
 
-// live drops the buckets past the window at second now (in place).
-func live(bs []rateBucket, now int64) []rateBucket {
+// live drops the buckets past the window at second now (in place, when
+// there are any), and their counts from the total.
+func (k *rateKey) live(now int64) {
 	i := 0
-	for i < len(bs) && bs[i].sec < now-ports.RateWindowSeconds {
+	for i < len(k.bs) && k.bs[i].sec < now-ports.RateWindowSeconds {
+		k.total -= k.bs[i].count
 		i++
 	}
-	return append(bs[:0], bs[i:]...)
+	if i > 0 {
+		k.bs = append(k.bs[:0], k.bs[i:]...)
+	}
 }
 
 // addHit counts a request in second sec's bucket, keeping the order even
@@ -82,10 +127,10 @@ func addHit(bs []rateBucket, sec int64) []rateBucket {
 }
 
 // pruneIdle forgets the keys with no live bucket at second now.
-func (l *RateLimiter) pruneIdle(now int64) {
-	for k, bs := range l.buckets {
-		if len(bs) == 0 || bs[len(bs)-1].sec < now-ports.RateWindowSeconds {
-			delete(l.buckets, k)
+func (sh *rateShard) pruneIdle(now int64) {
+	for k, rk := range sh.buckets {
+		if bs := rk.bs; len(bs) == 0 || bs[len(bs)-1].sec < now-ports.RateWindowSeconds {
+			delete(sh.buckets, k)
 		}
 	}
 }
@@ -94,16 +139,22 @@ func (l *RateLimiter) pruneIdle(now int64) {
 // (the rate limiter's retention task, PruneRateLimits; before is minutes old, so
 // their windows are over).
 func (l *RateLimiter) prune(before time.Time, limit int) (n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	cut := before.Unix()
-	for k, bs := range l.buckets {
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		for k, rk := range sh.buckets {
+			if n >= limit {
+				break
+			}
+			if bs := rk.bs; len(bs) == 0 || bs[len(bs)-1].sec < cut {
+				delete(sh.buckets, k)
+				n++
+			}
+		}
+		sh.mu.Unlock()
 		if n >= limit {
 			break
-		}
-		if len(bs) == 0 || bs[len(bs)-1].sec < cut {
-			delete(l.buckets, k)
-			n++
 		}
 	}
 	return n

@@ -46,7 +46,7 @@ func (m *Metrics) Middleware() fiber.Handler {
 }
 
 func (m *Metrics) observe(c *fiber.Ctx, status int, d time.Duration) {
-	s := m.httpSeries(httpx.RouteTemplate(c), methodLabel(c.Method()), status)
+	s := m.seriesOf(c, status)
 	s.requests.Inc()
 	s.duration.Observe(d.Seconds())
 	if status == http.StatusTooManyRequests {
@@ -68,6 +68,34 @@ type seriesKey struct {
 type series struct {
 	requests prometheus.Counter
 	duration prometheus.Observer
+}
+
+// routeKey names the series of a request that a route of its own method
+// answered, by the route itself: a pointer and a number to hash, where
+// seriesKey hashes the template and the method's name, and the method
+// label was a look-up of its own (issue 30, P1).
+type routeKey struct {
+	route  *fiber.Route
+	status int
+}
+
+// seriesOf is c's series: by its route when the route is of c's method
+// and its template is c's label (the same series httpSeries finds under
+// the label), by the label otherwise (no route, a middleware's, or a
+// request the error handler marked unmatched).
+func (m *Metrics) seriesOf(c *fiber.Ctx, status int) *series {
+	template := httpx.RouteTemplate(c)
+	r := c.Route()
+	if r == nil || r.Path != template || r.Method != c.Method() {
+		return m.httpSeries(template, methodLabel(c.Method()), status)
+	}
+	k := routeKey{r, status}
+	if s, ok := m.series.Load(k); ok {
+		return s.(*series)
+	}
+	s := m.httpSeries(template, methodLabel(r.Method), status)
+	m.series.Store(k, s)
+	return s
 }
 
 func (m *Metrics) httpSeries(route, method string, status int) *series {

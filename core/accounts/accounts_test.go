@@ -204,3 +204,45 @@ func TestAuthenticateBytes(t *testing.T) {
 		t.Fatalf("after revocation: %v", err)
 	}
 }
+
+// TestAuthenticateBytesAt: the caller's time decides the cache's expiry
+// on the system clock only; under another clock (a test's) the service's
+// reading does, as in AuthenticateBytes.
+func TestAuthenticateBytesAt(t *testing.T) {
+	ctx := context.Background()
+	a := newAuthFixture(t)
+	far := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for range 2 {
+		// The test's clock: a time far past the TTL changes nothing.
+		if p, err := a.svc.AuthenticateBytesAt(ctx, []byte(a.value), far); err != nil || p.KeyID != a.key.ID {
+			t.Fatalf("test clock: %+v %v", p, err)
+		}
+	}
+	if a.repo.lookups != 1 {
+		t.Fatalf("test clock: %d look-ups, want 1 (the second from the cache)", a.repo.lookups)
+	}
+
+	set, store := testkit.MemorySet(t, platform.SystemClock{})
+	repo := &countingRepo{Repository: set.Accounts}
+	svc := accounts.NewService(repo, store, platform.SystemClock{})
+	acc, err := svc.CreateAccount(ctx, accounts.CreateAccountInput{Name: "Acme", Plan: accounts.PlanPremium})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, value, err := svc.CreateKey(ctx, acc.ID, accounts.CreateKeyInput{Scopes: []string{"queues:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, at := range []time.Time{now, now.Add(time.Second), now.Add(accounts.AuthCacheTTL + time.Minute)} {
+		if p, err := svc.AuthenticateBytesAt(ctx, []byte(value), at); err != nil || p.AccountID != acc.ID {
+			t.Fatalf("system clock, at %v: %+v %v", at, p, err)
+		}
+	}
+	// The first cached the key, the second found it; the third, past the
+	// TTL by the caller's time, missed and went through Authenticate,
+	// whose own reading of the clock found the entry alive.
+	if repo.lookups != 1 {
+		t.Fatalf("system clock: %d look-ups, want 1", repo.lookups)
+	}
+}

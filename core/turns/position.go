@@ -27,8 +27,13 @@ const (
 // behind is brought up to date from the recorded changes (Repository.
 // LineChanges), and only one too far behind reloads the whole line.
 type lineCache struct {
+	// runs maps a run's id to its *lineSnapshot. A read takes no lock:
+	// every GET of a waiting turn reads it, and a mutex taken by both
+	// cores for it was a cache line passed between them each time
+	// (issue 30, P1). Stores take mu, which keeps n, the number of runs.
+	runs sync.Map
 	mu   sync.Mutex
-	runs map[string]*lineSnapshot
+	n    int
 	// shared is set once an answer found a run's line changed by another
 	// process since this one cached it: from then on, an intake's lock
 	// reads the changes after the cached version in its own round trip
@@ -57,29 +62,36 @@ const maxLinePatch = 256
 // keep for readers to patch their snapshots; older ones may be pruned.
 const LineChangesKept = 1024
 
-func newLineCache() *lineCache { return &lineCache{runs: map[string]*lineSnapshot{}} }
+func newLineCache() *lineCache { return &lineCache{} }
 
 func (c *lineCache) get(runID string) *lineSnapshot {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.runs[runID]
+	if v, ok := c.runs.Load(runID); ok {
+		return v.(*lineSnapshot)
+	}
+	return nil
 }
 
 func (c *lineCache) put(runID string, snap *lineSnapshot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old := c.runs[runID]; old != nil && old.version > snap.version {
+	old := c.get(runID)
+	if old != nil && old.version > snap.version {
 		return // a concurrent reader already stored a newer line
 	}
-	if len(c.runs) >= maxCachedRuns {
-		for id := range c.runs {
-			if id != runID {
-				delete(c.runs, id)
-				break
-			}
+	if old == nil {
+		if c.n >= maxCachedRuns {
+			c.runs.Range(func(id, _ any) bool {
+				if id != runID {
+					c.runs.Delete(id)
+					c.n--
+					return false
+				}
+				return true
+			})
 		}
+		c.n++
 	}
-	c.runs[runID] = snap
+	c.runs.Store(runID, snap)
 }
 
 // snapshot returns the run's current line, from the cache when its version

@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"context"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -30,6 +31,14 @@ type BytesAuthenticator interface {
 	AuthenticateBytes(ctx context.Context, key []byte) (accounts.Principal, error)
 }
 
+// BytesAuthenticatorAt is a BytesAuthenticator that takes the time of
+// the request (its start, RequestStart) rather than reading the clock
+// again, when its own clock is the system's (the accounts service's
+// AuthenticateBytesAt). authenticate prefers it.
+type BytesAuthenticatorAt interface {
+	AuthenticateBytesAt(ctx context.Context, key []byte, at time.Time) (accounts.Principal, error)
+}
+
 // Auth is the middleware that authenticates the X-API-Key header and stores
 // the principal for PrincipalOf, Require, RateLimit and the access log. A
 // missing key is 401 UNAUTHORIZED "missing X-API-Key".
@@ -55,7 +64,9 @@ func authenticate(c *fiber.Ctx, a Authenticator) error {
 	// must (BytesAuthenticator).
 	var p accounts.Principal
 	var err error
-	if ba, ok := a.(BytesAuthenticator); ok {
+	if ba, ok := a.(BytesAuthenticatorAt); ok {
+		p, err = ba.AuthenticateBytesAt(c.UserContext(), raw, RequestStart(c))
+	} else if ba, ok := a.(BytesAuthenticator); ok {
 		p, err = ba.AuthenticateBytes(c.UserContext(), raw)
 	} else {
 		p, err = a.Authenticate(c.UserContext(), string(raw))

@@ -26,18 +26,28 @@ func Deadline(d time.Duration) fiber.Handler {
 		if d <= 0 || IsEventStream(&c.Request().Header) {
 			return c.Next()
 		}
-		// From the access log's start: one reading of the clock less.
-		deadline := RequestStart(c).Add(d)
-		if dc := &ensureState(c).deadline; dc.init(c.UserContext(), deadline) {
+		if dc, cancel := setDeadline(c, ensureState(c), d); dc != nil {
 			defer dc.cancel(context.Canceled)
-			c.SetUserContext(dc)
-			return c.Next()
+		} else {
+			defer cancel()
 		}
-		ctx, cancel := context.WithDeadline(c.UserContext(), deadline)
-		defer cancel()
-		c.SetUserContext(ctx)
 		return c.Next()
 	}
+}
+
+// setDeadline bounds the request's context to d from its start (the
+// access log's: one reading of the clock less). End it when the request
+// ends with dc.cancel(context.Canceled), or with cancel when dc is nil
+// (a parent context withDeadline does not apply to).
+func setDeadline(c *fiber.Ctx, st *state, d time.Duration) (dc *deadlineCtx, cancel context.CancelFunc) {
+	deadline := RequestStart(c).Add(d)
+	if dc := &st.deadline; dc.init(c.UserContext(), deadline) {
+		c.SetUserContext(dc)
+		return dc, nil
+	}
+	ctx, cancel := context.WithDeadline(c.UserContext(), deadline)
+	c.SetUserContext(ctx)
+	return nil, cancel
 }
 
 // isUnavailable reports whether err is a fault that passes: storage the

@@ -19,17 +19,23 @@ func Recover(log *slog.Logger) fiber.Handler {
 	return func(c *fiber.Ctx) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				log.LogAttrs(c.UserContext(), slog.LevelError, "panic",
-					slog.String("requestId", RequestID(c)),
-					slog.String("method", c.Method()),
-					slog.String("route", routeOf(c)),
-					slog.String("panic", fmt.Sprint(r)),
-					slog.String("stack", string(debug.Stack())))
-				err = fmt.Errorf("panic: %v", r)
+				err = panicked(c, log, r)
 			}
 		}()
 		return c.Next()
 	}
+}
+
+// panicked logs the panic r, recovered with its stack still in place, and
+// returns the error it becomes.
+func panicked(c *fiber.Ctx, log *slog.Logger, r any) error {
+	log.LogAttrs(c.UserContext(), slog.LevelError, "panic",
+		slog.String("requestId", RequestID(c)),
+		slog.String("method", c.Method()),
+		slog.String("route", routeOf(c)),
+		slog.String("panic", fmt.Sprint(r)),
+		slog.String("stack", string(debug.Stack())))
+	return fmt.Errorf("panic: %v", r)
 }
 
 // AccessLog is the middleware that logs one line per request: method, route

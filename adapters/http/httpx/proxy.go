@@ -22,16 +22,12 @@ type Proxies struct {
 	Trusted []netip.Prefix
 }
 
-// clientAddress installs p for the request, and works out the client's
-// address once. It runs first, so the request's state is the first of its
-// locals.
-func clientAddress(p Proxies) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		st := ensureState(c)
-		st.proxies = &p
-		st.clientIP, st.hasIP = p.client(c), true
-		return c.Next()
-	}
+// setClient installs p for the request, and works out the client's
+// address once. NewApp's middleware does it first, so the request's state
+// is the first of its locals.
+func setClient(c *fiber.Ctx, st *state, p *Proxies) {
+	st.proxies = p
+	st.clientIP, st.hasIP = p.client(c), true
 }
 
 // ClientIP is the address of the client: the peer's, or, when the peer is

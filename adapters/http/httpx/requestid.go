@@ -44,6 +44,9 @@ type state struct {
 	authed     bool
 	// unmatched: no route matched (404, 405).
 	unmatched bool
+	// immutable: NewApp's middleware saw the request, so the app is
+	// fiber-Immutable and c.Path() the request's own copy (Param).
+	immutable bool
 	// deadline is the request's context under Deadline, here rather than
 	// an allocation of its own.
 	deadline deadlineCtx
@@ -76,20 +79,24 @@ func ensureState(c *fiber.Ctx) *state {
 // request from (RequestStart).
 func AssignRequestID() fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		st := ensureState(c)
-		st.start = time.Now()
-		var id string
-		// The header's bytes, read in place: c.Get would copy them
-		// (the app is Immutable) before the check.
-		if in := c.Request().Header.Peek(HeaderRequestID); validRequestIDBytes(in) {
-			id = string(in) // the logger may keep it
-		} else {
-			id = platform.NewRequestIDAt(st.start)
-		}
-		st.requestID, st.assigned = id, true
-		c.Response().Header.SetCanonical(requestIDKey, []byte(id))
+		assignRequestID(c, ensureState(c))
 		return c.Next()
 	}
+}
+
+// assignRequestID is AssignRequestID's work on the request's state.
+func assignRequestID(c *fiber.Ctx, st *state) {
+	st.start = time.Now()
+	var id string
+	// The header's bytes, read in place: c.Get would copy them
+	// (the app is Immutable) before the check.
+	if in := c.Request().Header.Peek(HeaderRequestID); validRequestIDBytes(in) {
+		id = string(in) // the logger may keep it
+	} else {
+		id = platform.NewRequestIDAt(st.start)
+	}
+	st.requestID, st.assigned = id, true
+	c.Response().Header.SetCanonical(requestIDKey, []byte(id))
 }
 
 // RequestID returns the request's id, never empty: a request that did not

@@ -87,9 +87,34 @@ func ignoreLostConnections(s *fasthttp.Server) {
 // does), or it is one of the stream endpoints (…/events, …/events/stream),
 // which stream whatever the client accepts.
 func IsEventStream(h *fasthttp.RequestHeader) bool {
-	if bytes.Contains(bytes.ToLower(h.Peek(fasthttp.HeaderAccept)), []byte("text/event-stream")) {
+	if containsFoldASCII(h.Peek(fasthttp.HeaderAccept), "text/event-stream") {
 		return true
 	}
 	path, _, _ := bytes.Cut(h.RequestURI(), []byte("?"))
 	return bytes.HasSuffix(path, []byte("/events")) || bytes.HasSuffix(path, []byte("/events/stream"))
+}
+
+// containsFoldASCII tells whether s contains the lower-case ASCII word
+// sub in any case, without the copy bytes.ToLower made of every request's
+// Accept header (twice a request: the timeouts and the deadline ask). For
+// "text/event-stream" it is what bytes.ToLower and bytes.Contains said:
+// no non-ASCII character lower-cases to one of its letters.
+func containsFoldASCII(s []byte, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for j < len(sub) {
+			b := s[i+j]
+			if 'A' <= b && b <= 'Z' {
+				b += 'a' - 'A'
+			}
+			if b != sub[j] {
+				break
+			}
+			j++
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
 }

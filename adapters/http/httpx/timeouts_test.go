@@ -1,6 +1,8 @@
 package httpx
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -52,5 +54,36 @@ func TestEventStreamsAreExemptFromTheWriteTimeout(t *testing.T) {
 	}
 	if rc := s.HeaderReceived(&stream); rc.ReadTimeout != 0 || rc.WriteTimeout != 0 {
 		t.Errorf("an event stream: %+v", rc)
+	}
+}
+
+// TestContainsFoldASCIIAsToLower: the Accept check says what
+// bytes.Contains(bytes.ToLower(accept), "text/event-stream") said, on
+// headers of mixed case, near misses and non-ASCII bytes (Kelvin sign,
+// dotted capital I, long s, invalid UTF-8).
+func TestContainsFoldASCIIAsToLower(t *testing.T) {
+	parts := []string{"text/event-stream", "TEXT/EVENT-STREAM", "Text/Event-Stream", "text/event-strea", "ext/event-stream",
+		"application/json", ", ", ";q=0.9", "*/*", "\u212a", "\u0130", "\u017f", "\xff", "text/event-\u017ftream", "TEXT/EVENT-\u212aSTREAM", "t"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		var b []byte
+		for range rng.IntN(5) {
+			b = append(b, parts[rng.IntN(len(parts))]...)
+		}
+		want := bytes.Contains(bytes.ToLower(b), []byte("text/event-stream"))
+		if got := containsFoldASCII(b, "text/event-stream"); got != want {
+			t.Fatalf("%q: %v, want %v", b, got, want)
+		}
+	}
+}
+
+// TestIsEventStreamAllocatesNothing: the check runs twice a request; with
+// bytes.ToLower it copied every Accept header (one allocation each).
+func TestIsEventStreamAllocatesNothing(t *testing.T) {
+	var h fasthttp.RequestHeader
+	h.SetRequestURI("/api/v1/turns/tur_1")
+	h.Set("Accept", "application/json, text/plain, */*")
+	if n := testing.AllocsPerRun(100, func() { _ = IsEventStream(&h) }); n != 0 {
+		t.Fatalf("IsEventStream allocates %v times, want 0", n)
 	}
 }

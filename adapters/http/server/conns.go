@@ -14,18 +14,22 @@ type conns struct {
 	open map[net.Conn]struct{}
 }
 
-// track is a fasthttp ConnState hook.
+// track is a fasthttp ConnState hook. fasthttp calls it twice a request
+// (active, idle), which change nothing here: only a connection's opening
+// and its end take the lock, shared by every connection's goroutine.
 func (cs *conns) track(c net.Conn, state fasthttp.ConnState) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
 	switch state {
 	case fasthttp.StateNew:
+		cs.mu.Lock()
 		if cs.open == nil {
 			cs.open = map[net.Conn]struct{}{}
 		}
 		cs.open[c] = struct{}{}
+		cs.mu.Unlock()
 	case fasthttp.StateClosed, fasthttp.StateHijacked:
+		cs.mu.Lock()
 		delete(cs.open, c)
+		cs.mu.Unlock()
 	}
 }
 

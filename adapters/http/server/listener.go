@@ -169,6 +169,9 @@ type counted struct {
 	// once for all the connection's requests (httpx.PeerAddresser).
 	peer     netip.Addr
 	peerText string
+	// rd and wd are its read and write deadlines, armed lazily
+	// (deadlines.go).
+	rd, wd lazyDeadline
 }
 
 // PeerAddr is the connection's remote address (httpx.PeerAddresser).

@@ -70,16 +70,17 @@ type AdminToken string
 // listener starts with the application.
 func New(p Params, lc fx.Lifecycle) *Server {
 	hc := p.Config.HTTP
+	var then []fiber.Handler
+	if p.Metrics != nil {
+		then = append(then, p.Metrics)
+	}
 	trusted, _ := config.ParseTrustedProxies(hc.TrustedProxies) // validated with the configuration
 	app := httpx.NewApp(httpx.AppConfig{Logger: p.Log, BodyLimit: hc.BodyLimitBytes, HeaderLimit: hc.HeaderLimitBytes, Timeouts: httpx.Timeouts{
 		ReadHeader: hc.ReadHeaderTimeout, Read: hc.ReadTimeout, Write: hc.WriteTimeout, Idle: hc.IdleTimeout,
 	}, Proxies: httpx.Proxies{PublicURL: strings.TrimSuffix(hc.PublicURL, "/"), Trusted: trusted},
-		RequestTimeout: hc.RequestTimeout, Unavailable: p.Faults.Unavailable})
+		RequestTimeout: hc.RequestTimeout, Unavailable: p.Faults.Unavailable, Then: then})
 	var open conns
 	app.Server().ConnState = open.track
-	if p.Metrics != nil {
-		app.Use(p.Metrics)
-	}
 	app.Get("/healthz", func(c *fiber.Ctx) error { return httpx.OK(c, fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", func(c *fiber.Ctx) error {
 		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
