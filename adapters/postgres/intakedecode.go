@@ -121,8 +121,9 @@ var runStatusNames = []string{queues.RunOpen, queues.RunClosed}
 // through Scan.
 var lineEndpointsFields = []rawField{rawInt8, rawText}
 
-// readLineEndpoints reads runLineEndpointsSQL's rows, the next result of
-// br, as scanLineEndpoints does; the endpoints' rows, rare, through Scan.
+// readLineEndpoints reads the rows of runLineEndpointsSQL or
+// turnLineEndpointsSQL (the same columns), the next result of br; the
+// endpoints' rows, rare, through Scan.
 func readLineEndpoints(br pgx.BatchResults) (int64, []webhookEndpointRow, error) {
 	rows, err := br.Query()
 	if err != nil {

@@ -289,35 +289,6 @@ const turnLineEndpointsSQL = `SELECT l.version, e.id, e.account_id, e.url, e.eve
 	LEFT JOIN webhook_endpoints AS e ON e.account_id = (SELECT account_id FROM turns WHERE id = $1)
 	ORDER BY e.id`
 
-// scanLineEndpoints reads the next result of br, a line version and
-// endpoints as runLineEndpointsSQL reads them.
-func scanLineEndpoints(br pgx.BatchResults) (int64, []webhookEndpointRow, error) {
-	rows, err := br.Query()
-	if err != nil {
-		return 0, nil, err
-	}
-	defer rows.Close()
-	var (
-		line int64
-		eps  []webhookEndpointRow
-	)
-	for rows.Next() {
-		var (
-			id, account, url *string
-			events           []string
-			created          *time.Time
-		)
-		if err := rows.Scan(&line, &id, &account, &url, &events, &created); err != nil {
-			return 0, nil, err
-		}
-		if id != nil {
-			eps = append(eps, webhookEndpointRow{ID: *id, AccountID: *account, URL: *url, Events: events,
-				CreatedAt: *created})
-		}
-	}
-	return line, eps, rows.Err()
-}
-
 // queueServiceColumn reads, next to the run lock, the queue's (q) latest
 // service times for the change's answer (QueueForView): the running
 // summary of migration 0095, one row by key, no sort.
@@ -518,7 +489,7 @@ func (r *Turns) LockRunOfTurn(ctx context.Context, turnID string) (string, queue
 			return runErr
 		}
 		var err error
-		ref.line, eps, err = scanLineEndpoints(br)
+		ref.line, eps, err = readLineEndpoints(br)
 		return err
 	})
 	if err == nil {
