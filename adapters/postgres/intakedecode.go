@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -88,18 +87,7 @@ func readLockRun(br pgx.BatchResults) (queues.Run, queueRef, []float64, error) {
 	run.QueueID = d.text(2)
 	run.Status = d.known(3, runStatusNames)
 	run.IntakeOpen = d.bool(4)
-	// The two optional times share one allocation.
-	var times *[2]time.Time
-	for i, at := range [...]**time.Time{&run.OpenedAt, &run.ClosedAt} {
-		if vals[5+i] == nil {
-			continue
-		}
-		if times == nil {
-			times = new([2]time.Time)
-		}
-		times[i] = d.time(5 + i)
-		*at = &times[i]
-	}
+	d.optionalTimes(5, &run.OpenedAt, &run.ClosedAt)
 	run.CreatedAt = d.time(7)
 	run.UpdatedAt = d.time(8)
 	ref.version = d.int8(9)

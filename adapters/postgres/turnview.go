@@ -177,18 +177,7 @@ func decodeTurnView(id string, fields []pgconn.FieldDescription, vals [][]byte) 
 	t.ServiceSeconds = d.float8Ptr(17)
 	t.IdempotencyKey = d.textPtr(18)
 	t.RequestHash = d.text(19)
-	// The four optional times share one allocation.
-	var times *[4]time.Time
-	for i, at := range [...]**time.Time{&t.ArrivedAt, &t.CalledAt, &t.StartedAt, &t.FinishedAt} {
-		if vals[20+i] == nil {
-			continue
-		}
-		if times == nil {
-			times = new([4]time.Time)
-		}
-		times[i] = d.time(20 + i)
-		*at = &times[i]
-	}
+	d.optionalTimes(20, &t.ArrivedAt, &t.CalledAt, &t.StartedAt, &t.FinishedAt)
 	t.CreatedAt = d.time(24)
 	t.UpdatedAt = d.time(25)
 	t.AppointmentID = d.textPtr(26)
@@ -325,6 +314,22 @@ const pgEpochMicros = 946684800 * 1000000
 // time decodes a timestamptz, in UTC (as the domain keeps times). The
 // infinities, which pgx also refuses to scan into a time.Time, are an
 // error.
+// optionalTimes reads columns from, from+1, ... into at, in order: nil
+// for a NULL column. The times read share one allocation.
+func (d *rawDecoder) optionalTimes(from int, at ...**time.Time) {
+	var times []time.Time
+	for i, p := range at {
+		if d.vals[from+i] == nil {
+			continue
+		}
+		if times == nil {
+			times = make([]time.Time, len(at))
+		}
+		times[i] = d.time(from + i)
+		*p = &times[i]
+	}
+}
+
 func (d *rawDecoder) time(i int) time.Time {
 	b := d.fixed(i, 8)
 	if b == nil {
