@@ -6,7 +6,7 @@
 --   CREATE TABLE bench_runs AS SELECT (row_number() OVER (ORDER BY id))::int - 1 AS i, id AS run,
 --     account_id AS acc, queue_id AS que FROM queue_runs;
 -- with
---   pgbench -n -M prepared -c 16 -j 2 -T 10 -f test/load/pgbench-intake-qms.sql -D nul=x \
+--   pgbench -n -M prepared -c 16 -j 2 -T 10 -f test/load/pgbench-intake-qms.sql -D nul=x -D pad=3 \
 --     -D "since=2026-01-01 00:00:00+00" -D "now=2026-01-01 00:05:00+00" -D hash=0123abcd -D 'removed={}' \
 --     -D 'data={"number":1,"status":"WAITING"}' DBURL
 -- (-c 1 -t N under valgrind --tool=callgrind counts its instructions). The turn's and the event's ids, its
