@@ -30,7 +30,11 @@ TimeZone = 'Etc/UTC'
 max_connections = 20
 EOF
 as_pg "cd $work && valgrind --tool=callgrind --callgrind-out-file=$work/cg.%p $bin/postgres -D $work/data >$work/vg.log 2>&1 &"
-stop() { as_pg "$bin/pg_ctl -D $work/data stop -m fast -w" >/dev/null 2>&1 || true; }
+# The cluster and its callgrind outputs go with the script's end unless CG_KEEP=1 (then in $work).
+stop() {
+  as_pg "$bin/pg_ctl -D $work/data stop -m fast -w" >/dev/null 2>&1 || true
+  [ "${CG_KEEP:-0}" = 1 ] && echo "kept $work" >&2 || rm -rf "$work"
+}
 trap stop EXIT
 H="-h $work -p $port -U postgres"
 for _ in $(seq 1 120); do psql $H -d postgres -Atc 'SELECT 1' >/dev/null 2>&1 && break; sleep 1; done
@@ -46,6 +50,7 @@ run() {
   local db=cg_$RANDOM
   psql $H -d postgres -qc "CREATE DATABASE $db TEMPLATE seed"
   [ -n "$2" ] && psql $H -d $db -q -f "$2" >/dev/null
+  sleep 3 # the backends of the psql sessions above write their outputs as they exit
   ls "$work" >"$work/before"
   local l0; l0=$(psql $H -d $db -Atc 'SELECT pg_current_wal_flush_lsn()')
   pgbench $H -n -M prepared -c 1 -t "$3" -f "$1" -D nul=x -D pad=3 -D "since=2026-01-01 00:00:00+00" \
