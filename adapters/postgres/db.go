@@ -129,6 +129,9 @@ func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 	sqldb.SetMaxIdleConns(0)
 	db.Bun, db.Pool = bun.NewDB(sqldb, pgdialect.New()), pool
 	db.viewBatches = newRoundTrips(maxViewBatches(cfg.MaxConns), maxViewBatchSize, db.sendViews)
+	// A turn id is the request's path (fiber's buffer, reused after the
+	// handler returns): a view that waits keeps its own copy.
+	db.viewBatches.keep = strings.Clone
 	db.announcer = newAnnouncer(db)
 	return db, nil
 }

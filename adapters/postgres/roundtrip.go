@@ -28,6 +28,13 @@ type roundTrips[Q, R any] struct {
 	slots    int
 	maxBatch int
 	send     func(calls []*roundTripCall[Q, R])
+	// keep, when set, copies a call's in before the call waits: a waiting
+	// call may be sent after its caller has gone (its context ended while
+	// its round trip was leaving), and a caller's in may alias memory the
+	// caller reuses once it returns (a turn id is fiber's path buffer,
+	// Immutable off). A call that finds a free slot is sent while its
+	// caller waits for it, so it is not copied.
+	keep func(Q) Q
 
 	mu       sync.Mutex
 	waiting  []*roundTripCall[Q, R]
@@ -58,6 +65,9 @@ func newRoundTrips[Q, R any](slots, maxBatch int, send func(calls []*roundTripCa
 func (b *roundTrips[Q, R]) do(ctx context.Context, in Q) (R, error) {
 	c := &roundTripCall[Q, R]{ctx: ctx, in: in, done: make(chan struct{})}
 	b.mu.Lock()
+	if b.inflight >= b.slots && b.keep != nil {
+		c.in = b.keep(in)
+	}
 	b.waiting = append(b.waiting, c)
 	if b.inflight < b.slots {
 		// A free slot: this caller sends what waits, itself included

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // gatedSends is a send for roundTrips[int, string] that records each round
@@ -299,5 +301,47 @@ func TestRoundTripsPanickingSendFreesItsSlot(t *testing.T) {
 	defer cancel()
 	if out, err := b.do(ctx, 1); out != "after" || err != nil {
 		t.Fatalf("the call after the panic: %q, %v", out, err)
+	}
+}
+
+// A call that waits is sent with its own copy of what it asked for (keep):
+// its caller may give up while the round trip leaves, and return, and the
+// memory its in pointed to be reused (a turn id is fiber's path buffer,
+// with Immutable off) before the round trip reads it. Without keep, the
+// round trip reads the next request's bytes.
+func TestRoundTripsWaitingCallKeepsItsOwnCopy(t *testing.T) {
+	first, second := make(chan struct{}), make(chan struct{})
+	inSecond := make(chan struct{})
+	seen := make(chan string, 1)
+	trips := 0
+	b := newRoundTrips(1, 64, func(calls []*roundTripCall[string, int]) {
+		trips++ // sends run one at a time here: one slot
+		if trips == 1 {
+			<-first
+			return
+		}
+		close(inSecond)
+		<-second
+		seen <- calls[0].in
+	})
+	b.keep = strings.Clone
+	go func() { _, _ = b.do(context.Background(), "turn_first") }()
+	waitUntil(t, "the first call holds the slot", func() bool { return b.inflightForTest() == 1 })
+	buf := []byte("turn_AAAA") // the request's path buffer
+	id := unsafe.String(&buf[0], len(buf))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := b.do(ctx, id); done <- err }()
+	waitUntil(t, "the second call waits", func() bool { return b.waitingForTest() == 1 })
+	close(first) // the first round trip returns; the waiting call goes out
+	<-inSecond
+	cancel() // its request's deadline: the handler answers and returns
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the caller that gave up: %v, want its context's error", err)
+	}
+	copy(buf, "turn_BBBB") // the next request on the connection reuses the buffer
+	close(second)
+	if got := <-seen; got != "turn_AAAA" {
+		t.Errorf("the round trip read the abandoned call's id as %q after its caller returned", got)
 	}
 }
