@@ -628,7 +628,10 @@ type stationJSON struct {
 // /turns/{id}; turnview.go), coalesced with the reads asked for at the
 // same time (viewbatch.go); the queue and its stations come from
 // queueViews, or from a second read when this process has not seen that
-// version yet.
+// version yet. id may alias the caller's request (fiber's path buffer):
+// the turn's ID and a not-found error's details are id itself, fine to
+// answer with and not to keep past the request; a read that waits for a
+// round trip copies it (roundTrips.keep).
 func (r *Turns) GetForView(ctx context.Context, id string) (turns.Turn, turns.ViewContext, error) {
 	row, err := r.db.turnView(ctx, id)
 	if err == nil && !row.hasQueue {
