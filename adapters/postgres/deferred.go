@@ -268,5 +268,8 @@ func (db *DB) withPgxBatch(ctx context.Context, b *pgx.Batch, read func(br pgx.B
 	if st == nil {
 		return send(db.Pool, nil, nil)
 	}
+	if err := st.memberEnded(); err != nil {
+		return err
+	}
 	return db.rawPgx(ctx, st, func(tx pgx.Tx) error { return send(tx, st.takeDeferred(), st) })
 }

@@ -34,6 +34,19 @@ type txState struct {
 	deferred    []deferredWrite
 	deferredErr error
 	begun       bool
+	// member is the request context of the intake chain member running
+	// now (intakechain.go), nil outside one: its statements run shielded
+	// from it, and none is sent once it has ended.
+	member context.Context
+}
+
+// memberEnded is the error of a statement a chain member would send after
+// its request's context ended (nil while it lives, or outside a chain).
+func (st *txState) memberEnded() error {
+	if st.member == nil || st.member.Err() == nil {
+		return nil
+	}
+	return memberEndedError(st.member, nil)
 }
 
 func (db *DB) txFrom(ctx context.Context) *txState {
