@@ -212,15 +212,9 @@ func (c *intakeChain) member(ctx context.Context, fn func(context.Context, any) 
 		})
 	}
 	st.member = ctx
-	cancelled := make(chan struct{})
-	stopCancel := context.AfterFunc(ctx, func() {
-		defer close(cancelled)
-		c.cancelStatement()
-	})
+	stopCancel := c.cancelAtDeadline(ctx)
 	carry, panicked, err := runMember(context.WithoutCancel(ctx), st, fn, c.carry)
-	if !stopCancel() {
-		<-cancelled // sent before anything of the next member is
-	}
+	stopCancel()
 	st.member = nil
 	if ctx.Err() != nil && panicked == nil {
 		err = memberEndedError(ctx, err)
@@ -276,6 +270,30 @@ func memberEndedError(ctx context.Context, err error) error {
 		return fmt.Errorf("postgres: intake chain: the request ended: %w", ctx.Err())
 	}
 	return fmt.Errorf("postgres: intake chain: the request ended: %w (%w)", ctx.Err(), err)
+}
+
+// cancelAtDeadline sends cancelStatement at ctx's deadline, if it has one,
+// until stop, which returns once a cancel request under way has been sent
+// (before anything of the next member is). A request's context ends by its
+// deadline while its handler runs, and a timer costs less than
+// context.AfterFunc, which under a context of the request's own type
+// starts a goroutine; a context ended otherwise still fails the member
+// once its function returns.
+func (c *intakeChain) cancelAtDeadline(ctx context.Context) (stop func()) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return func() {}
+	}
+	sent := make(chan struct{})
+	t := time.AfterFunc(time.Until(deadline), func() {
+		defer close(sent)
+		c.cancelStatement()
+	})
+	return func() {
+		if !t.Stop() {
+			<-sent
+		}
+	}
 }
 
 // cancelStatementTimeout bounds the cancel request of a chain member whose
