@@ -209,3 +209,43 @@ func TestIntakeChainMemberDeadline(t *testing.T) {
 		t.Fatalf("rows %v; want [1 3 10 13]: nothing of the member past its deadline", got)
 	}
 }
+
+// TestIntakeChainMemberStatementFails: a chained intake whose own
+// statement fails in PostgreSQL (which aborts the transaction) fails
+// alone: its ROLLBACK TO goes at once, so the next member's batch can be
+// prepared behind it, and the first's and third's writes commit together
+// with no member run again.
+func TestIntakeChainMemberStatementFails(t *testing.T) {
+	db := pgtest.New(t)
+	defer postgres.ChainAgeForTest(10 * time.Second)()
+	if _, err := db.Pool.Exec(context.Background(), `CREATE TABLE probe_chain (id int PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(id int) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			return db.DeferWriteForTest(ctx, `INSERT INTO probe_chain VALUES ($1)`, id)
+		}
+	}
+	before := db.IntakeChainStats()
+	errs := chainProbe(t, db, [3]func(context.Context) error{
+		insert(1),
+		func(ctx context.Context) error {
+			if err := insert(2)(ctx); err != nil {
+				return err
+			}
+			return db.ExecPgxForTest(ctx, `SELECT 1 / (SELECT count(*) FROM probe_chain WHERE id < 0)`)
+		},
+		insert(3),
+	})
+	var pg *pgconn.PgError
+	if errs[0] != nil || !errors.As(errs[1], &pg) || pg.Code != "22012" || errs[2] != nil {
+		t.Fatalf("outcomes %v; want nil, a division by zero, nil", errs)
+	}
+	if got := probeRows(t, db); !slices.Equal(got, []int{1, 3}) {
+		t.Fatalf("rows %v; want [1 3]", got)
+	}
+	s := db.IntakeChainStats()
+	if s.Joined-before.Joined != 2 || s.FailedAlone-before.FailedAlone != 1 || s.Reruns != before.Reruns {
+		t.Fatalf("stats %+v (before %+v); want 2 joined, 1 failed alone, no member run again", s, before)
+	}
+}
