@@ -50,6 +50,12 @@ func (db *DB) deferWrite(ctx context.Context, mapErr func(error) error, sql stri
 		return nil
 	}
 	st.mu.Lock()
+	if st.deferred == nil {
+		// After a batch took them: an intake queues three more (the
+		// turn, the event, the line bump) and the COMMIT or the next
+		// member's savepoint.
+		st.deferred = make([]deferredWrite, 0, 4)
+	}
 	st.deferred = append(st.deferred, deferredWrite{sql: sql, args: args, mapErr: mapErr})
 	st.mu.Unlock()
 	return nil

@@ -139,10 +139,7 @@ func (db *DB) intakeOnce(ctx context.Context, runID string, fn func(context.Cont
 		db.gates.release(runID, gate)
 		return fmt.Errorf("postgres: unit of work: get connection: %w", err)
 	}
-	st := &txState{db: db, conn: conn}
-	st.deferred = []deferredWrite{{sql: "begin", begin: true, mapErr: func(err error) error {
-		return fmt.Errorf("postgres: unit of work: begin: %w", err)
-	}}}
+	st := &txState{db: db, conn: conn, deferred: beginWrites()}
 	c = &intakeChain{db: db, runID: runID, gate: gate, st: st, conn: conn, alone: alone, done: make(chan struct{})}
 	return c.first(ctx, fn)
 }
