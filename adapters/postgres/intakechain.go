@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -60,8 +61,14 @@ type intakeChain struct {
 	conn  bun.Conn
 	// pg is conn's PostgreSQL connection, for cancel requests, once one
 	// was needed.
-	pg      *pgconn.PgConn
-	started time.Time // when the first member finished
+	pg *pgconn.PgConn
+	// cancelTimer sends the cancel request at the running member's
+	// deadline (cancelAtDeadline), cancelArmed while it watches one;
+	// cancelling counts the request under way.
+	cancelTimer *time.Timer
+	cancelArmed bool
+	cancelling  sync.WaitGroup
+	started     time.Time // when the first member finished
 	// alone: the chain is a member's rerun after a group rollback, never
 	// handed on.
 	alone bool
@@ -209,9 +216,9 @@ func (c *intakeChain) member(ctx context.Context, fn func(context.Context, any) 
 		})
 	}
 	st.member = ctx
-	stopCancel := c.cancelAtDeadline(ctx)
+	c.cancelAtDeadline(ctx)
 	carry, panicked, err := runMember(context.WithoutCancel(ctx), st, fn, c.carry)
-	stopCancel()
+	c.stopCancel()
 	st.member = nil
 	if ctx.Err() != nil && panicked == nil {
 		err = memberEndedError(ctx, err)
@@ -270,27 +277,40 @@ func memberEndedError(ctx context.Context, err error) error {
 }
 
 // cancelAtDeadline sends cancelStatement at ctx's deadline, if it has one,
-// until stop, which returns once a cancel request under way has been sent
-// (before anything of the next member is). A request's context ends by its
-// deadline while its handler runs, and a timer costs less than
-// context.AfterFunc, which under a context of the request's own type
-// starts a goroutine; a context ended otherwise still fails the member
-// once its function returns.
-func (c *intakeChain) cancelAtDeadline(ctx context.Context) (stop func()) {
+// until stopCancel, which returns once a cancel request under way has been
+// sent (before anything of the next member is). A request's context ends
+// by its deadline while its handler runs, and one timer for the chain,
+// reset per member, costs less than context.AfterFunc, which under a
+// context of the request's own type starts a goroutine per member; a
+// context ended otherwise still fails the member once its function
+// returns.
+func (c *intakeChain) cancelAtDeadline(ctx context.Context) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		return func() {}
+		return
 	}
-	sent := make(chan struct{})
-	t := time.AfterFunc(time.Until(deadline), func() {
-		defer close(sent)
-		c.cancelStatement()
-	})
-	return func() {
-		if !t.Stop() {
-			<-sent
-		}
+	c.cancelling.Add(1) // done by the timer's function or by stopCancel
+	if c.cancelTimer == nil {
+		c.cancelTimer = time.AfterFunc(time.Until(deadline), func() {
+			defer c.cancelling.Done()
+			c.cancelStatement()
+		})
+	} else {
+		c.cancelTimer.Reset(time.Until(deadline))
 	}
+	c.cancelArmed = true
+}
+
+// stopCancel ends cancelAtDeadline's watch.
+func (c *intakeChain) stopCancel() {
+	if !c.cancelArmed {
+		return
+	}
+	c.cancelArmed = false
+	if c.cancelTimer.Stop() {
+		c.cancelling.Done()
+	}
+	c.cancelling.Wait()
 }
 
 // cancelStatementTimeout bounds the cancel request of a chain member whose
