@@ -286,7 +286,9 @@ func memberEndedError(ctx context.Context, err error) error {
 // returns.
 func (c *intakeChain) cancelAtDeadline(ctx context.Context) {
 	deadline, ok := ctx.Deadline()
-	if !ok {
+	if !ok || !time.Now().Before(deadline) {
+		// Past it already: none of its pgx statements is sent
+		// (txState.memberEnded), so there is nothing to cancel.
 		return
 	}
 	c.cancelling.Add(1) // done by the timer's function or by stopCancel
