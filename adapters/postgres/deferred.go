@@ -50,6 +50,12 @@ func (db *DB) deferWrite(ctx context.Context, mapErr func(error) error, sql stri
 		return nil
 	}
 	st.mu.Lock()
+	if st.deferred == nil {
+		// After a batch took them: an intake queues three more (the
+		// turn, the event, the line bump) and the COMMIT or the next
+		// member's savepoint.
+		st.deferred = make([]deferredWrite, 0, 4)
+	}
 	st.deferred = append(st.deferred, deferredWrite{sql: sql, args: args, mapErr: mapErr})
 	st.mu.Unlock()
 	return nil
@@ -86,16 +92,35 @@ func (st *txState) flushDeferred(ctx context.Context, q interface {
 	if len(ws) == 0 {
 		return nil
 	}
-	b := &pgx.Batch{}
-	for _, w := range ws {
-		b.Queue(w.sql, w.args...)
-	}
-	br := q.SendBatch(ctx, b)
+	br := q.SendBatch(ctx, queueWrites(ws, nil, 0))
 	err := st.readDeferred(br, ws)
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = st.failDeferred(fmt.Errorf("postgres: deferred writes: %w", cerr))
 	}
 	return err
+}
+
+// queueWrites is a batch of ws, then last when not nil, with room for
+// more queries after them. Its queries are made in one allocation, where
+// pgx.Batch.Queue makes one each (a unit's batches carry a handful: BEGIN,
+// the deferred writes, a savepoint, the statement).
+func queueWrites(ws []deferredWrite, last *pgx.QueuedQuery, more int) *pgx.Batch {
+	n := len(ws)
+	if last != nil {
+		n++
+	}
+	qs := make([]pgx.QueuedQuery, n)
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, n, n+more)}
+	for i, w := range ws {
+		qs[i] = pgx.QueuedQuery{SQL: w.sql, Arguments: w.args}
+	}
+	if last != nil {
+		qs[n-1] = *last
+	}
+	for i := range qs {
+		b.QueuedQueries[i] = &qs[i]
+	}
+	return b
 }
 
 // readDeferred reads the results of ws, the head of br.
@@ -138,12 +163,7 @@ func (b batching) send(ctx context.Context, sql string, args []any) (pgx.BatchRe
 	if len(ws) == 0 {
 		return nil, false, nil
 	}
-	batch := &pgx.Batch{}
-	for _, w := range ws {
-		batch.Queue(w.sql, w.args...)
-	}
-	batch.Queue(sql, args...)
-	br := b.tx.SendBatch(ctx, batch)
+	br := b.tx.SendBatch(ctx, queueWrites(ws, &pgx.QueuedQuery{SQL: sql, Arguments: args}, 0))
 	if err := b.st.readDeferred(br, ws); err != nil {
 		_ = br.Close()
 		return nil, true, err
@@ -246,10 +266,7 @@ func (db *DB) withPgxBatch(ctx context.Context, b *pgx.Batch, read func(br pgx.B
 	send := func(q interface {
 		SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
 	}, ws []deferredWrite, st *txState) error {
-		full := &pgx.Batch{}
-		for _, w := range ws {
-			full.Queue(w.sql, w.args...)
-		}
+		full := queueWrites(ws, nil, len(b.QueuedQueries))
 		full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
 		br := q.SendBatch(ctx, full)
 		if st != nil {
@@ -267,6 +284,9 @@ func (db *DB) withPgxBatch(ctx context.Context, b *pgx.Batch, read func(br pgx.B
 	st := db.txFrom(ctx)
 	if st == nil {
 		return send(db.Pool, nil, nil)
+	}
+	if err := st.memberEnded(); err != nil {
+		return err
 	}
 	return db.rawPgx(ctx, st, func(tx pgx.Tx) error { return send(tx, st.takeDeferred(), st) })
 }

@@ -12,6 +12,15 @@ func (db *DB) DeferWriteForTest(ctx context.Context, sql string, args ...any) er
 	return db.deferWrite(ctx, func(err error) error { return fmt.Errorf("probe: %w", err) }, sql, args...)
 }
 
+// ExecPgxForTest runs sql through pgx as the hot statements do (withPgx),
+// in the unit of work in ctx, if any.
+func (db *DB) ExecPgxForTest(ctx context.Context, sql string, args ...any) error {
+	return db.withPgx(ctx, func(q pgxQuerier) error {
+		_, err := q.Exec(ctx, sql, args...)
+		return err
+	})
+}
+
 // LeasesForTest is how many lease statements the limiter has sent.
 func (l *RateLimiter) LeasesForTest() int64 { return l.leases.Load() }
 

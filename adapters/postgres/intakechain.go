@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -53,12 +54,21 @@ var errRerunAlone = errors.New("postgres: intake chain rolled back; run again al
 
 // intakeChain is one transaction shared by intakes of a run.
 type intakeChain struct {
-	db      *DB
-	runID   string
-	gate    *runGate
-	st      *txState
-	conn    bun.Conn
-	started time.Time // when the first member finished
+	db    *DB
+	runID string
+	gate  *runGate
+	st    *txState
+	conn  bun.Conn
+	// pg is conn's PostgreSQL connection, for cancel requests, once one
+	// was needed.
+	pg *pgconn.PgConn
+	// cancelTimer sends the cancel request at the running member's
+	// deadline (cancelAtDeadline), cancelArmed while it watches one;
+	// cancelling counts the request under way.
+	cancelTimer *time.Timer
+	cancelArmed bool
+	cancelling  sync.WaitGroup
+	started     time.Time // when the first member finished
 	// alone: the chain is a member's rerun after a group rollback, never
 	// handed on.
 	alone bool
@@ -136,10 +146,7 @@ func (db *DB) intakeOnce(ctx context.Context, runID string, fn func(context.Cont
 		db.gates.release(runID, gate)
 		return fmt.Errorf("postgres: unit of work: get connection: %w", err)
 	}
-	st := &txState{db: db, conn: conn}
-	st.deferred = []deferredWrite{{sql: "begin", begin: true, mapErr: func(err error) error {
-		return fmt.Errorf("postgres: unit of work: begin: %w", err)
-	}}}
+	st := &txState{db: db, conn: conn, deferred: beginWrites()}
 	c = &intakeChain{db: db, runID: runID, gate: gate, st: st, conn: conn, alone: alone, done: make(chan struct{})}
 	return c.first(ctx, fn)
 }
@@ -190,10 +197,32 @@ func (c *intakeChain) member(ctx context.Context, fn func(context.Context, any) 
 	st.afterCommit = nil
 	st.mu.Unlock()
 
-	// Its statements run on the chain's connection: its context ending
-	// mid-statement would close the connection under every member (pgx
-	// closes a connection whose query it abandons). An intake is short.
+	// Its statements run on the chain's connection, so they must not end
+	// with its request: pgx closes a connection whose statement it
+	// abandons, under every member. Its request's end (the deadline, a
+	// client gone) stops it all the same, as it would a unit of its own: a
+	// cancel request stops its statement in flight (PostgreSQL ignores one
+	// that arrives between statements), no statement of it is sent
+	// afterwards (txState.memberEnded), and it then fails alone, undone by
+	// its savepoint, with its context's error (503, Unavailable).
+	if c.pg == nil {
+		// Taken now: sql.Conn.Raw waits for the statement in flight.
+		_ = c.conn.Raw(func(driverConn any) error {
+			conn, err := pgxConn(driverConn)
+			if err == nil {
+				c.pg = conn.PgConn()
+			}
+			return err
+		})
+	}
+	st.member = ctx
+	c.cancelAtDeadline(ctx)
 	carry, panicked, err := runMember(context.WithoutCancel(ctx), st, fn, c.carry)
+	c.stopCancel()
+	st.member = nil
+	if ctx.Err() != nil && panicked == nil {
+		err = memberEndedError(ctx, err)
+	}
 	st.mu.Lock()
 	hooks := st.afterCommit
 	st.afterCommit = nil
@@ -220,6 +249,14 @@ func (c *intakeChain) member(ctx context.Context, fn func(context.Context, any) 
 		}
 		st.folded = folded{}
 		st.mu.Unlock()
+		if c.pg == nil || c.pg.TxStatus() == 'E' {
+			// Its failure aborted the transaction: the ROLLBACK TO goes
+			// now, alone, since pgx could not prepare the next member's
+			// statements behind it in an aborted transaction. A failure
+			// here is the chain's (deferredErr): its next member or its
+			// commit sinks it.
+			_ = c.db.flushDeferredNow(context.WithoutCancel(ctx), st)
+		}
 		_ = c.next(ctx, false)
 		return err
 	}
@@ -227,6 +264,72 @@ func (c *intakeChain) member(ctx context.Context, fn func(context.Context, any) 
 	c.hooks = append(c.hooks, hooks...)
 	c.carry = carry
 	return c.next(ctx, true)
+}
+
+// memberEndedError is the failure of a chain member whose request's
+// context ended, with what it failed with (nil: it ended between
+// statements).
+func memberEndedError(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("postgres: intake chain: the request ended: %w", ctx.Err())
+	}
+	return fmt.Errorf("postgres: intake chain: the request ended: %w (%w)", ctx.Err(), err)
+}
+
+// cancelAtDeadline sends cancelStatement at ctx's deadline, if it has one,
+// until stopCancel, which returns once a cancel request under way has been
+// sent (before anything of the next member is). A request's context ends
+// by its deadline while its handler runs, and one timer for the chain,
+// reset per member, costs less than context.AfterFunc, which under a
+// context of the request's own type starts a goroutine per member; a
+// context ended otherwise still fails the member once its function
+// returns.
+func (c *intakeChain) cancelAtDeadline(ctx context.Context) {
+	deadline, ok := ctx.Deadline()
+	if !ok || !time.Now().Before(deadline) {
+		// Past it already: none of its pgx statements is sent
+		// (txState.memberEnded), so there is nothing to cancel.
+		return
+	}
+	c.cancelling.Add(1) // done by the timer's function or by stopCancel
+	if c.cancelTimer == nil {
+		c.cancelTimer = time.AfterFunc(time.Until(deadline), func() {
+			defer c.cancelling.Done()
+			c.cancelStatement()
+		})
+	} else {
+		c.cancelTimer.Reset(time.Until(deadline))
+	}
+	c.cancelArmed = true
+}
+
+// stopCancel ends cancelAtDeadline's watch.
+func (c *intakeChain) stopCancel() {
+	if !c.cancelArmed {
+		return
+	}
+	c.cancelArmed = false
+	if c.cancelTimer.Stop() {
+		c.cancelling.Done()
+	}
+	c.cancelling.Wait()
+}
+
+// cancelStatementTimeout bounds the cancel request of a chain member whose
+// request ended.
+const cancelStatementTimeout = 2 * time.Second
+
+// cancelStatement asks PostgreSQL to cancel the statement the chain's
+// connection runs, if any (a member's, whose request ended). It opens a
+// connection of its own, as a cancel request does; safe while a statement
+// runs on the chain's.
+func (c *intakeChain) cancelStatement() {
+	if c.pg == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cancelStatementTimeout)
+	defer cancel()
+	_ = c.pg.CancelRequest(ctx)
 }
 
 // runMember runs fn in the chain's transaction, catching a panic so the

@@ -27,6 +27,9 @@ func (db *DB) WithPgxTx(ctx context.Context, f func(tx pgx.Tx) error) error {
 	if st == nil {
 		return pgx.BeginFunc(ctx, db.Pool, f)
 	}
+	if err := st.memberEnded(); err != nil {
+		return err
+	}
 	return db.rawPgx(ctx, st, func(tx pgx.Tx) error {
 		// The unit's deferred writes go first: f's statements see them.
 		if err := st.flushDeferred(ctx, tx); err != nil {
@@ -140,6 +143,9 @@ func (db *DB) withPgx(ctx context.Context, f func(q pgxQuerier) error) error {
 	st := db.txFrom(ctx)
 	if st == nil {
 		return f(db.Pool)
+	}
+	if err := st.memberEnded(); err != nil {
+		return err
 	}
 	// The first statement f sends carries the unit's deferred writes in
 	// front of it, in one batch (deferred.go).

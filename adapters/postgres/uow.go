@@ -34,6 +34,19 @@ type txState struct {
 	deferred    []deferredWrite
 	deferredErr error
 	begun       bool
+	// member is the request context of the intake chain member running
+	// now (intakechain.go), nil outside one: its statements run shielded
+	// from it, and none is sent once it has ended.
+	member context.Context
+}
+
+// memberEnded is the error of a statement a chain member would send after
+// its request's context ended (nil while it lives, or outside a chain).
+func (st *txState) memberEnded() error {
+	if st.member == nil || st.member.Err() == nil {
+		return nil
+	}
+	return memberEndedError(st.member, nil)
 }
 
 func (db *DB) txFrom(ctx context.Context) *txState {
@@ -163,6 +176,18 @@ func (db *DB) conn(ctx context.Context) (bun.Conn, error) {
 	return conn, err
 }
 
+// beginWrites is a new unit's queue of deferred writes: its BEGIN, with
+// room for what an intake queues before its first batch and its commit
+// (the turn, the event, the line bump, a chain member's savepoint), so the
+// queue does not grow three times on the way.
+func beginWrites() []deferredWrite {
+	ws := make([]deferredWrite, 1, 8)
+	ws[0] = deferredWrite{sql: "begin", begin: true, mapErr: errBegin}
+	return ws
+}
+
+func errBegin(err error) error { return fmt.Errorf("postgres: unit of work: begin: %w", err) }
+
 // commitUnit sends COMMIT with the unit's last deferred writes, in one
 // batch; a unit that sent nothing sends nothing.
 func (db *DB) commitUnit(ctx context.Context, st *txState) error {
@@ -220,10 +245,7 @@ func (db *DB) do(ctx context.Context, fn func(ctx context.Context) error) (err e
 	// the rollback below (last in, first out). After a commit it is closed
 	// before the hooks run, and this second Close is a no-op.
 	defer func() { _ = conn.Close() }()
-	st := &txState{db: db, conn: conn}
-	st.deferred = []deferredWrite{{sql: "begin", begin: true, mapErr: func(err error) error {
-		return fmt.Errorf("postgres: unit of work: begin: %w", err)
-	}}}
+	st := &txState{db: db, conn: conn, deferred: beginWrites()}
 
 	done := false
 	defer func() {
