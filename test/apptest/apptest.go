@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/qms-dev/qms/adapters/http/httpx"
 	"github.com/qms-dev/qms/adapters/http/server"
 	"github.com/qms-dev/qms/bootstrap"
 	"github.com/qms-dev/qms/client"
@@ -58,6 +59,10 @@ type Settings struct {
 	// writes it (bootstrap's logger at the configured level and format),
 	// instead of the tests' quiet text logger.
 	LogOutput io.Writer
+	// Unscribbled leaves requests' bytes alone after their responses
+	// (httpx.ScribbleRequests, on by default): for benchmarks that time
+	// or count the CPU of requests, which the scribbling would add to.
+	Unscribbled bool
 }
 
 // Option adjusts the settings before start.
@@ -107,6 +112,12 @@ func WithProcessLog(w io.Writer) Option {
 	}
 }
 
+// Unscribbled is Settings.Unscribbled: for benchmarks only, every test
+// runs with the scribbling.
+func Unscribbled() Option {
+	return func(s *Settings) { s.Unscribbled = true }
+}
+
 // WithConfig changes the configuration.
 func WithConfig(f func(*config.Config)) Option {
 	return func(s *Settings) { f(s.Config) }
@@ -148,6 +159,13 @@ func start(t testing.TB, storage, url string, opts ...Option) *App {
 		bo.Logger, bo.LogOutput = nil, set.LogOutput
 	}
 	app, srv := bootstrap.New(cfg, bo)
+	// Every request's bytes are overwritten once it is answered: a
+	// handler that keeps a value of the request without copying it
+	// reads '#'s in the test that follows (docs/decisions.md, "Fiber's
+	// Immutable is off; handlers copy what they keep").
+	if !set.Unscribbled {
+		httpx.ScribbleRequests(srv.App)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := app.Start(ctx); err != nil {

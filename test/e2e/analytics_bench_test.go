@@ -50,7 +50,7 @@ SELECT 'turn_bench' || lpad(g.g::text, 16, '0'), $4, q.queue_id, q.run_id, g.g, 
 // GET /analytics/summary through a qms process on Postgres, over an account
 // with benchTurns turns in ten queues.
 func BenchmarkAnalytics(b *testing.B) {
-	a := apptest.Postgres(b, apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 1 << 30 }))
+	a := apptest.Postgres(b, apptest.Unscribbled(), apptest.WithConfig(func(c *config.Config) { c.RateLimit.PerMinute = 1 << 30 }))
 	var queueIDs, runIDs []string
 	for range 10 {
 		_, q, run := setupQueue(b, a, nil)

@@ -36,7 +36,7 @@ func BenchmarkIntakeCPU(b *testing.B) {
 }
 
 func intakeCPU(b *testing.B, runs, clients int) {
-	a := apptest.Postgres(b, apptest.WithConfig(func(cfg *config.Config) {
+	a := apptest.Postgres(b, apptest.Unscribbled(), apptest.WithConfig(func(cfg *config.Config) {
 		cfg.RateLimit.PerMinute = 1_000_000_000
 	}))
 	var e struct {

@@ -36,7 +36,7 @@ import (
 func BenchmarkWebhookThroughput(b *testing.B) {
 	const events, clients = 10_000, 16
 	for range b.N {
-		a := apptest.Postgres(b, whNoLimit)
+		a := apptest.Postgres(b, apptest.Unscribbled(), whNoLimit)
 		rc := newWhReceiver(b, whStatic(http.StatusOK))
 		runs := make([]string, clients)
 		for i := range runs {

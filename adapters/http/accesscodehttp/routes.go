@@ -3,6 +3,8 @@
 package accesscodehttp
 
 import (
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
@@ -48,7 +50,7 @@ func Register(r fiber.Router, svc *accesscodes.Service, guard *accesscodes.Guard
 		if err := httpx.Decode(c, &struct{}{}); err != nil {
 			return err
 		}
-		code, err := svc.Disable(c.UserContext(), httpx.AccountOf(c), c.Params("id"))
+		code, err := svc.Disable(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("id")))
 		if err != nil {
 			return err
 		}

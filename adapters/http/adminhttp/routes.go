@@ -48,7 +48,7 @@ func Register(app fiber.Router, svc *accounts.Service, token string, brake *Brak
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		a, err := svc.SetPlan(c.UserContext(), c.Params("accountId"), in.Plan)
+		a, err := svc.SetPlan(c.UserContext(), strings.Clone(c.Params("accountId")), in.Plan)
 		if err != nil {
 			return err
 		}
@@ -79,7 +79,7 @@ func Register(app fiber.Router, svc *accounts.Service, token string, brake *Brak
 		if err := httpx.Decode(c, &struct{}{}); err != nil {
 			return err
 		}
-		k, err := svc.RevokeKey(c.UserContext(), c.Params("keyId"))
+		k, err := svc.RevokeKey(c.UserContext(), strings.Clone(c.Params("keyId")))
 		if err != nil {
 			return err
 		}

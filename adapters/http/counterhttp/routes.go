@@ -72,7 +72,7 @@ func RegisterAPI(r fiber.Router, svc *counter.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		l, err := svc.Create(c.UserContext(), httpx.AccountOf(c), c.Params("queueId"), in)
+		l, err := svc.Create(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("queueId")), in)
 		if err != nil {
 			return err
 		}
@@ -90,7 +90,7 @@ func RegisterAPI(r fiber.Router, svc *counter.Service, cur httpx.Cursors) {
 		return httpx.WritePage(c, cur, list+"/"+c.Params("queueId"), p, page.Limit)
 	})
 	r.Delete("/counter-links/:linkId", dispatch, func(c *fiber.Ctx) error {
-		l, err := svc.Revoke(c.UserContext(), httpx.AccountOf(c), c.Params("linkId"))
+		l, err := svc.Revoke(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("linkId")))
 		if err != nil {
 			return err
 		}
@@ -225,7 +225,7 @@ func RegisterPage(app *fiber.App, svc *counter.Service, hub *stream.Hub, limit f
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		h, err := svc.AnswerHelp(c.UserContext(), l, c.Params("helpRequestId"), in)
+		h, err := svc.AnswerHelp(c.UserContext(), l, strings.Clone(c.Params("helpRequestId")), in)
 		if err != nil {
 			return err
 		}

@@ -61,7 +61,7 @@ func RegisterAPI(r fiber.Router, svc *display.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		t, err := svc.Create(c.UserContext(), httpx.AccountOf(c), c.Params("runId"), in)
+		t, err := svc.Create(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("runId")), in)
 		if err != nil {
 			return err
 		}
@@ -83,14 +83,14 @@ func RegisterAPI(r fiber.Router, svc *display.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		t, err := svc.Update(c.UserContext(), httpx.AccountOf(c), c.Params("tokenId"), in)
+		t, err := svc.Update(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("tokenId")), in)
 		if err != nil {
 			return err
 		}
 		return httpx.OK(c, t)
 	})
 	r.Delete("/display-tokens/:tokenId", write, func(c *fiber.Ctx) error {
-		t, err := svc.Revoke(c.UserContext(), httpx.AccountOf(c), c.Params("tokenId"))
+		t, err := svc.Revoke(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("tokenId")))
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,8 @@
 package entityhttp
 
 import (
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
@@ -22,14 +24,14 @@ func Register(r fiber.Router, svc *entities.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		e, err := svc.Update(c.UserContext(), httpx.AccountOf(c), c.Params("entityId"), in)
+		e, err := svc.Update(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("entityId")), in)
 		if err != nil {
 			return err
 		}
 		return httpx.OK(c, e)
 	})
 	r.Delete("/entities/:entityId", write, func(c *fiber.Ctx) error {
-		id := c.Params("entityId")
+		id := strings.Clone(c.Params("entityId"))
 		if err := svc.Delete(c.UserContext(), httpx.AccountOf(c), id); err != nil {
 			return err
 		}

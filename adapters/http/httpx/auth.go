@@ -59,9 +59,8 @@ func authenticate(c *fiber.Ctx, a Authenticator) error {
 	}
 	// The header's bytes are fasthttp's reusable buffer; an authenticator
 	// that caches by key must get a string of its own: one copy, made
-	// here (c.Get would copy too, under the app's Immutable setting, and
-	// a clone of that was a second), unless it copies them itself when it
-	// must (BytesAuthenticator).
+	// here, unless it copies them itself when it must
+	// (BytesAuthenticator).
 	var p accounts.Principal
 	var err error
 	if ba, ok := a.(BytesAuthenticatorAt); ok {

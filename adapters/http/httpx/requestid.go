@@ -44,9 +44,9 @@ type state struct {
 	authed     bool
 	// unmatched: no route matched (404, 405).
 	unmatched bool
-	// immutable: NewApp's middleware saw the request, so the app is
-	// fiber-Immutable and c.Path() the request's own copy (Param).
-	immutable bool
+	// scribble: overwrite the request's bytes once its response is made
+	// (ScribbleRequests, for tests).
+	scribble bool
 	// deadline is the request's context under Deadline, here rather than
 	// an allocation of its own.
 	deadline deadlineCtx
@@ -88,8 +88,7 @@ func AssignRequestID() fiber.Handler {
 func assignRequestID(c *fiber.Ctx, st *state) {
 	st.start = time.Now()
 	var id string
-	// The header's bytes, read in place: c.Get would copy them
-	// (the app is Immutable) before the check.
+	// The header's bytes, read in place, checked before they are copied.
 	if in := c.Request().Header.Peek(HeaderRequestID); validRequestIDBytes(in) {
 		id = string(in) // the logger may keep it
 	} else {

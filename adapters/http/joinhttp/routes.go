@@ -63,7 +63,7 @@ func RegisterAPI(r fiber.Router, svc *join.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		l, err := svc.Create(c.UserContext(), httpx.AccountOf(c), c.Params("queueId"), in)
+		l, err := svc.Create(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("queueId")), in)
 		if err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func RegisterAPI(r fiber.Router, svc *join.Service, cur httpx.Cursors) {
 		return httpx.WritePage(c, cur, list, p, page.Limit)
 	})
 	r.Delete("/join-links/:linkId", write, func(c *fiber.Ctx) error {
-		l, err := svc.Revoke(c.UserContext(), httpx.AccountOf(c), c.Params("linkId"))
+		l, err := svc.Revoke(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("linkId")))
 		if err != nil {
 			return err
 		}

@@ -120,7 +120,7 @@ func RegisterAPI(r fiber.Router, svc *notify.Service, own Owners) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		s, err := svc.PutSettings(c.UserContext(), httpx.AccountOf(c), c.Params("queueId"), in)
+		s, err := svc.PutSettings(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("queueId")), in)
 		if err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func RegisterCallbacks(app fiber.Router, svc *notify.Service, cb Callbacks) {
 	// body, and a status or reply so verified concerns only that
 	// account's messages.
 	own := func(c *fiber.Ctx) (secrets, error) {
-		id := c.Params("accountId")
+		id := strings.Clone(c.Params("accountId"))
 		a, err := svc.Credentials(c.UserContext(), id)
 		if err != nil || a == nil {
 			return secrets{}, err

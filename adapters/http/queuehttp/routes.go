@@ -4,6 +4,7 @@ package queuehttp
 
 import (
 	"context"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -58,14 +59,14 @@ func Register(r fiber.Router, svc *queues.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		st, err := svc.CreateStation(c.UserContext(), httpx.AccountOf(c), c.Params("queueId"), in)
+		st, err := svc.CreateStation(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("queueId")), in)
 		if err != nil {
 			return err
 		}
 		return httpx.Created(c, st)
 	})
 	r.Delete("/stations/:stationId", write, func(c *fiber.Ctx) error {
-		st, err := svc.DeleteStation(c.UserContext(), httpx.AccountOf(c), c.Params("stationId"))
+		st, err := svc.DeleteStation(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("stationId")))
 		if err != nil {
 			return err
 		}
@@ -77,7 +78,7 @@ func Register(r fiber.Router, svc *queues.Service, cur httpx.Cursors) {
 			if err := httpx.Decode(c, &struct{}{}); err != nil {
 				return err
 			}
-			run, err := op(c.UserContext(), httpx.AccountOf(c), c.Params("runId"))
+			run, err := op(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("runId")))
 			if err != nil {
 				return err
 			}
@@ -101,7 +102,7 @@ func put[In any](op func(ctx context.Context, accountID, id string, in In) (queu
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		q, err := op(c.UserContext(), httpx.AccountOf(c), c.Params("queueId"), in)
+		q, err := op(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("queueId")), in)
 		if err != nil {
 			return err
 		}

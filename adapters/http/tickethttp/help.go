@@ -1,6 +1,8 @@
 package tickethttp
 
 import (
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
@@ -48,7 +50,7 @@ func registerHelpAPI(r fiber.Router, svc *ticket.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		h, err := svc.AnswerHelp(c.UserContext(), httpx.AccountOf(c), c.Params("helpRequestId"), in)
+		h, err := svc.AnswerHelp(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("helpRequestId")), in)
 		if err != nil {
 			return err
 		}

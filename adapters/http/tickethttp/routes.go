@@ -67,7 +67,7 @@ func RegisterAPI(r fiber.Router, svc *ticket.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		l, err := svc.Create(c.UserContext(), httpx.AccountOf(c), c.Params("turnId"), in)
+		l, err := svc.Create(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("turnId")), in)
 		if err != nil {
 			return err
 		}

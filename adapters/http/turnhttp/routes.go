@@ -6,6 +6,7 @@ package turnhttp
 import (
 	"context"
 	"reflect"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -28,8 +29,8 @@ func Register(r fiber.Router, svc *turns.Service, cur httpx.Cursors) {
 	dispatch := httpx.Require(accounts.ScopeDispatchWrite)
 	// Cursors name the run's list, so one run's cursor is refused on
 	// another's.
-	turnList := func(c *fiber.Ctx) string { return "turns/" + httpx.Param(c, "runId") }
-	arrivalList := func(c *fiber.Ctx) string { return "arrivals/" + httpx.Param(c, "runId") }
+	turnList := func(c *fiber.Ctx) string { return "turns/" + c.Params("runId") }
+	arrivalList := func(c *fiber.Ctx) string { return "arrivals/" + c.Params("runId") }
 
 	body := createBody(svc)
 	r.Post("/queue-runs/:runId/turns", write, func(c *fiber.Ctx) error {
@@ -39,7 +40,7 @@ func Register(r fiber.Router, svc *turns.Service, cur httpx.Cursors) {
 			return err
 		}
 		in.Extensions = ext
-		v, replayed, err := svc.Create(c.UserContext(), httpx.AccountOf(c), httpx.Param(c, "runId"), in)
+		v, replayed, err := svc.Create(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("runId")), in)
 		if err != nil {
 			return err
 		}
@@ -61,7 +62,7 @@ func Register(r fiber.Router, svc *turns.Service, cur httpx.Cursors) {
 		if err != nil {
 			return err
 		}
-		p, err := svc.List(c.UserContext(), httpx.AccountOf(c), httpx.Param(c, "runId"), turns.ListFilter{Statuses: statuses}, page)
+		p, err := svc.List(c.UserContext(), httpx.AccountOf(c), c.Params("runId"), turns.ListFilter{Statuses: statuses}, page)
 		if err != nil {
 			return err
 		}
@@ -72,14 +73,14 @@ func Register(r fiber.Router, svc *turns.Service, cur httpx.Cursors) {
 		if err != nil {
 			return err
 		}
-		p, err := svc.Arrivals(c.UserContext(), httpx.AccountOf(c), httpx.Param(c, "runId"), page)
+		p, err := svc.Arrivals(c.UserContext(), httpx.AccountOf(c), c.Params("runId"), page)
 		if err != nil {
 			return err
 		}
 		return httpx.WritePage(c, cur, arrivalList(c), p, page.Limit)
 	})
 	r.Get("/turns/:turnId", read, func(c *fiber.Ctx) error {
-		v, err := svc.Get(c.UserContext(), httpx.AccountOf(c), httpx.Param(c, "turnId"))
+		v, err := svc.Get(c.UserContext(), httpx.AccountOf(c), c.Params("turnId"))
 		if err != nil {
 			return err
 		}
@@ -92,7 +93,7 @@ func Register(r fiber.Router, svc *turns.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		v, err := svc.Next(c.UserContext(), httpx.AccountOf(c), httpx.Param(c, "runId"), in)
+		v, err := svc.Next(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("runId")), in)
 		if err != nil {
 			return err
 		}
@@ -116,7 +117,7 @@ func op(f func(ctx context.Context, accountID, id string) (turns.View, error)) f
 		if err := httpx.Decode(c, &struct{}{}); err != nil {
 			return err
 		}
-		v, err := f(c.UserContext(), httpx.AccountOf(c), httpx.Param(c, "turnId"))
+		v, err := f(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("turnId")))
 		if err != nil {
 			return err
 		}
@@ -131,7 +132,7 @@ func withBody[In any](f func(ctx context.Context, accountID, id string, in In) (
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		v, err := f(c.UserContext(), httpx.AccountOf(c), httpx.Param(c, "turnId"), in)
+		v, err := f(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("turnId")), in)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,8 @@
 package webhookhttp
 
 import (
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
@@ -33,7 +35,7 @@ func Register(r fiber.Router, svc *webhooks.Service, cur httpx.Cursors) {
 		return httpx.Created(c, ep)
 	})
 	r.Delete("/webhook-endpoints/:webhookId", write, func(c *fiber.Ctx) error {
-		ep, err := svc.Delete(c.UserContext(), httpx.AccountOf(c), c.Params("webhookId"))
+		ep, err := svc.Delete(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("webhookId")))
 		if err != nil {
 			return err
 		}
@@ -52,7 +54,7 @@ func Register(r fiber.Router, svc *webhooks.Service, cur httpx.Cursors) {
 		if err := httpx.Decode(c, &struct{}{}); err != nil {
 			return err
 		}
-		d, err := svc.Redeliver(c.UserContext(), httpx.AccountOf(c), c.Params("deliveryId"))
+		d, err := svc.Redeliver(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("deliveryId")))
 		if err != nil {
 			return err
 		}

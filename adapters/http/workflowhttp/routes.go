@@ -3,6 +3,8 @@
 package workflowhttp
 
 import (
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/qms-dev/qms/adapters/http/httpx"
@@ -35,14 +37,14 @@ func Register(r fiber.Router, svc *workflow.Service, fwd *workflow.Forwarder, cu
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		l, err := svc.Update(c.UserContext(), httpx.AccountOf(c), c.Params("linkId"), in)
+		l, err := svc.Update(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("linkId")), in)
 		if err != nil {
 			return err
 		}
 		return httpx.OK(c, l)
 	})
 	r.Delete("/queue-links/:linkId", write, func(c *fiber.Ctx) error {
-		l, err := svc.Delete(c.UserContext(), httpx.AccountOf(c), c.Params("linkId"))
+		l, err := svc.Delete(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("linkId")))
 		if err != nil {
 			return err
 		}
@@ -55,7 +57,7 @@ func Register(r fiber.Router, svc *workflow.Service, fwd *workflow.Forwarder, cu
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		f, err := fwd.ForwardNow(c.UserContext(), httpx.AccountOf(c), c.Params("turnId"), in)
+		f, err := fwd.ForwardNow(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("turnId")), in)
 		if err != nil {
 			return err
 		}
@@ -69,7 +71,7 @@ func Register(r fiber.Router, svc *workflow.Service, fwd *workflow.Forwarder, cu
 		if err := httpx.Decode(c, &in); err != nil {
 			return err
 		}
-		t, err := fwd.Transfer(c.UserContext(), httpx.AccountOf(c), c.Params("turnId"), in)
+		t, err := fwd.Transfer(c.UserContext(), httpx.AccountOf(c), strings.Clone(c.Params("turnId")), in)
 		if err != nil {
 			return err
 		}
