@@ -15,7 +15,7 @@ import (
 // forward record for retention to prune. Webhook deliveries of the turns
 // created after the failover are asserted with every other delivery.
 type background struct {
-	t     *testing.T
+	t     testing.TB
 	admin *apptest.App
 
 	fwdSource, fwdDestRun string // the forwarded turn, and the run it goes to

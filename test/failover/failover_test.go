@@ -161,10 +161,11 @@ func (rc *receiver) at(event, turn string) time.Time {
 // tolerance no-show: background_test.go); the one-host process answers 503
 // (and /readyz 503) while node1 is a standby and writes again once node1 is
 // primary, without a restart.
-func TestFailoverUnderLoad(t *testing.T) {
+func TestFailoverUnderLoad(tt *testing.T) {
 	if testing.Short() {
-		t.Skip("runs a pg_auto_failover formation for about two minutes")
+		tt.Skip("runs a pg_auto_failover formation for about two minutes")
 	}
+	t := rememberFailures(tt)
 	f := pgcluster.StartFormation(t)
 	multi := f.URL()
 	node1 := f.Nodes[0]
@@ -542,7 +543,7 @@ func TestFailoverUnderLoad(t *testing.T) {
 const probeWrite = "SELECT pg_current_xact_id()"
 
 // waitWritable waits until a new connection to url takes a write.
-func waitWritable(t *testing.T, f *pgcluster.Formation, url string, within time.Duration) {
+func waitWritable(t testing.TB, f *pgcluster.Formation, url string, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -564,7 +565,7 @@ func waitWritable(t *testing.T, f *pgcluster.Formation, url string, within time.
 }
 
 // qmsBinary builds cmd/qms: the processes run the binary users run.
-func qmsBinary(t *testing.T) string {
+func qmsBinary(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "qms")
 	cmd := exec.Command("go", "build", "-o", path, "./cmd/qms")
@@ -576,7 +577,7 @@ func qmsBinary(t *testing.T) string {
 }
 
 // startQMS starts `qms serve` on dbURL and waits until it is ready.
-func startQMS(t *testing.T, bin string, env []string, dbURL, logPath string) string {
+func startQMS(t testing.TB, bin string, env []string, dbURL, logPath string) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

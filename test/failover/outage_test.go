@@ -21,7 +21,7 @@ type phase struct {
 // the bar: at most 5 s from the fault to the first acknowledged write.
 // probes are the test's own connections' writes, every 100 ms: when the
 // database took a write again.
-func checkOutages(t *testing.T, f *pgcluster.Formation, phases []phase, calls, probes []call) {
+func checkOutages(t testing.TB, f *pgcluster.Formation, phases []phase, calls, probes []call) {
 	t.Helper()
 	// Each fault, as the multi-host processes saw it. The fault starts
 	// at the kill for a kill -9, at the first 503 for a failover the
@@ -101,7 +101,7 @@ func checkOutages(t *testing.T, f *pgcluster.Formation, phases []phase, calls, p
 // checkOneHost holds the process on node1's address alone to 503s (and
 // /readyz 503 read-only) while node1 was a standby, and to writes back
 // without a restart once it was primary again.
-func checkOneHost(t *testing.T, calls []call, standbyFrom, standbyTo, failedBack time.Time) {
+func checkOneHost(t testing.TB, calls []call, standbyFrom, standbyTo, failedBack time.Time) {
 	t.Helper()
 	// The one-host process while node1 was a standby: 503s only, /readyz
 	// 503 read-only; then writes back without a restart.
