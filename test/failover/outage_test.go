@@ -3,6 +3,7 @@ package failover
 import (
 	"fmt"
 	"net/http"
+	"sort"
 	"testing"
 	"time"
 
@@ -53,15 +54,7 @@ func checkOutages(t testing.TB, f *pgcluster.Formation, phases []phase, calls, p
 				recovered = x.answered
 			}
 		}
-		// When the database took a write again after the fault.
-		var dbBack time.Time
-		for _, x := range probes {
-			if !faultAt.IsZero() && x.sent.After(faultAt) && x.status == http.StatusOK {
-				if dbBack.IsZero() || x.answered.Before(dbBack) {
-					dbBack = x.answered
-				}
-			}
-		}
+		dbBack, flaps := databaseBack(probes, faultAt, recovered)
 		switch {
 		case faultAt.IsZero():
 			t.Logf("%s: no request saw it", p.name)
@@ -73,6 +66,9 @@ func checkOutages(t testing.TB, f *pgcluster.Formation, phases []phase, calls, p
 			if !dbBack.IsZero() {
 				own = fmt.Sprintf("the database took a write %.2f s after the fault, qms %.2f s after that",
 					dbBack.Sub(faultAt).Seconds(), recovered.Sub(dbBack).Seconds())
+			}
+			if flaps > 0 {
+				own += fmt.Sprintf("; the database took writes and went away again %d time(s) before that", flaps)
 			}
 			t.Logf("%s: %d × 503, outage %.2f s (the fault to the first acknowledged write; %s), %d writes acknowledged after",
 				p.name, n503, outage.Seconds(), own, acked)
@@ -96,6 +92,48 @@ func checkOutages(t testing.TB, f *pgcluster.Formation, phases []phase, calls, p
 			}
 		}
 	}
+}
+
+// databaseBack is when the database took writes again after the fault
+// for good, as the test's own probes saw it: the first probe's write after
+// which no probe failed before qms's first acknowledged write (recovered).
+// A formation can take a write and go away again: after a kill -9 the
+// dead primary's keeper restarted it, a probe's write landed there, and
+// the monitor demoted it a second later for the standby it had begun to
+// promote (a fast shutdown, every connection terminated). To qms, which
+// was told "terminating connection" by the node the probe had written to,
+// the database was still down, and that second outage is not qms's own.
+// flaps counts such returns. Without a probe's write before recovered, it
+// is the first write after the fault, as before.
+func databaseBack(probes []call, faultAt, recovered time.Time) (back time.Time, flaps int) {
+	if faultAt.IsZero() {
+		return time.Time{}, 0
+	}
+	probes = append([]call(nil), probes...)
+	sort.Slice(probes, func(i, j int) bool { return probes[i].sent.Before(probes[j].sent) })
+	var first time.Time
+	for _, x := range probes {
+		if !x.sent.After(faultAt) {
+			continue
+		}
+		if x.status == http.StatusOK && first.IsZero() {
+			first = x.answered
+		}
+		if !recovered.IsZero() && !x.answered.Before(recovered) {
+			continue
+		}
+		switch {
+		case x.status != http.StatusOK && !back.IsZero():
+			back = time.Time{}
+			flaps++
+		case x.status == http.StatusOK && back.IsZero():
+			back = x.answered
+		}
+	}
+	if back.IsZero() {
+		back = first
+	}
+	return back, flaps
 }
 
 // checkOneHost holds the process on node1's address alone to 503s (and
@@ -140,6 +178,37 @@ func checkOneHost(t testing.TB, calls []call, standbyFrom, standbyTo, failedBack
 		t.Logf("one host: first write %.2f s after node1 was primary again", firstBack.Sub(failedBack).Seconds())
 		if firstBack.Sub(failedBack) > 5*time.Second {
 			t.Errorf("one host: writes back %.2f s after node1 was primary", firstBack.Sub(failedBack).Seconds())
+		}
+	}
+}
+
+// TestDatabaseBack: the database is back at the first probe's write after
+// which none failed before qms's first acknowledged write, not at a write
+// the formation took and lost again.
+func TestDatabaseBack(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 2, 37, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	probe := func(ms, status int) call {
+		return call{op: "probe", sent: at(ms), answered: at(ms + 10), status: status}
+	}
+	fault := at(0)
+	flapping := []call{probe(100, 0), probe(200, http.StatusOK), probe(300, 0), probe(400, 0), probe(500, http.StatusOK), probe(600, http.StatusOK)}
+	for _, tc := range []struct {
+		name      string
+		probes    []call
+		recovered time.Time
+		back      time.Time
+		flaps     int
+	}{
+		{"steady", []call{probe(100, 0), probe(200, http.StatusOK), probe(300, http.StatusOK)}, at(700), at(210), 0},
+		{"a write taken and lost again", flapping, at(700), at(510), 1},
+		{"qms back before the probes", flapping, at(150), at(210), 0},
+		{"qms never back", flapping, time.Time{}, at(510), 1},
+		{"probes before the fault", []call{probe(-100, http.StatusOK), probe(100, 0), probe(200, http.StatusOK)}, at(700), at(210), 0},
+	} {
+		back, flaps := databaseBack(tc.probes, fault, tc.recovered)
+		if !back.Equal(tc.back) || flaps != tc.flaps {
+			t.Errorf("%s: back at %v with %d flaps, want %v with %d", tc.name, back.Sub(t0), flaps, tc.back.Sub(t0), tc.flaps)
 		}
 	}
 }
