@@ -76,3 +76,8 @@ func ChainAgeForTest(age time.Duration) (restore func()) {
 	maxChainAge = age
 	return func() { maxChainAge = old }
 }
+
+// MigrateUpToForTest applies the migrations up to version upTo.
+func (db *DB) MigrateUpToForTest(ctx context.Context, upTo int64) error {
+	return db.migrateUpTo(ctx, upTo)
+}

@@ -277,14 +277,14 @@ const runQueueColumns = `r.id, r.account_id, r.queue_id, r.status, r.intake_open
 // two reads share one statement because each statement costs PostgreSQL
 // its executor's start and end whatever it reads (issue 16, P3).
 const runLineEndpointsSQL = `SELECT l.version, e.id, e.account_id, e.url, e.events, e.created_at
-	FROM (SELECT coalesce((SELECT version FROM turn_lines WHERE run_id = $1), 0) AS version) AS l
+	FROM (SELECT coalesce((SELECT line_version FROM turn_counters WHERE run_id = $1), 0) AS version) AS l
 	LEFT JOIN webhook_endpoints AS e ON e.account_id = (SELECT account_id FROM queue_runs WHERE id = $1)
 	ORDER BY e.id`
 
 // turnLineEndpointsSQL is runLineEndpointsSQL for the run and account of
 // turn $1.
 const turnLineEndpointsSQL = `SELECT l.version, e.id, e.account_id, e.url, e.events, e.created_at
-	FROM (SELECT coalesce((SELECT l.version FROM turns AS t JOIN turn_lines AS l ON l.run_id = t.run_id
+	FROM (SELECT coalesce((SELECT l.line_version FROM turns AS t JOIN turn_counters AS l ON l.run_id = t.run_id
 		WHERE t.id = $1), 0) AS version) AS l
 	LEFT JOIN webhook_endpoints AS e ON e.account_id = (SELECT account_id FROM turns WHERE id = $1)
 	ORDER BY e.id`

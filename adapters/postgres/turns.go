@@ -246,7 +246,7 @@ func (r *Turns) ByIdempotencyKey(ctx context.Context, accountID, key string) (tu
 func (r *Turns) NextNumber(ctx context.Context, runID, period string) (int, error) {
 	var n int
 	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		return q.QueryRow(ctx, `INSERT INTO turn_counters AS c (run_id, period, last_number) VALUES ($1, $2, 1)
+		return q.QueryRow(ctx, `INSERT INTO turn_counters AS c (run_id, period, last_number, line_version) VALUES ($1, $2, 1, 0)
 		ON CONFLICT (run_id) DO UPDATE SET
 			last_number = CASE WHEN c.period = EXCLUDED.period OR c.period = '' OR EXCLUDED.period = ''
 				THEN c.last_number + 1 ELSE 1 END,
@@ -276,15 +276,15 @@ func (r *Turns) DrawNumber(ctx context.Context, runID, period, prefix string, pa
 // $1 in period $2, the code of its number (prefix $3, padding $4), whether
 // a turn still holding that code finished after $5, and the arrival seq.
 const drawNumberSQL = `WITH c AS (
-	INSERT INTO turn_counters AS c (run_id, period, last_number) VALUES ($1, $2, 1)` + drawNumberTail
+	INSERT INTO turn_counters AS c (run_id, period, last_number, line_version) VALUES ($1, $2, 1, 0)` + drawNumberTail
 
 // drawAheadSQL is drawNumberSQL drawn only when run $1 is account $6's and
 // none of the account's turns has idempotency key $7 (null: none asked):
 // otherwise no row is proposed, nothing is drawn and nothing is returned.
 // An intake sends it with its run's lock (Turns.LockRunForIntake).
 const drawAheadSQL = `WITH c AS (
-	INSERT INTO turn_counters AS c (run_id, period, last_number)
-	SELECT $1::text, $2::text, 1
+	INSERT INTO turn_counters AS c (run_id, period, last_number, line_version)
+	SELECT $1::text, $2::text, 1, 0
 	WHERE EXISTS (SELECT 1 FROM queue_runs WHERE id = $1 AND account_id = $6::text)
 	AND NOT EXISTS (SELECT 1 FROM turns WHERE account_id = $6 AND idempotency_key = $7::text)` + drawNumberTail
 
@@ -294,8 +294,8 @@ const drawAheadSQL = `WITH c AS (
 // InitPlan of its own, about 30,000 of PostgreSQL's 1.2 million
 // instructions per intake (issue 30, fourth session: callgrind, pgs).
 const drawAheadNoKeySQL = `WITH c AS (
-	INSERT INTO turn_counters AS c (run_id, period, last_number)
-	SELECT $1::text, $2::text, 1
+	INSERT INTO turn_counters AS c (run_id, period, last_number, line_version)
+	SELECT $1::text, $2::text, 1, 0
 	WHERE EXISTS (SELECT 1 FROM queue_runs WHERE id = $1 AND account_id = $6::text)` + drawNumberTail
 
 // The code is a MATERIALIZED CTE so that the look-up below compares
@@ -467,8 +467,8 @@ func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineCha
 // under the run's lock); any other leaves the change's NOT NULL version
 // empty, which fails the transaction instead of recording it.
 const bumpLineSQL = `WITH v AS (
-	INSERT INTO turn_lines (run_id, version) VALUES ($1, 1)
-	ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version)
+	INSERT INTO turn_counters AS c (run_id, period, last_number, line_version) VALUES ($1, '', 0, 1)
+	ON CONFLICT (run_id) DO UPDATE SET line_version = c.line_version + 1 RETURNING line_version AS version)
 INSERT INTO turn_line_changes (run_id, version, removed, added, reset)
 SELECT $1, CASE WHEN $5::bigint IS NULL OR v.version = $5 THEN v.version END, $2, $3, $4 FROM v
 RETURNING version`
@@ -549,7 +549,7 @@ func scanLineChanges(rows pgx.Rows, err error) ([]turns.LineChange, error) {
 // LineVersion returns the run's line version.
 func (r *Turns) LineVersion(ctx context.Context, runID string) (int64, error) {
 	var v int64
-	err := r.db.IDB(ctx).NewRaw(`SELECT coalesce((SELECT version FROM turn_lines WHERE run_id = ?), 0)`, runID).Scan(ctx, &v)
+	err := r.db.IDB(ctx).NewRaw(`SELECT coalesce((SELECT line_version FROM turn_counters WHERE run_id = ?), 0)`, runID).Scan(ctx, &v)
 	return v, wrap(err, "line version")
 }
 
@@ -561,7 +561,7 @@ func (r *Turns) WaitingLine(ctx context.Context, runID string) (int64, []turns.L
 		ranks []int64
 		seqs  []int64
 	)
-	err := r.db.IDB(ctx).NewRaw(`SELECT coalesce((SELECT version FROM turn_lines WHERE run_id = ?0), 0),
+	err := r.db.IDB(ctx).NewRaw(`SELECT coalesce((SELECT line_version FROM turn_counters WHERE run_id = ?0), 0),
 		coalesce(array_agg(priority_rank ORDER BY priority_rank, seq), '{}'),
 		coalesce(array_agg(seq ORDER BY priority_rank, seq), '{}')
 		FROM turns WHERE run_id = ?0 AND status = 'WAITING'`, runID).
