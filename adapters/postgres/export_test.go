@@ -45,6 +45,7 @@ const (
 	DrawAheadSQLForTest         = drawAheadSQL
 	DrawAheadNoKeySQLForTest    = drawAheadNoKeySQL
 	LockRunSQLForTest           = lockRunSQL
+	LockRunEndpointsSQLForTest  = lockRunEndpointsSQL
 	RunLineEndpointsSQLForTest  = runLineEndpointsSQL
 	TurnLineEndpointsSQLForTest = turnLineEndpointsSQL
 	TurnViewSQLForTest          = turnViewSQL

@@ -40,6 +40,8 @@ func TestHotStatementPlansUseTheirIndexes(t *testing.T) {
 		{"draw ahead without a key", postgres.DrawAheadNoKeySQLForTest, "'run', '', 'A', 3, now(), 'acc'",
 			[]string{"Index Cond: ((run_id = $1) AND (display_code = code.code))", "queue_runs_pkey"}},
 		{"run lock", postgres.LockRunSQLForTest, "'run'", []string{"queue_runs_pkey", "queues_pkey"}},
+		{"run lock with endpoints", postgres.LockRunEndpointsSQLForTest, "'run'",
+			[]string{"queue_runs_pkey", "queues_pkey", "webhook_endpoints_account_idx"}},
 		{"line and endpoints by run", postgres.RunLineEndpointsSQLForTest, "'run'",
 			[]string{"turn_counters_pkey", "webhook_endpoints_account_idx"}},
 		{"line and endpoints by turn", postgres.TurnLineEndpointsSQLForTest, "'turn'",
