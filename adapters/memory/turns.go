@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -239,10 +240,16 @@ func (r *Turns) ListArrivals(ctx context.Context, runID string, page platform.Pa
 }
 
 // BumpLine increments the run's line version and records the change,
-// keeping the latest turns.LineChangesKept.
+// keeping the latest turns.LineChangesKept. The store never draws a line
+// version ahead (its DrawnNumber.LineVersion is 0), so a change that
+// carries a version must carry the next one.
 func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineChange) (v int64, err error) {
 	r.s.write(ctx, func() func() {
 		v = r.lines.rows[runID] + 1
+		if change.Version != 0 && change.Version != v {
+			err = fmt.Errorf("memory: line change for version %d, the line's next is %d", change.Version, v)
+			return nil
+		}
 		change.Version = v
 		undoVersion := r.lines.put(runID, v)
 		// Appended in place when the array has room: the undo restores the
@@ -258,6 +265,9 @@ func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineCha
 		undoChanges := r.changes.put(runID, append(kept, change))
 		return func() { undoChanges(); undoVersion() }
 	})
+	if err != nil {
+		return 0, err
+	}
 	return v, nil
 }
 

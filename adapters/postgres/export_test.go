@@ -45,6 +45,7 @@ const (
 	DrawAheadSQLForTest         = drawAheadSQL
 	DrawAheadNoKeySQLForTest    = drawAheadNoKeySQL
 	LockRunSQLForTest           = lockRunSQL
+	LockRunEndpointsSQLForTest  = lockRunEndpointsSQL
 	RunLineEndpointsSQLForTest  = runLineEndpointsSQL
 	TurnLineEndpointsSQLForTest = turnLineEndpointsSQL
 	TurnViewSQLForTest          = turnViewSQL
@@ -75,4 +76,9 @@ func ChainAgeForTest(age time.Duration) (restore func()) {
 	old := maxChainAge
 	maxChainAge = age
 	return func() { maxChainAge = old }
+}
+
+// MigrateUpToForTest applies the migrations up to version upTo.
+func (db *DB) MigrateUpToForTest(ctx context.Context, upTo int64) error {
+	return db.migrateUpTo(ctx, upTo)
 }

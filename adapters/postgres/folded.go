@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/qms-dev/qms/core/queues"
@@ -196,4 +197,21 @@ func (db *DB) nextLineVersion(ctx context.Context, runID string) (next int64, ok
 		}
 	})
 	return next, ok
+}
+
+// keepDrawnLineVersion keeps v, the version the run's draw made, as the
+// run's current one; a draw of this transaction that made another is a
+// mistake of the caller's, refused before it records a gap or a clash.
+func (db *DB) keepDrawnLineVersion(ctx context.Context, runID string, v int64) (err error) {
+	db.fold(ctx, func(f *folded) {
+		if known, ok := f.lineVersions[runID]; ok && known != v {
+			err = fmt.Errorf("postgres: line change for version %d, the run's line is at %d", v, known)
+			return
+		}
+		if f.lineVersions == nil {
+			f.lineVersions = map[string]int64{}
+		}
+		f.lineVersions[runID] = v
+	})
+	return err
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -80,7 +81,19 @@ func readLockRun(br pgx.BatchResults) (queues.Run, queueRef, []float64, error) {
 	if err := checkRawFields("lock run", rows.FieldDescriptions(), lockRunFields); err != nil {
 		return run, ref, nil, err
 	}
-	vals := rows.RawValues()
+	if run, ref, service, err = decodeLockRun(rows.RawValues()); err != nil {
+		return run, ref, nil, err
+	}
+	rows.Close()
+	return run, ref, service, rows.Err()
+}
+
+// decodeLockRun decodes lockRunSQL's columns, the first of vals.
+func decodeLockRun(vals [][]byte) (queues.Run, queueRef, []float64, error) {
+	var (
+		run queues.Run
+		ref queueRef
+	)
 	d := rawDecoder{vals: vals}
 	run.ID = d.text(0)
 	run.AccountID = d.text(1)
@@ -91,12 +104,75 @@ func readLockRun(br pgx.BatchResults) (queues.Run, queueRef, []float64, error) {
 	run.CreatedAt = d.time(7)
 	run.UpdatedAt = d.time(8)
 	ref.version = d.int8(9)
-	service = d.float8Array(10)
+	service := d.float8Array(10)
 	if d.err != nil {
 		return run, ref, nil, fmt.Errorf("postgres: lock run: %w", d.err)
 	}
-	rows.Close()
-	return run, ref, service, rows.Err()
+	return run, ref, service, nil
+}
+
+// lockRunEndpointsFields are lockRunEndpointsSQL's columns read raw:
+// lockRunSQL's, then the endpoint's id (NULL when the account has none).
+// The endpoint's other columns go through Scan, as in readLineEndpoints.
+var lockRunEndpointsFields = append(slices.Clip(lockRunFields), rawText)
+
+// readLockRunEndpoints reads lockRunEndpointsSQL's rows, the next result of
+// br: the run, its queue's version and its service times from the first,
+// and the account's endpoints, one a row; pgx.ErrNoRows when the run does
+// not exist.
+func readLockRunEndpoints(br pgx.BatchResults) (queues.Run, queueRef, []float64, []webhookEndpointRow, error) {
+	var (
+		run     queues.Run
+		ref     queueRef
+		service []float64
+		eps     []webhookEndpointRow
+	)
+	rows, err := br.Query()
+	if err != nil {
+		return run, ref, nil, nil, err
+	}
+	defer rows.Close()
+	first := true
+	for rows.Next() {
+		fields := rows.FieldDescriptions()
+		if len(fields) != len(lockRunEndpointsFields)+4 {
+			return run, ref, nil, nil, fmt.Errorf("postgres: lock run and endpoints: %d columns, want %d",
+				len(fields), len(lockRunEndpointsFields)+4)
+		}
+		if err := checkRawFields("lock run and endpoints", fields[:len(lockRunEndpointsFields)], lockRunEndpointsFields); err != nil {
+			return run, ref, nil, nil, err
+		}
+		vals := rows.RawValues()
+		if first {
+			first = false
+			if run, ref, service, err = decodeLockRun(vals); err != nil {
+				return run, ref, nil, nil, err
+			}
+		}
+		e := len(lockRunFields)
+		if vals[e] == nil {
+			continue // no endpoint: the run's one row, with nulls
+		}
+		var (
+			id, account, url string
+			events           []string
+			ep               webhookEndpointRow
+		)
+		dests := make([]any, e, e+5)
+		dests = append(dests, &id, &account, &url, &events, &ep.CreatedAt)
+		if err := rows.Scan(dests...); err != nil {
+			return run, ref, nil, nil, err
+		}
+		ep.ID, ep.AccountID, ep.URL, ep.Events = id, account, url, events
+		eps = append(eps, ep)
+	}
+	if err := rows.Err(); err != nil {
+		return run, ref, nil, nil, err
+	}
+	if first {
+		return run, ref, nil, nil, pgx.ErrNoRows
+	}
+	return run, ref, service, eps, nil
 }
 
 // runStatusNames are the spellings of a run's status, so decoding one
@@ -155,8 +231,8 @@ func readLineEndpoints(br pgx.BatchResults) (int64, []webhookEndpointRow, error)
 }
 
 // drawAheadFields are drawAheadSQL's columns: the number, whether its
-// code is in use, the arrival sequence number.
-var drawAheadFields = []rawField{rawInt4, rawBool, rawInt8}
+// code is in use, the arrival sequence number, the line version.
+var drawAheadFields = []rawField{rawInt4, rawBool, rawInt8, rawInt8}
 
 // readDrawAhead reads drawAheadSQL's row, the next result of br; false
 // when nothing was drawn (a replay, or not the account's run).
@@ -177,6 +253,7 @@ func readDrawAhead(br pgx.BatchResults) (turns.DrawnNumber, bool, error) {
 	drawn.Number = int(d.int4(0))
 	drawn.CodeInUse = d.bool(1)
 	drawn.Seq = d.int8(2)
+	drawn.LineVersion = d.int8(3)
 	if d.err != nil {
 		return drawn, false, fmt.Errorf("postgres: draw ahead: %w", d.err)
 	}

@@ -22,7 +22,7 @@ func TestLineBumpForetoldUnderTheRunLock(t *testing.T) {
 	turn := p.owners.Turn(t, owned, owned.QueueID)
 	stored := func() (version int64, changes int) {
 		t.Helper()
-		err := p.db.Pool.QueryRow(ctx, `SELECT coalesce((SELECT version FROM turn_lines WHERE run_id = $1), 0),
+		err := p.db.Pool.QueryRow(ctx, `SELECT coalesce((SELECT line_version FROM turn_counters WHERE run_id = $1), 0),
 			(SELECT count(*) FROM turn_line_changes WHERE run_id = $1)`, turn.RunID).Scan(&version, &changes)
 		if err != nil {
 			t.Fatal(err)
@@ -58,7 +58,7 @@ func TestLineBumpForetoldUnderTheRunLock(t *testing.T) {
 		if _, err := p.db.Pool.Exec(ctx, `DELETE FROM turn_line_changes WHERE run_id = $1 AND version > $2`, turn.RunID, want); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.db.Pool.Exec(ctx, `UPDATE turn_lines SET version = $2 WHERE run_id = $1`, turn.RunID, want); err != nil {
+		if _, err := p.db.Pool.Exec(ctx, `UPDATE turn_counters SET line_version = $2 WHERE run_id = $1`, turn.RunID, want); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -121,7 +121,7 @@ func TestLineBumpForetoldUnderTheRunLock(t *testing.T) {
 			return err
 		}
 		// Behind the lock's back, from another connection.
-		if _, err := p.db.Pool.Exec(context.Background(), `UPDATE turn_lines SET version = version + 5 WHERE run_id = $1`, turn.RunID); err != nil {
+		if _, err := p.db.Pool.Exec(context.Background(), `UPDATE turn_counters SET line_version = line_version + 5 WHERE run_id = $1`, turn.RunID); err != nil {
 			t.Fatal(err)
 		}
 		_, err := p.turns.BumpLine(ctx, turn.RunID, change)

@@ -105,7 +105,12 @@ var discardLogger = slog.New(slog.DiscardHandler)
 // second finds nothing to do); a crash releases the lock with its session.
 // A recorded migration whose file has since changed is an error: applied
 // migrations are history, changes go in a new file.
-func (db *DB) Migrate(ctx context.Context) error {
+func (db *DB) Migrate(ctx context.Context) error { return db.migrateUpTo(ctx, -1) }
+
+// migrateUpTo is Migrate stopping after qms's migration upTo (every one
+// when upTo is negative): a test builds an older schema with it, fills it,
+// then migrates the rest.
+func (db *DB) migrateUpTo(ctx context.Context, upTo int64) error {
 	migs, err := loadMigrations(migrationFiles)
 	if err != nil {
 		return err
@@ -155,6 +160,9 @@ func (db *DB) Migrate(ctx context.Context) error {
 		return err
 	}
 	for _, m := range migs {
+		if upTo >= 0 && m.version > upTo {
+			break
+		}
 		if sum, ok := applied[m.version]; ok {
 			if sum != m.checksum {
 				return fmt.Errorf("postgres: migration %s was applied with different content; add a new migration instead of editing it", m.name)

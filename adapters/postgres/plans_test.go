@@ -40,14 +40,16 @@ func TestHotStatementPlansUseTheirIndexes(t *testing.T) {
 		{"draw ahead without a key", postgres.DrawAheadNoKeySQLForTest, "'run', '', 'A', 3, now(), 'acc'",
 			[]string{"Index Cond: ((run_id = $1) AND (display_code = code.code))", "queue_runs_pkey"}},
 		{"run lock", postgres.LockRunSQLForTest, "'run'", []string{"queue_runs_pkey", "queues_pkey"}},
+		{"run lock with endpoints", postgres.LockRunEndpointsSQLForTest, "'run'",
+			[]string{"queue_runs_pkey", "queues_pkey", "webhook_endpoints_account_idx"}},
 		{"line and endpoints by run", postgres.RunLineEndpointsSQLForTest, "'run'",
-			[]string{"turn_lines_pkey", "webhook_endpoints_account_idx"}},
+			[]string{"turn_counters_pkey", "webhook_endpoints_account_idx"}},
 		{"line and endpoints by turn", postgres.TurnLineEndpointsSQLForTest, "'turn'",
-			[]string{"turns_pkey", "turn_lines_pkey", "webhook_endpoints_account_idx"}},
-		{"turn view", postgres.TurnViewSQLForTest, "'turn'", []string{"turns_pkey", "turn_lines_pkey"}},
+			[]string{"turns_pkey", "turn_counters_pkey", "webhook_endpoints_account_idx"}},
+		{"turn view", postgres.TurnViewSQLForTest, "'turn'", []string{"turns_pkey", "turn_counters_pkey"}},
 		{"take next", postgres.TakeSQLForTest, "'run', 'WAITING'",
 			[]string{"Index Cond: ((run_id = $1) AND (status = $2))"}},
-		{"line bump", postgres.BumpLineSQLForTest, "'run', '{}', '{}', false, 3", []string{"turn_lines_pkey"}},
+		{"line bump", postgres.BumpLineSQLForTest, "'run', '{}', '{}', false, 3", []string{"turn_counters_pkey"}},
 		{"webhook success", postgres.RecordSuccessSQLForTest, "'d', 'SUCCEEDED', 200, now()",
 			[]string{"Index Scan using webhook_deliveries_pkey", "Index Cond: (id = $1)"}},
 	} {
@@ -97,7 +99,7 @@ func turnViewsPlans(t *testing.T, conn *pgx.Conn) {
 			t.Fatalf("turn views of %d: explain: %v", n, err)
 		}
 		checkPlan(t, fmt.Sprintf("turn views of %d", n), strings.Join(lines, "\n"),
-			[]string{"Index Scan using turns_pkey on turns", "Index Cond: (id = k.id)", "turn_lines_pkey"})
+			[]string{"Index Scan using turns_pkey on turns", "Index Cond: (id = k.id)", "turn_counters_pkey"})
 	}
 }
 

@@ -246,7 +246,7 @@ func (r *Turns) ByIdempotencyKey(ctx context.Context, accountID, key string) (tu
 func (r *Turns) NextNumber(ctx context.Context, runID, period string) (int, error) {
 	var n int
 	err := r.db.withPgx(ctx, func(q pgxQuerier) error {
-		return q.QueryRow(ctx, `INSERT INTO turn_counters AS c (run_id, period, last_number) VALUES ($1, $2, 1)
+		return q.QueryRow(ctx, `INSERT INTO turn_counters AS c (run_id, period, last_number, line_version) VALUES ($1, $2, 1, 0)
 		ON CONFLICT (run_id) DO UPDATE SET
 			last_number = CASE WHEN c.period = EXCLUDED.period OR c.period = '' OR EXCLUDED.period = ''
 				THEN c.last_number + 1 ELSE 1 END,
@@ -276,17 +276,21 @@ func (r *Turns) DrawNumber(ctx context.Context, runID, period, prefix string, pa
 // $1 in period $2, the code of its number (prefix $3, padding $4), whether
 // a turn still holding that code finished after $5, and the arrival seq.
 const drawNumberSQL = `WITH c AS (
-	INSERT INTO turn_counters AS c (run_id, period, last_number) VALUES ($1, $2, 1)` + drawNumberTail
+	INSERT INTO turn_counters AS c (run_id, period, last_number, line_version) VALUES ($1, $2, 1, 0)` + drawNumberTail
 
 // drawAheadSQL is drawNumberSQL drawn only when run $1 is account $6's and
 // none of the account's turns has idempotency key $7 (null: none asked):
 // otherwise no row is proposed, nothing is drawn and nothing is returned.
-// An intake sends it with its run's lock (Turns.LockRunForIntake).
+// An intake sends it with its run's lock (Turns.LockRunForIntake). It also
+// makes the run's next line version, on the same row, and returns it
+// (turns.DrawnNumber.LineVersion): the intake records its line change
+// under it, so the line needs no upsert of its own and its version no read
+// (migration 0250; docs/scaling.md, one row per intake).
 const drawAheadSQL = `WITH c AS (
-	INSERT INTO turn_counters AS c (run_id, period, last_number)
-	SELECT $1::text, $2::text, 1
+	INSERT INTO turn_counters AS c (run_id, period, last_number, line_version)
+	SELECT $1::text, $2::text, 1, 1
 	WHERE EXISTS (SELECT 1 FROM queue_runs WHERE id = $1 AND account_id = $6::text)
-	AND NOT EXISTS (SELECT 1 FROM turns WHERE account_id = $6 AND idempotency_key = $7::text)` + drawNumberTail
+	AND NOT EXISTS (SELECT 1 FROM turns WHERE account_id = $6 AND idempotency_key = $7::text)` + drawAheadTail
 
 // drawAheadNoKeySQL is drawAheadSQL for an intake without an idempotency
 // key ($7 null): no turn has a null key (idempotency_key = NULL is never
@@ -294,9 +298,9 @@ const drawAheadSQL = `WITH c AS (
 // InitPlan of its own, about 30,000 of PostgreSQL's 1.2 million
 // instructions per intake (issue 30, fourth session: callgrind, pgs).
 const drawAheadNoKeySQL = `WITH c AS (
-	INSERT INTO turn_counters AS c (run_id, period, last_number)
-	SELECT $1::text, $2::text, 1
-	WHERE EXISTS (SELECT 1 FROM queue_runs WHERE id = $1 AND account_id = $6::text)` + drawNumberTail
+	INSERT INTO turn_counters AS c (run_id, period, last_number, line_version)
+	SELECT $1::text, $2::text, 1, 1
+	WHERE EXISTS (SELECT 1 FROM queue_runs WHERE id = $1 AND account_id = $6::text)` + drawAheadTail
 
 // The code is a MATERIALIZED CTE so that the look-up below compares
 // display_code with a plain value: inlined, the code is an expression of
@@ -305,18 +309,39 @@ const drawAheadNoKeySQL = `WITH c AS (
 // every turn of the run, found through an index on run_id alone, not as
 // turns_code_idx's index condition. The intake's cost then grew with its run, and P3h
 // halved (issue 16).
-const drawNumberTail = `
+const drawNumberTail = drawCounterUpdate + `
+	RETURNING last_number),
+code AS MATERIALIZED (SELECT c.last_number AS n, ` + drawCode + ` AS code FROM c)
+SELECT code.n, ` + drawCodeHeld + `, nextval('turn_seq')
+FROM code`
+
+// drawAheadTail is drawNumberTail bumping the run's line version too, and
+// returning it last.
+const drawAheadTail = drawCounterUpdate + `,
+		line_version = c.line_version + 1
+	RETURNING last_number, line_version),
+code AS MATERIALIZED (SELECT c.last_number AS n, c.line_version AS v, ` + drawCode + ` AS code FROM c)
+SELECT code.n, ` + drawCodeHeld + `, nextval('turn_seq'), code.v
+FROM code`
+
+// drawCounterUpdate is the draws' increment of the counter: a new period
+// starts again at 1; the empty period (a queue without a daily restart, or a row
+// a line bump made before any number, migration 0250) goes on.
+const drawCounterUpdate = `
 	ON CONFLICT (run_id) DO UPDATE SET
 		last_number = CASE WHEN c.period = EXCLUDED.period OR c.period = '' OR EXCLUDED.period = ''
 			THEN c.last_number + 1 ELSE 1 END,
-		period = EXCLUDED.period
-	RETURNING last_number),
-code AS MATERIALIZED (SELECT c.last_number AS n, $3::text || CASE WHEN length(c.last_number::text) >= $4::int
-	THEN c.last_number::text ELSE lpad(c.last_number::text, $4::int, '0') END AS code FROM c)
-SELECT code.n, EXISTS (SELECT 1 FROM turns
+		period = EXCLUDED.period`
+
+// drawCode spells the drawn number's (c) display code; drawCodeHeld is
+// whether a turn of the run still holds it.
+const (
+	drawCode = `$3::text || CASE WHEN length(c.last_number::text) >= $4::int
+	THEN c.last_number::text ELSE lpad(c.last_number::text, $4::int, '0') END`
+	drawCodeHeld = `EXISTS (SELECT 1 FROM turns
 	WHERE run_id = $1 AND display_code = code.code
-	AND (status NOT IN ('COMPLETED', 'CANCELLED') OR finished_at > $5)), nextval('turn_seq')
-FROM code`
+	AND (status NOT IN ('COMPLETED', 'CANCELLED') OR finished_at > $5))`
+)
 
 // CodeInUse reports whether a turn of the run that is or may come back in
 // the line shows code (turns_code_idx finds the run's turns with the code).
@@ -427,14 +452,28 @@ func (r *Turns) ListArrivals(ctx context.Context, runID string, page platform.Pa
 }
 
 // BumpLine increments the run's line version and records the change under
-// the new version. The row lock the increment takes is held to the end of
-// the transaction, which orders versions as the changes commit. Every
+// the new version, or, when the change carries the version its intake's
+// number was drawn with, records it under that. The row lock the increment
+// (or the draw) takes is held to the end of the transaction, which orders
+// versions as the changes commit. Every
 // lineChangesPruneEvery versions, changes older than the kept window are
 // deleted.
 func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineChange) (int64, error) {
 	removed, added := encodeKeys(change.Removed), encodeKeys(change.Added)
 	var v int64
-	if next, ok := r.db.nextLineVersion(ctx, runID); ok {
+	if change.Version > 0 {
+		// The intake's draw made the version (drawAheadSQL), under the
+		// run's lock: the change is only recorded, with the COMMIT.
+		if err := r.db.keepDrawnLineVersion(ctx, runID, change.Version); err != nil {
+			return 0, err
+		}
+		err := r.db.deferWrite(ctx, func(err error) error { return wrap(err, "record line change") },
+			recordLineSQL, runID, removed, added, change.Reset, change.Version)
+		if err != nil {
+			return 0, err
+		}
+		v = change.Version
+	} else if next, ok := r.db.nextLineVersion(ctx, runID); ok {
 		// The run was locked by a statement that read its line version, and
 		// only a holder of that lock bumps it: the new version is known, so
 		// the bump waits and goes out with the transaction's next statement
@@ -467,11 +506,15 @@ func (r *Turns) BumpLine(ctx context.Context, runID string, change turns.LineCha
 // under the run's lock); any other leaves the change's NOT NULL version
 // empty, which fails the transaction instead of recording it.
 const bumpLineSQL = `WITH v AS (
-	INSERT INTO turn_lines (run_id, version) VALUES ($1, 1)
-	ON CONFLICT (run_id) DO UPDATE SET version = turn_lines.version + 1 RETURNING version)
+	INSERT INTO turn_counters AS c (run_id, period, last_number, line_version) VALUES ($1, '', 0, 1)
+	ON CONFLICT (run_id) DO UPDATE SET line_version = c.line_version + 1 RETURNING line_version AS version)
 INSERT INTO turn_line_changes (run_id, version, removed, added, reset)
 SELECT $1, CASE WHEN $5::bigint IS NULL OR v.version = $5 THEN v.version END, $2, $3, $4 FROM v
 RETURNING version`
+
+// recordLineSQL records run $1's line change under version $5, which the
+// draw of the intake's number made (drawAheadSQL).
+const recordLineSQL = `INSERT INTO turn_line_changes (run_id, version, removed, added, reset) VALUES ($1, $5, $2, $3, $4)`
 
 // lineChangesPruneEvery spaces the pruning of turn_line_changes, so a run
 // keeps between LineChangesKept and LineChangesKept+lineChangesPruneEvery
@@ -549,7 +592,7 @@ func scanLineChanges(rows pgx.Rows, err error) ([]turns.LineChange, error) {
 // LineVersion returns the run's line version.
 func (r *Turns) LineVersion(ctx context.Context, runID string) (int64, error) {
 	var v int64
-	err := r.db.IDB(ctx).NewRaw(`SELECT coalesce((SELECT version FROM turn_lines WHERE run_id = ?), 0)`, runID).Scan(ctx, &v)
+	err := r.db.IDB(ctx).NewRaw(`SELECT coalesce((SELECT line_version FROM turn_counters WHERE run_id = ?), 0)`, runID).Scan(ctx, &v)
 	return v, wrap(err, "line version")
 }
 
@@ -561,7 +604,7 @@ func (r *Turns) WaitingLine(ctx context.Context, runID string) (int64, []turns.L
 		ranks []int64
 		seqs  []int64
 	)
-	err := r.db.IDB(ctx).NewRaw(`SELECT coalesce((SELECT version FROM turn_lines WHERE run_id = ?0), 0),
+	err := r.db.IDB(ctx).NewRaw(`SELECT coalesce((SELECT line_version FROM turn_counters WHERE run_id = ?0), 0),
 		coalesce(array_agg(priority_rank ORDER BY priority_rank, seq), '{}'),
 		coalesce(array_agg(seq ORDER BY priority_rank, seq), '{}')
 		FROM turns WHERE run_id = ?0 AND status = 'WAITING'`, runID).

@@ -41,7 +41,7 @@ const turnViewColumns = `t.account_id, t.queue_id, t.run_id, t.number, t.display
 // deletes its turns), which PostgreSQL runs for less.
 const turnViewLinked = `,
 	(SELECT q.view_version FROM queues AS q WHERE q.id = t.queue_id),
-	coalesce((SELECT l.version FROM turn_lines AS l WHERE l.run_id = t.run_id), 0),
+	coalesce((SELECT l.line_version FROM turn_counters AS l WHERE l.run_id = t.run_id), 0),
 	(SELECT r.status FROM queue_runs AS r WHERE r.id = t.run_id),
 	coalesce((SELECT st.samples FROM queue_service_times AS st WHERE st.queue_id = t.queue_id), '{}')`
 

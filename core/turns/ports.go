@@ -99,7 +99,10 @@ type Repository interface {
 	// under the new version, in the caller's transaction. Every use case
 	// that changes the set of WAITING turns or their order calls it, as its
 	// last write, so a reader that sees the version also sees the change.
-	// It returns the new version.
+	// It returns the new version. A change whose Version is set carries
+	// the version its intake's number was drawn with
+	// (DrawnNumber.LineVersion): it is recorded under that version, which
+	// the draw already made, and not bumped again; an empty change too.
 	BumpLine(ctx context.Context, runID string, change LineChange) (int64, error)
 	// LineVersion returns the run's line version (0 before any change).
 	LineVersion(ctx context.Context, runID string) (int64, error)

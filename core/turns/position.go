@@ -390,6 +390,28 @@ func (s *Service) txSnapshot(ctx context.Context, runID string, lc LineChange) (
 	return snap, nil
 }
 
+// txKeepLine keeps the run's line as the transaction leaves it after a
+// change the answer needed no line for (a WAITLISTED turn's intake: an
+// empty change, or the turns it promoted), when the transaction's line is
+// the version just before, so nothing is read for it. Otherwise the next
+// change in the transaction, or the cache after the commit, would be a
+// version behind and read the change back (and take the line for one
+// other processes share).
+func (s *Service) txKeepLine(ctx context.Context, runID string, lc LineChange) {
+	old, cl := s.lineInTx(ctx, runID)
+	if lc.Version == 0 || old == nil || old.version != lc.Version-1 {
+		return
+	}
+	snap, ok := old.patch([]LineChange{lc}, lc.Version)
+	if !ok {
+		return
+	}
+	if cl != nil {
+		cl.next = snap
+	}
+	s.uow.AfterCommit(ctx, func() { s.line.put(runID, snap) })
+}
+
 func (vb *viewer) view(ctx context.Context, t Turn) (View, error) {
 	v := View{Turn: t, Queue: QueueRef{ID: vb.q.ID, Name: vb.q.Name, Type: vb.q.Type}}
 	if v.FormResponse == nil {

@@ -20,8 +20,10 @@ type Occupancy struct {
 }
 
 // LineChange is what one committed change did to a run's waiting line:
-// keys that left it and keys that joined it. Version is set by BumpLine.
-// Reset marks a change the keys do not describe; a reader reloads the line.
+// keys that left it and keys that joined it. Version is set by BumpLine,
+// unless the change's number was drawn with its version
+// (DrawnNumber.LineVersion): then the caller sets it. Reset marks a change
+// the keys do not describe; a reader reloads the line.
 type LineChange struct {
 	Version int64
 	Removed []LineKey
@@ -73,4 +75,13 @@ type DrawnNumber struct {
 	Number    int
 	CodeInUse bool
 	Seq       int64
+	// LineVersion, when above zero, is the run's next line version, made
+	// by the draw together with the number (a store may keep both on one
+	// row, PostgreSQL does): the intake records its line change under it
+	// (BumpLine with the change's Version set), an empty change when its
+	// turn does not join the line, since readers patch a cached line only
+	// through consecutive versions. The version goes back with the number
+	// when the intake rolls back. Zero: the store did not bump ahead, and
+	// BumpLine bumps as for any change.
+	LineVersion int64
 }

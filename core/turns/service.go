@@ -179,6 +179,9 @@ func (s *Service) intake(ctx context.Context, accountID, runID string, in Create
 	if err != nil {
 		return View{}, nil, err
 	}
+	if created.Status != Waiting {
+		s.txKeepLine(ctx, runID, lc)
+	}
 	return view, nil, s.watch(ctx, Watched{Queue: q, After: created, Op: OpCreate, Line: lc, View: &view})
 }
 
@@ -463,6 +466,11 @@ func (s *Service) admit(ctx context.Context, in Intake, d draft) (Turn, LineChan
 	if status == Waiting {
 		lc.Added = append(lc.Added, t.Key())
 	}
+	if d.drawn != nil {
+		// The draw made the line's next version: the change is recorded
+		// under it, even an empty one (a WAITLISTED turn).
+		lc.Version = d.drawn.LineVersion
+	}
 	lc, err = s.bumpLine(ctx, t.RunID, lc)
 	return t, lc, err
 }
@@ -546,10 +554,11 @@ func admission(q queues.Queue, runID string, occ Occupancy) (Status, error) {
 		map[string]any{"queueRunId": runID, "maxTurns": *c.MaxTurns, "activeTurns": occ.Active})
 }
 
-// bumpLine records a change of the run's waiting line, if there is one,
+// bumpLine records a change of the run's waiting line, if there is one
+// or its version was drawn already (lc.Version, DrawnNumber.LineVersion),
 // and returns it with its version (0 when there was none).
 func (s *Service) bumpLine(ctx context.Context, runID string, lc LineChange) (LineChange, error) {
-	if len(lc.Added) == 0 && len(lc.Removed) == 0 {
+	if len(lc.Added) == 0 && len(lc.Removed) == 0 && lc.Version == 0 {
 		return LineChange{}, nil
 	}
 	v, err := s.repo.BumpLine(ctx, runID, lc)

@@ -18,6 +18,92 @@ import (
 func RunTurnLocks(t *testing.T, newSet NewSet, concurrent bool) {
 	runTurnLocks1(t, newSet)
 	runTurnLocks2(t, newSet, concurrent)
+	runDrawnLineVersion(t, newSet)
+}
+
+// runDrawnLineVersion is part 3 of RunTurnLocks: a number drawn with the
+// run's next line version (DrawnNumber.LineVersion, PostgreSQL) records the
+// intake's change under it, an empty one too, and a rollback gives both
+// back; a store that does not bump ahead answers the same through BumpLine.
+func runDrawnLineVersion(t *testing.T, newSet NewSet) {
+	ctx := context.Background()
+	t.Run("a drawn number's line version takes the intake's change and goes back with it", func(t *testing.T) {
+		t.Parallel()
+		w := newTurnsWorld(t, newSet(t))
+		draw := &turns.NumberDraw{Since: w.now.Add(-turns.ReopenWindow)}
+		errRollback := errors.New("roll back")
+		version := func() int64 {
+			t.Helper()
+			v, err := w.set.Turns.LineVersion(ctx, w.runID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		// intake draws a number and records change as an intake does: under
+		// the version the draw made, if it made one (PostgreSQL), else
+		// bumped (memory), the answer the same.
+		intake := func(change turns.LineChange, rollback bool) (int, int64) {
+			t.Helper()
+			var (
+				n int
+				v int64
+			)
+			err := w.set.UoW.Do(ctx, func(ctx context.Context) error {
+				got, err := w.set.Turns.LockRunForIntake(ctx, turns.IntakeLock{RunID: w.runID, AccountID: w.owned.AccountID, Draw: draw})
+				if err != nil {
+					return err
+				}
+				if got.Drawn == nil {
+					t.Fatal("nothing drawn")
+				}
+				n = got.Drawn.Number
+				change.Version = got.Drawn.LineVersion
+				if v, err = w.set.Turns.BumpLine(ctx, w.runID, change); err != nil {
+					return err
+				}
+				if rollback {
+					return errRollback
+				}
+				return nil
+			})
+			if err != nil && !(rollback && errors.Is(err, errRollback)) {
+				t.Fatal(err)
+			}
+			return n, v
+		}
+		v0 := version()
+		joined := turns.LineKey{Rank: 2, Seq: 10}
+		if n, v := intake(turns.LineChange{Added: []turns.LineKey{joined}}, false); n != 1 || v != v0+1 {
+			t.Fatalf("a turn joining: number %d, line version %d; want 1 and %d", n, v, v0+1)
+		}
+		// A turn that does not join the line (WAITLISTED): an empty change,
+		// a version all the same.
+		if n, v := intake(turns.LineChange{}, false); n != 2 || v != v0+2 {
+			t.Fatalf("a turn not joining: number %d, line version %d; want 2 and %d", n, v, v0+2)
+		}
+		if _, v := intake(turns.LineChange{Added: []turns.LineKey{{Rank: 2, Seq: 11}}}, true); v != v0+3 || version() != v0+2 {
+			t.Fatalf("rolled back: version %d, then %d; want %d, then %d", v, version(), v0+3, v0+2)
+		}
+		last := turns.LineKey{Rank: 2, Seq: 12}
+		if n, v := intake(turns.LineChange{Added: []turns.LineKey{last}}, false); n != 3 || v != v0+3 {
+			t.Fatalf("after a rollback: number %d, line version %d; want 3 and %d again", n, v, v0+3)
+		}
+		changes, err := w.set.Turns.LineChanges(ctx, w.runID, v0, v0+3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []turns.LineChange{{Version: v0 + 1, Added: []turns.LineKey{joined}}, {Version: v0 + 2},
+			{Version: v0 + 3, Added: []turns.LineKey{last}}}
+		if len(changes) != len(want) {
+			t.Fatalf("line changes: %+v; want %+v", changes, want)
+		}
+		for i, c := range changes {
+			if c.Version != want[i].Version || c.Reset || len(c.Removed) != 0 || !slices.Equal(c.Added, want[i].Added) {
+				t.Fatalf("line change %d: %+v; want %+v", i, c, want[i])
+			}
+		}
+	})
 }
 
 // runTurnLocks1 is part 1 of RunTurnLocks: LockRunWithQueue and

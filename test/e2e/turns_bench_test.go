@@ -31,10 +31,9 @@ func seedLine(b *testing.B, p *pgTurns, n int) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := p.db.Pool.Exec(ctx, `INSERT INTO turn_numbers (run_id, day, last_number) VALUES ($1, '', $2)`, p.run, n); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := p.db.Pool.Exec(ctx, `INSERT INTO turn_lines (run_id, version) VALUES ($1, 1)`, p.run); err != nil {
+	// The run's counter and line version (migration 0250).
+	if _, err := p.db.Pool.Exec(ctx, `INSERT INTO turn_counters (run_id, period, last_number, line_version)
+		VALUES ($1, '', $2, 1)`, p.run, n); err != nil {
 		b.Fatal(err)
 	}
 	// A line built over hours has been read and vacuumed many times: its
@@ -96,7 +95,7 @@ func BenchmarkTurnGetAfterLineChange(b *testing.B) {
 // whole line. Shown for what a reload costs; it is not the polling case.
 func BenchmarkTurnGetAfterLineReload(b *testing.B) {
 	benchGetAfterChange(b, func(b *testing.B, p *pgTurns) {
-		if _, err := p.db.Pool.Exec(context.Background(), `UPDATE turn_lines SET version = version + 1 WHERE run_id = $1`, p.run); err != nil {
+		if _, err := p.db.Pool.Exec(context.Background(), `UPDATE turn_counters SET line_version = line_version + 1 WHERE run_id = $1`, p.run); err != nil {
 			b.Fatal(err)
 		}
 	})

@@ -1,10 +1,11 @@
--- pgbench-intake-qms.sql with the run's number and line version on one row, bumped together by the draw (not
--- what qms sends: a variant measured for issue 30, docs/scaling.md "Issue 30, fifth session: one row per intake").
--- On the schema of pgbench-intake-onerow-setup.sql. Against qms's intake: the draw's upsert also bumps
+-- pgbench-intake-qms-0240.sql with the run's number and line version on one row, bumped together by the draw: the
+-- variant measured for issue 30 before migration 0250 built it (docs/scaling.md "Issue 30, fifth session: one row
+-- per intake"; what qms sends now is pgbench-intake-qms.sql).
+-- On the schema of pgbench-intake-onerow-setup.sql. Against the intake before 0250: the draw's upsert also bumps
 -- turn_counters.line_version and returns it, so the line bump's upsert of turn_lines is gone and the line change
 -- is a plain insert (its version a parameter in qms; here a look-up, pgbench having no value from a pipeline);
 -- the webhook endpoints are read by the run's lock statement (joined), and the line and endpoints' statement is
--- gone. Compare with test/load/callgrind-intake.sh SEED_URL pgbench-intake-qms.sql \
+-- gone. Compare with test/load/callgrind-intake.sh SEED_URL pgbench-intake-qms-0240.sql \
 --   pgbench-intake-onerow.sql:pgbench-intake-onerow-setup.sql
 \set i random(0, 49)
 SELECT run, acc, que FROM bench_runs WHERE i = :i \gset
