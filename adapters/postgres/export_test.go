@@ -52,6 +52,7 @@ const (
 	TakeSQLForTest              = takeSQL
 	BumpLineSQLForTest          = bumpLineSQL
 	RecordSuccessSQLForTest     = recordSuccessSQL
+	LocateEventSQLForTest       = locateEventSQL
 	SuccessIndexOnlySQLForTest  = successIndexOnlySQL
 	GetDeliveryToSendSQLForTest = getDeliveryToSendSQL
 )

@@ -52,6 +52,8 @@ func TestHotStatementPlansUseTheirIndexes(t *testing.T) {
 		{"line bump", postgres.BumpLineSQLForTest, "'run', '{}', '{}', false, 3", []string{"turn_counters_pkey"}},
 		{"webhook success", postgres.RecordSuccessSQLForTest, "'d', 'SUCCEEDED', 200, now()",
 			[]string{"Index Scan using webhook_deliveries_pkey", "Index Cond: (id = $1)"}},
+		{"an event located", postgres.LocateEventSQLForTest, "'acc', 'evt'",
+			[]string{"Index Scan using events_pkey", "Index Cond: (id = $2)"}},
 	} {
 		stmt := fmt.Sprintf("hot%d", i)
 		if _, err := conn.Exec(ctx, "PREPARE "+stmt+" AS "+c.sql); err != nil {

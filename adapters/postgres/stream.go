@@ -66,12 +66,15 @@ func (l *StreamLog) Head(ctx context.Context, _ string) (stream.Position, error)
 	return stream.Position{Tx: tx}, nil
 }
 
+// locateEventSQL finds account $1's event $2 by its primary key (the
+// account a filter on the one row).
+const locateEventSQL = `SELECT tx_id::text, occurred_at FROM events WHERE account_id = $1 AND id = $2`
+
 // Locate implements stream.Log.
 func (l *StreamLog) Locate(ctx context.Context, accountID, eventID string) (stream.Position, time.Time, bool, error) {
 	var txText string
 	var at time.Time
-	err := l.db.Pool.QueryRow(ctx, `SELECT tx_id::text, occurred_at FROM events WHERE account_id = $1 AND id = $2`,
-		accountID, eventID).Scan(&txText, &at)
+	err := l.db.Pool.QueryRow(ctx, locateEventSQL, accountID, eventID).Scan(&txText, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return stream.Position{}, time.Time{}, false, nil
 	}

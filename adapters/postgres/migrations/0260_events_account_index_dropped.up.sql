@@ -1,0 +1,12 @@
+-- events_account_idx (account_id, id) has served no query since the
+-- stream's index (0050): the stream reads an account's events by
+-- (account_id, tx_id, id) (events_stream_idx), the event behind a
+-- Last-Event-ID by its primary key (its account then a filter on one row),
+-- the board's recent calls by events_run_calls_idx, retention by
+-- events_occurred_at_idx. Every event's insert still wrote it: one B-tree
+-- insert of an intake's eleven, about 26,000 of PostgreSQL's 1.4 million
+-- instructions per intake (issue 30, docs/scaling.md), on every change of a
+-- turn. TestHotStatementPlansUseTheirIndexes holds the event's look-up to
+-- events_pkey. docs/decisions.md, "The event log keeps the indexes its
+-- reads use".
+DROP INDEX IF EXISTS events_account_idx;
