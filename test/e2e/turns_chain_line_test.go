@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -239,13 +240,20 @@ func TestRaceIntakesAndDispatchKeepTheLineWhole(t *testing.T) {
 	errs := make([]error, intakes+dispatches)
 	for i := range intakes {
 		in := turns.CreateInput{}
-		if i%5 == 2 {
+		switch {
+		case i%5 == 2:
 			in.PeopleCount = platform.Ptr(3)
+		case i%10 == 0, i%10 == 5:
+			// A key sent four times, with two bodies: replays (nothing
+			// drawn) and IDEMPOTENCY_KEY_REUSED, from both processes.
+			in.IdempotencyKey = platform.Ptr(fmt.Sprintf("line-key-%d", i/20))
+			in.PeopleCount = platform.Ptr(1 + i/10%2)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, _, err := svcs[i%2].Create(ctx, p.account, p.run, in); err != nil && !platform.IsCode(err, "THREE_REFUSED") {
+			if _, _, err := svcs[i%2].Create(ctx, p.account, p.run, in); err != nil && !platform.IsCode(err, "THREE_REFUSED") &&
+				!platform.IsCode(err, turns.CodeIdempotencyKeyReused) {
 				errs[i] = err
 			}
 		}()
