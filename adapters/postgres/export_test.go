@@ -52,6 +52,7 @@ const (
 	TakeSQLForTest              = takeSQL
 	BumpLineSQLForTest          = bumpLineSQL
 	RecordSuccessSQLForTest     = recordSuccessSQL
+	InsertDeliveriesSQLForTest  = insertDeliveriesSQL
 	LocateEventSQLForTest       = locateEventSQL
 	SuccessIndexOnlySQLForTest  = successIndexOnlySQL
 	GetDeliveryToSendSQLForTest = getDeliveryToSendSQL

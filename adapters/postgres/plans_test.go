@@ -52,6 +52,9 @@ func TestHotStatementPlansUseTheirIndexes(t *testing.T) {
 		{"line bump", postgres.BumpLineSQLForTest, "'run', '{}', '{}', false, 3", []string{"turn_counters_pkey"}},
 		{"webhook success", postgres.RecordSuccessSQLForTest, "'d', 'SUCCEEDED', 200, now()",
 			[]string{"Index Scan using webhook_deliveries_pkey", "Index Cond: (id = $1)"}},
+		{"webhook deliveries", postgres.InsertDeliveriesSQLForTest,
+			"'{d}', '{acc}', '{whe}', '{evt}', '{turn.created}', ARRAY['{}'::bytea], '{PENDING}', '{0}', '{NULL}', '{NULL}', '{NULL}', '{NULL}', '{tok}', ARRAY[now()]",
+			[]string{"webhook_endpoints_pkey", "Index Cond: (id = d.endpoint_id)"}},
 		{"an event located", postgres.LocateEventSQLForTest, "'acc', 'evt'",
 			[]string{"Index Scan using events_pkey", "Index Cond: (id = $2)"}},
 	} {

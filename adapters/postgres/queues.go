@@ -378,7 +378,9 @@ const lockRunSQL = `SELECT ` + runQueueColumns + `, ` + queueServiceColumn + `
 // statement goes (issue 30: a statement less, about 5 % of PostgreSQL's
 // instructions per intake). The endpoints are read with the snapshot the
 // statement took before it waited for the run, as a read just before the
-// lock would; nothing orders an endpoint's change with a run's lock.
+// lock would; nothing orders an endpoint's change with a run's lock. An
+// endpoint deleted during the wait gets no delivery (insertDeliveriesSQL
+// skips it rather than fail the intake on its foreign key).
 const lockRunEndpointsSQL = `SELECT ` + runQueueColumns + `, ` + queueServiceColumn + `,
 	e.id, e.account_id, e.url, e.events, e.created_at
 	FROM queue_runs AS r JOIN queues AS q ON q.id = r.queue_id

@@ -299,10 +299,26 @@ func (r *Webhooks) CreateDeliveries(ctx context.Context, ds []webhooks.Delivery)
 		ids, accounts, endpoints, eventIDs, events, bodies, statuses, attempts, respStatus, lastErrors, lastAttempt, nextAttempt, tokens, created)
 }
 
+// insertDeliveriesSQL inserts the deliveries of CreateDeliveries' arrays.
+// A delivery whose endpoint is gone by the insert's statement is not
+// stored, as the endpoint's deletion would have taken it: the endpoints
+// come from a read earlier in the transaction, and an intake's is its run
+// lock's statement, whose snapshot is taken before it waits for the run
+// (lockRunEndpointsSQL), so an endpoint deleted during that wait would
+// otherwise break the foreign key and fail the change (500) for an
+// administrator's removal of a webhook. Its attempt's job then finds no
+// delivery, as after any deletion (Service.Attempt). A deletion still in
+// flight at the insert fails the foreign key once it commits, as before.
+// The look-up is a scalar subquery, one primary-key probe per delivery: as
+// EXISTS it is a semi-join, which a generic plan made on an empty table
+// hashes over a sequential scan of every account's endpoints.
 const insertDeliveriesSQL = `INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id, event, body, status,
 		attempts, last_response_status, last_error, last_attempt_at, next_attempt_at, retry_token, created_at)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[],
-		$8::int[], $9::int[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::text[], $14::timestamptz[])`
+	SELECT d.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[],
+		$8::int[], $9::int[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::text[], $14::timestamptz[])
+		AS d (id, account_id, endpoint_id, event_id, event, body, status, attempts, last_response_status,
+			last_error, last_attempt_at, next_attempt_at, retry_token, created_at)
+	WHERE (SELECT e.id FROM webhook_endpoints AS e WHERE e.id = d.endpoint_id) IS NOT NULL`
 
 // GetDeliveryToSend reads a delivery and its endpoint in one statement,
 // through pgx (prepared once per connection): an attempt's only read.

@@ -33,7 +33,9 @@ type Repository interface {
 
 	CreateDelivery(ctx context.Context, d Delivery) error
 	// CreateDeliveries stores an event's deliveries, one per endpoint, in
-	// one statement where the storage can: all of them or none.
+	// one statement where the storage can: all of them or none, except a
+	// delivery whose endpoint was deleted since it was read, which is not
+	// stored (the deletion would have taken it with the endpoint).
 	CreateDeliveries(ctx context.Context, ds []Delivery) error
 	GetDelivery(ctx context.Context, id string) (Delivery, error)
 	// GetDeliveryToSend returns a delivery and its endpoint with the
