@@ -122,14 +122,30 @@ func (db *DB) retrying(ctx context.Context, attempt func() error) error {
 const maxTxAttempts = 5
 
 // retryable reports whether err is a transaction failure that running the
-// transaction again can cure, and its SQLSTATE.
+// transaction again can cure, and its SQLSTATE: a serialization failure or
+// a deadlock, or a change's webhook delivery to an endpoint whose deletion
+// was still uncommitted when the deliveries went in. Their insert skips
+// endpoints already gone (insertDeliveriesSQL), but the key's check of one
+// being deleted waits for the deletion and fails once it commits; run
+// again, the change no longer reads that endpoint, and the customer's turn
+// is not refused for an administrator's removal of a webhook.
 func retryable(err error) (string, bool) {
 	var pg *pgconn.PgError
-	if errors.As(err, &pg) && (pg.Code == "40001" || pg.Code == "40P01") {
+	if !errors.As(err, &pg) {
+		return "", false
+	}
+	switch {
+	case pg.Code == "40001" || pg.Code == "40P01":
+		return pg.Code, true
+	case pg.Code == "23503" && pg.ConstraintName == deliveriesEndpointKey:
 		return pg.Code, true
 	}
 	return "", false
 }
+
+// deliveriesEndpointKey is the foreign key of a webhook delivery to its
+// endpoint (migration 0020).
+const deliveriesEndpointKey = "webhook_deliveries_endpoint_id_fkey"
 
 // txRetryPause is the pause before attempt+1: up to 2, 4, 8, 16 ms, drawn
 // at random (full jitter), so the two sides of a deadlock do not meet

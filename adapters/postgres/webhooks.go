@@ -308,7 +308,8 @@ func (r *Webhooks) CreateDeliveries(ctx context.Context, ds []webhooks.Delivery)
 // otherwise break the foreign key and fail the change (500) for an
 // administrator's removal of a webhook. Its attempt's job then finds no
 // delivery, as after any deletion (Service.Attempt). A deletion still in
-// flight at the insert fails the foreign key once it commits, as before.
+// flight at the insert fails the foreign key once it commits, and the unit
+// of work runs the change again (retryable).
 // The look-up is a scalar subquery, one primary-key probe per delivery: as
 // EXISTS it is a semi-join, which a generic plan made on an empty table
 // hashes over a sequential scan of every account's endpoints.

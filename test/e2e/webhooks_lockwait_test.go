@@ -72,6 +72,76 @@ func TestIntakeWaitingForItsRunOutlivesADeletedEndpoint(t *testing.T) {
 	}
 }
 
+// TestChangeOutlivesAnEndpointDeletedAsItsDeliveriesGoIn: an endpoint
+// whose deletion is still uncommitted when a change's deliveries are
+// inserted is there for the insert, whose foreign key check then waits
+// for the deletion and fails once it commits. The change is run again
+// (the unit's retry), no longer sees the endpoint, and answers 201: the
+// customer is not refused a turn because an administrator removed a
+// webhook at that moment.
+func TestChangeOutlivesAnEndpointDeletedAsItsDeliveriesGoIn(t *testing.T) {
+	url := pgtest.URL(t)
+	a := apptest.PostgresAt(t, url, whNoLimit)
+	rc := newWhReceiver(t, nil)
+	run := whRun(t, a)
+	gone, _ := whEndpoint(t, a, rc.URL(), "turn.created")
+	stays, _ := whEndpoint(t, a, rc.URL(), "turn.created")
+	a.API(http.MethodPost, "/queue-runs/"+run+"/turns", map[string]any{}).Must(http.StatusCreated, nil)
+
+	ctx := context.Background()
+	holder, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	// The first turn's deliveries sent, so that no job's update of one
+	// waits behind the deletion below: the one session waiting will be
+	// the intake's.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var due int
+		if err := holder.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE status <> 'SUCCEEDED'`).Scan(&due); err != nil {
+			t.Fatal(err)
+		}
+		if due == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deliveries of the first turn still due", due)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	if _, err := tx.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = $1`, gone); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *apptest.Response, 1)
+	go func() { done <- a.API(http.MethodPost, "/queue-runs/"+run+"/turns", map[string]any{}) }()
+	waitForLockWaiter(t, holder) // the delivery's key check, behind the deletion
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.Status != http.StatusCreated {
+			t.Fatalf("the intake whose delivery met an endpoint's deletion: %d %s", r.Status, r.Body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the intake did not answer")
+	}
+	var kept, left int
+	if err := holder.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, stays).Scan(&kept); err != nil || kept != 2 {
+		t.Fatalf("deliveries of the endpoint that stayed: %d (%v), want 2", kept, err)
+	}
+	if err := holder.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, gone).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("deliveries of the deleted endpoint: %d (%v)", left, err)
+	}
+}
+
 // waitForLockWaiter waits until a session of the database waits for a
 // row lock (the intake, behind the holder's).
 func waitForLockWaiter(t *testing.T, holder *pgx.Conn) {
