@@ -30,46 +30,20 @@ func TestIntakeWaitingForItsRunOutlivesADeletedEndpoint(t *testing.T) {
 		a.API(http.MethodPost, "/queue-runs/"+run+"/turns", map[string]any{}).Must(http.StatusCreated, nil)
 	}
 
-	ctx := context.Background()
-	holder, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(ctx)
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // committed below
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM queue_runs WHERE id = $1 FOR NO KEY UPDATE`, run); err != nil {
-		t.Fatal(err)
-	}
+	holder, tx := holdInTx(t, url, `SELECT 1 FROM queue_runs WHERE id = $1 FOR NO KEY UPDATE`, run)
 	done := make(chan *apptest.Response, 1)
 	go func() { done <- a.API(http.MethodPost, "/queue-runs/"+run+"/turns", map[string]any{}) }()
 	waitForLockWaiter(t, holder)
 
 	a.API(http.MethodDelete, "/webhook-endpoints/"+gone, nil).Must(http.StatusOK, nil)
-	if err := tx.Commit(ctx); err != nil {
+	if err := tx.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case r := <-done:
-		if r.Status != http.StatusCreated {
-			t.Fatalf("the intake that waited for its run while an endpoint was deleted: %d %s", r.Status, r.Body)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the intake did not answer")
-	}
+	awaitCreated(t, done, "the intake that waited for its run while an endpoint was deleted")
 	// The endpoint that stayed has its delivery (and the two warm-ups'),
 	// the deleted one none.
-	var kept int
-	if err := holder.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, stays).Scan(&kept); err != nil || kept != 3 {
-		t.Fatalf("deliveries of the endpoint that stayed: %d (%v), want 3", kept, err)
-	}
-	var left int
-	if err := holder.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, gone).Scan(&left); err != nil || left != 0 {
-		t.Fatalf("deliveries of the deleted endpoint: %d (%v)", left, err)
-	}
+	wantDeliveries(t, holder, stays, 3)
+	wantDeliveries(t, holder, gone, 0)
 }
 
 // TestChangeOutlivesAnEndpointDeletedAsItsDeliveriesGoIn: an endpoint
@@ -88,19 +62,19 @@ func TestChangeOutlivesAnEndpointDeletedAsItsDeliveriesGoIn(t *testing.T) {
 	stays, _ := whEndpoint(t, a, rc.URL(), "turn.created")
 	a.API(http.MethodPost, "/queue-runs/"+run+"/turns", map[string]any{}).Must(http.StatusCreated, nil)
 
-	ctx := context.Background()
-	holder, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(ctx)
 	// The first turn's deliveries sent, so that no job's update of one
 	// waits behind the deletion below: the one session waiting will be
 	// the intake's.
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var due int
-		if err := holder.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE status <> 'SUCCEEDED'`).Scan(&due); err != nil {
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE status <> 'SUCCEEDED'`).Scan(&due); err != nil {
 			t.Fatal(err)
 		}
 		if due == 0 {
@@ -111,34 +85,60 @@ func TestChangeOutlivesAnEndpointDeletedAsItsDeliveriesGoIn(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // committed below
-	if _, err := tx.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = $1`, gone); err != nil {
-		t.Fatal(err)
-	}
+	holder, tx := holdInTx(t, url, `DELETE FROM webhook_endpoints WHERE id = $1`, gone)
 	done := make(chan *apptest.Response, 1)
 	go func() { done <- a.API(http.MethodPost, "/queue-runs/"+run+"/turns", map[string]any{}) }()
 	waitForLockWaiter(t, holder) // the delivery's key check, behind the deletion
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
+	awaitCreated(t, done, "the intake whose delivery met an endpoint's deletion")
+	wantDeliveries(t, holder, stays, 2)
+	wantDeliveries(t, holder, gone, 0)
+}
+
+// holdInTx opens a connection of its own to url and, in a transaction
+// left open, runs stmt: whatever it locks stays locked until the caller
+// commits the transaction (rolled back, and the connection closed, at the
+// test's end otherwise).
+func holdInTx(t *testing.T, url, stmt string, args ...any) (*pgx.Conn, pgx.Tx) {
+	t.Helper()
+	ctx := context.Background()
+	holder, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Close(ctx) })
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) }) // a no-op once committed
+	if _, err := tx.Exec(ctx, stmt, args...); err != nil {
+		t.Fatal(err)
+	}
+	return holder, tx
+}
+
+// awaitCreated wants the answer on done to be 201 within 30 s.
+func awaitCreated(t *testing.T, done <-chan *apptest.Response, what string) {
+	t.Helper()
 	select {
 	case r := <-done:
 		if r.Status != http.StatusCreated {
-			t.Fatalf("the intake whose delivery met an endpoint's deletion: %d %s", r.Status, r.Body)
+			t.Fatalf("%s: %d %s", what, r.Status, r.Body)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("the intake did not answer")
+		t.Fatalf("%s: no answer", what)
 	}
-	var kept, left int
-	if err := holder.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, stays).Scan(&kept); err != nil || kept != 2 {
-		t.Fatalf("deliveries of the endpoint that stayed: %d (%v), want 2", kept, err)
-	}
-	if err := holder.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, gone).Scan(&left); err != nil || left != 0 {
-		t.Fatalf("deliveries of the deleted endpoint: %d (%v)", left, err)
+}
+
+// wantDeliveries wants n deliveries stored for the endpoint.
+func wantDeliveries(t *testing.T, conn *pgx.Conn, endpoint string, n int) {
+	t.Helper()
+	var got int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, endpoint).Scan(&got); err != nil || got != n {
+		t.Fatalf("deliveries of endpoint %s: %d (%v), want %d", endpoint, got, err, n)
 	}
 }
 
