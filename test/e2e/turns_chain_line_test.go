@@ -49,6 +49,14 @@ func TestRaceChainedIntakesKeepTheLineWhole(t *testing.T) {
 func TestRaceTwoProcessesKeepTheLineWhole(t *testing.T) {
 	p := newPGTurns(t, queues.CreateInput{Capacity: &queues.Capacity{MaxTurns: platform.Ptr(60),
 		WaitlistEnabled: platform.Ptr(true)}}, refuseThree{})
+	svc2, db2 := secondProcess(t, p)
+	checkChainedLine(t, p, []*turns.Service{p.svc, svc2}, []*postgres.DB{p.db, db2}, nil)
+}
+
+// secondProcess is another process's turns service on p's database: its
+// own pool, run gates and cached lines, and the same guard.
+func secondProcess(t *testing.T, p *pgTurns) (*turns.Service, *postgres.DB) {
+	t.Helper()
 	db2, err := postgres.Open(context.Background(), p.db.Pool.Config().ConnString())
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +64,7 @@ func TestRaceTwoProcessesKeepTheLineWhole(t *testing.T) {
 	t.Cleanup(db2.Close)
 	svc2 := turns.NewService(postgres.NewTurns(db2), postgres.NewQueues(db2), db2, events.NewBus(postgres.NewEvents(db2)),
 		noJobs{}, platform.SystemClock{}, turns.Hooks{Guards: []turns.IntakeGuard{refuseThree{}}})
-	checkChainedLine(t, p, []*turns.Service{p.svc, svc2}, []*postgres.DB{p.db, db2}, nil)
+	return svc2, db2
 }
 
 // TestRaceRedrawsKeepTheLineWhole: the queue's prefix changes behind both
@@ -66,13 +74,7 @@ func TestRaceTwoProcessesKeepTheLineWhole(t *testing.T) {
 func TestRaceRedrawsKeepTheLineWhole(t *testing.T) {
 	p := newPGTurns(t, queues.CreateInput{Capacity: &queues.Capacity{MaxTurns: platform.Ptr(60),
 		WaitlistEnabled: platform.Ptr(true)}}, refuseThree{})
-	db2, err := postgres.Open(context.Background(), p.db.Pool.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db2.Close)
-	svc2 := turns.NewService(postgres.NewTurns(db2), postgres.NewQueues(db2), db2, events.NewBus(postgres.NewEvents(db2)),
-		noJobs{}, platform.SystemClock{}, turns.Hooks{Guards: []turns.IntakeGuard{refuseThree{}}})
+	svc2, db2 := secondProcess(t, p)
 	checkChainedLine(t, p, []*turns.Service{p.svc, svc2}, []*postgres.DB{p.db, db2}, func() {
 		if _, err := p.db.Pool.Exec(context.Background(), `UPDATE queues SET doc = jsonb_set(doc, '{turnPrefix}', '"Z"') WHERE id = $1`, p.queue); err != nil {
 			t.Fatal(err)
@@ -221,13 +223,7 @@ func TestRaceIntakesAndDispatchKeepTheLineWhole(t *testing.T) {
 	p := newPGTurns(t, queues.CreateInput{Capacity: &queues.Capacity{MaxTurns: platform.Ptr(20),
 		WaitlistEnabled: platform.Ptr(true)}}, refuseThree{})
 	ctx := context.Background()
-	db2, err := postgres.Open(ctx, p.db.Pool.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db2.Close)
-	svc2 := turns.NewService(postgres.NewTurns(db2), postgres.NewQueues(db2), db2, events.NewBus(postgres.NewEvents(db2)),
-		noJobs{}, platform.SystemClock{}, turns.Hooks{Guards: []turns.IntakeGuard{refuseThree{}}})
+	svc2, _ := secondProcess(t, p)
 	svcs := []*turns.Service{p.svc, svc2}
 	for _, svc := range svcs {
 		for range 2 {

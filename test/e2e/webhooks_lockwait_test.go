@@ -20,12 +20,7 @@ import (
 // delivery's insert would break the foreign key to the endpoint, and the
 // customer be refused a turn because an administrator removed a webhook.
 func TestIntakeWaitingForItsRunOutlivesADeletedEndpoint(t *testing.T) {
-	url := pgtest.URL(t)
-	a := apptest.PostgresAt(t, url, whNoLimit)
-	rc := newWhReceiver(t, nil)
-	run := whRun(t, a)
-	gone, _ := whEndpoint(t, a, rc.URL(), "turn.created")
-	stays, _ := whEndpoint(t, a, rc.URL(), "turn.created")
+	url, a, run, gone, stays := twoEndpoints(t)
 	for range 2 { // the queue cached: the next intakes draw ahead
 		a.API(http.MethodPost, "/queue-runs/"+run+"/turns", map[string]any{}).Must(http.StatusCreated, nil)
 	}
@@ -54,12 +49,7 @@ func TestIntakeWaitingForItsRunOutlivesADeletedEndpoint(t *testing.T) {
 // customer is not refused a turn because an administrator removed a
 // webhook at that moment.
 func TestChangeOutlivesAnEndpointDeletedAsItsDeliveriesGoIn(t *testing.T) {
-	url := pgtest.URL(t)
-	a := apptest.PostgresAt(t, url, whNoLimit)
-	rc := newWhReceiver(t, nil)
-	run := whRun(t, a)
-	gone, _ := whEndpoint(t, a, rc.URL(), "turn.created")
-	stays, _ := whEndpoint(t, a, rc.URL(), "turn.created")
+	url, a, run, gone, stays := twoEndpoints(t)
 	a.API(http.MethodPost, "/queue-runs/"+run+"/turns", map[string]any{}).Must(http.StatusCreated, nil)
 
 	// The first turn's deliveries sent, so that no job's update of one
@@ -95,6 +85,19 @@ func TestChangeOutlivesAnEndpointDeletedAsItsDeliveriesGoIn(t *testing.T) {
 	awaitCreated(t, done, "the intake whose delivery met an endpoint's deletion")
 	wantDeliveries(t, holder, stays, 2)
 	wantDeliveries(t, holder, gone, 0)
+}
+
+// twoEndpoints is a PostgreSQL process with a run and two endpoints of
+// turn.created, one to be deleted and one that stays.
+func twoEndpoints(t *testing.T) (url string, a *apptest.App, run, gone, stays string) {
+	t.Helper()
+	url = pgtest.URL(t)
+	a = apptest.PostgresAt(t, url, whNoLimit)
+	rc := newWhReceiver(t, nil)
+	run = whRun(t, a)
+	gone, _ = whEndpoint(t, a, rc.URL(), "turn.created")
+	stays, _ = whEndpoint(t, a, rc.URL(), "turn.created")
+	return url, a, run, gone, stays
 }
 
 // holdInTx opens a connection of its own to url and, in a transaction
