@@ -37,10 +37,12 @@ image:
 # The failover test (test/failover) holds a pg_auto_failover formation's
 # outages to seconds and its monitor to its health checks' timing: it runs
 # after the other packages, not beside them, so their load is not what it
-# measures.
+# measures. The end-to-end package took 983 s of its 25 min on a machine
+# half as fast as the usual (docs/scaling.md, seventh session): 40 min keeps
+# the timeout a guard against a hang, not a race with a slow machine.
 FAILOVER_PKG := ./test/failover
 test:
-	$(GO) test -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/test/failover$$')
+	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v '/test/failover$$')
 	$(GO) test -count=1 -timeout 10m $(FAILOVER_PKG)
 
 ## test-domain: the fast domain tests of the cores (no I/O)
