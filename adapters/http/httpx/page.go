@@ -131,11 +131,11 @@ func ParsePage(c *fiber.Ctx, cur Cursors, list string) (platform.PageRequest, er
 // the limit may change from page to page.
 func listScope(c *fiber.Ctx, list string) string {
 	var params []string
-	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
+	for k, v := range c.Context().QueryArgs().All() {
 		if key := string(k); key != "limit" && key != "cursor" {
 			params = append(params, key+"="+string(v))
 		}
-	})
+	}
 	slices.Sort(params)
 	return list + "\x00" + c.Path() + "\x00" + strings.Join(params, "&")
 }

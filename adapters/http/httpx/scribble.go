@@ -34,18 +34,27 @@ func ScribbleRequests(app *fiber.App) {
 // scribble overwrites the request's bytes (ScribbleRequests).
 func scribble(c *fiber.Ctx) {
 	req := c.Request()
-	req.Header.VisitAll(func(k, v []byte) {
+	for k, v := range req.Header.All() {
 		// fasthttp hands its constant "close" as Connection's value.
 		if string(k) != fiber.HeaderConnection {
 			fill(v)
 		}
-	})
-	req.Header.VisitAllCookie(func(k, v []byte) { fill(k); fill(v) })
+	}
+	for k, v := range req.Header.Cookies() {
+		fill(k)
+		fill(v)
+	}
 	fill(req.Header.RequestURI())
-	req.PostArgs().VisitAll(func(k, v []byte) { fill(k); fill(v) })
+	for k, v := range req.PostArgs().All() {
+		fill(k)
+		fill(v)
+	}
 	fill(req.Body())
 	u := req.URI()
-	u.QueryArgs().VisitAll(func(k, v []byte) { fill(k); fill(v) })
+	for k, v := range u.QueryArgs().All() {
+		fill(k)
+		fill(v)
+	}
 	fill(u.QueryString())
 	fill(u.PathOriginal())
 	fill(u.Path())

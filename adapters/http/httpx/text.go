@@ -171,24 +171,21 @@ func checkRequestText(c *fiber.Ctx) error {
 	if p := c.Path(); !plainText(p) {
 		return CheckParam(pathParamAt(c, p), p)
 	}
-	var err error
-	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
-		if err != nil {
-			return
-		}
+	for k, v := range c.Context().QueryArgs().All() {
 		name := string(k)
 		if rule, msg := platform.CheckText(name, platform.TextPlain); rule != "" {
-			err = platform.InvalidField("query", rule, "a parameter's name "+msg)
-			return
+			return platform.InvalidField("query", rule, "a parameter's name "+msg)
 		}
 		if name == "cursor" {
 			// Opaque and signed: ParsePage refuses anything it did not
 			// sign as 400 INVALID_CURSOR, before it reaches storage.
-			return
+			continue
 		}
-		err = CheckParam(name, string(v))
-	})
-	return err
+		if err := CheckParam(name, string(v)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func plainText(s string) bool {

@@ -205,16 +205,16 @@ func responseHead(c *fiber.Ctx) []byte {
 	b = append(b, ' ')
 	b = append(b, utils.StatusMessage(h.StatusCode())...)
 	b = append(b, "\r\n"...)
-	h.VisitAll(func(k, v []byte) {
+	for k, v := range h.All() {
 		switch string(k) {
 		case fiber.HeaderContentLength, fiber.HeaderTransferEncoding, fiber.HeaderConnection:
-			return
+			continue
 		}
 		b = append(b, k...)
 		b = append(b, ": "...)
 		b = append(b, v...)
 		b = append(b, "\r\n"...)
-	})
+	}
 	b = append(b, "Connection: close\r\n\r\n"...)
 	return b
 }
