@@ -183,3 +183,48 @@ func TestNegativeZeroInFreeJSON(t *testing.T) {
 		t.Errorf("decoded %s, want %s", out, want)
 	}
 }
+
+// TestHostRequiredOnHTTP11: an HTTP/1.1 request without a Host header is
+// malformed (RFC 9112 3.2) and answered in the spec's envelope before any
+// route; HTTP/1.0, which has no Host, still reaches its route
+// (docs/decisions.md, "fasthttp 1.79 under fiber 2.52").
+func TestHostRequiredOnHTTP11(t *testing.T) {
+	app := NewApp(AppConfig{})
+	app.Get("/x", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	defer func() { _ = app.Shutdown() }()
+	for _, c := range []struct {
+		raw  string
+		want int
+	}{
+		{"GET /x HTTP/1.1\r\nConnection: close\r\n\r\n", 400},
+		{"GET /x HTTP/1.1\r\nHost: qms.test\r\nConnection: close\r\n\r\n", 200},
+		{"GET /x HTTP/1.0\r\n\r\n", 200},
+	} {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = conn.Write([]byte(c.raw))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != c.want {
+			t.Errorf("%q: %d, want %d", c.raw, resp.StatusCode, c.want)
+		}
+		if c.want == 400 {
+			var env errorEnvelope
+			decodeResponse(t, resp, &env)
+			if env.Error.Code != "VALIDATION_ERROR" || env.Error.RequestID == "" {
+				t.Errorf("%q: %+v", c.raw, env.Error)
+			}
+		}
+		resp.Body.Close()
+		conn.Close()
+	}
+}
